@@ -1,0 +1,53 @@
+#include "CliCommon.h"
+
+#include "engine/Runtime.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace qs::cli {
+
+bool parseOrHelp(QCommandLineParser& parser, const QStringList& args, const QString& synopsis) {
+    parser.setApplicationDescription(synopsis);
+    parser.addHelpOption();
+    if (!parser.parse(args))
+        throw UsageError{parser.errorText().toStdString()};
+    if (parser.isSet("help")) {
+        std::fputs(qPrintable(parser.helpText()), stdout);
+        return false;
+    }
+    return true;
+}
+
+QString singlePositional(const QCommandLineParser& parser, const char* what) {
+    const QStringList pos = parser.positionalArguments();
+    if (pos.size() != 1)
+        throw UsageError{std::string("expected exactly one ") + what + ", got " +
+                         std::to_string(pos.size()) + " positional arguments"};
+    return pos.front();
+}
+
+int64_t intOption(const QCommandLineParser& parser, const QString& name, int64_t min, int64_t max) {
+    bool ok = false;
+    const QString text = parser.value(name);
+    const qlonglong v = text.toLongLong(&ok);
+    if (!ok || v < min || v > max)
+        throw UsageError{"--" + name.toStdString() + ": expected an integer in [" +
+                         std::to_string(min) + ", " + std::to_string(max) + "], got '" +
+                         text.toStdString() + "'"};
+    return v;
+}
+
+void printJson(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
+
+void printLine(const std::string& s) { std::cout << s << '\n'; }
+
+void addThreadsOption(QCommandLineParser& parser) {
+    parser.addOption({"threads", "LibTorch intra-op threads (default: one per core).", "N", "0"});
+}
+
+void applyThreadsOption(const QCommandLineParser& parser) {
+    configureThreads(int(intOption(parser, "threads", 0, 1024)));
+}
+
+} // namespace qs::cli

@@ -1,0 +1,57 @@
+#include "CliCommon.h"
+
+#include "eval/TextEvaluation.h"
+
+#include <cstdio>
+
+namespace qs::cli {
+
+int runEval(const QStringList& args) {
+    QCommandLineParser parser;
+    parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder.");
+    parser.addOption({"data", "UTF-8 text file to evaluate on.", "TEXT"});
+    parser.addOption({"seq-len", "Window length in tokens (default 512 or max positions).", "N", "0"});
+    parser.addOption({"max-windows", "Evaluate only the first N windows (default: all).", "N", "0"});
+    parser.addOption({"device", "cpu or cuda.", "DEVICE", "cpu"});
+    parser.addOption({"dtype", "Compute dtype: float32, bfloat16 or float16.", "DTYPE", "float32"});
+    parser.addOption({"tokenizer", "auto, sentencepiece or hf.", "KIND", "auto"});
+    parser.addOption({"json", "Machine-readable output."});
+    addThreadsOption(parser);
+    if (!parseOrHelp(parser, args,
+                     "Perplexity of a model on a text: tokenized once with BOS, cut into "
+                     "non-overlapping windows, NLL of tokens 1..L-1 of each window."))
+        return 0;
+    const QString dir = singlePositional(parser, "MODEL_DIR");
+    if (!parser.isSet("data"))
+        throw UsageError{"--data TEXT is required"};
+    applyThreadsOption(parser);
+    EvalRequest req;
+    req.dataPath = parser.value("data").toStdString();
+    req.seqLen = intOption(parser, "seq-len", 0, int64_t(1) << 24);
+    req.maxWindows = intOption(parser, "max-windows", 0, int64_t(1) << 40);
+    req.device = parser.value("device").toStdString();
+    req.dtype = parser.value("dtype").toStdString();
+    const PerplexityResult r = evaluateModelOnText(
+        dir.toStdString(), req, {}, TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString()));
+    if (parser.isSet("json")) {
+        printJson({{"tokens", r.tokens},
+                   {"windows", r.windows},
+                   {"seq_len", r.seqLen},
+                   {"mean_nll", r.meanNll},
+                   {"perplexity", r.perplexity},
+                   {"tokens_per_second", r.tokensPerSecond},
+                   {"device", r.device},
+                   {"dtype", r.dtype}});
+        return 0;
+    }
+    std::printf("tokens             %lld\n", (long long)r.tokens);
+    std::printf("windows            %lld\n", (long long)r.windows);
+    std::printf("seq_len            %lld\n", (long long)r.seqLen);
+    std::printf("mean_nll           %.6f\n", r.meanNll);
+    std::printf("perplexity         %.4f\n", r.perplexity);
+    std::printf("tokens_per_second  %.1f  (%s, %s)\n", r.tokensPerSecond, r.device.c_str(),
+                r.dtype.c_str());
+    return 0;
+}
+
+} // namespace qs::cli

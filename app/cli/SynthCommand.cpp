@@ -1,0 +1,120 @@
+#include "CliCommon.h"
+
+#include "synth/SyntheticModel.h"
+
+#include <QElapsedTimer>
+
+#include <cstdio>
+
+namespace qs::cli {
+
+namespace {
+
+// Named shapes; explicit size flags override a preset's values.
+SyntheticModelOptions preset(const QString& name) {
+    SyntheticModelOptions o;
+    if (name == "tiny") {
+        // the defaults: hidden 256, 4 layers
+    } else if (name == "100m") {
+        o.hiddenSize = 768, o.intermediateSize = 2048, o.numLayers = 12, o.numHeads = 12,
+        o.numKvHeads = 12, o.vocabSize = 16000, o.maxPositions = 2048;
+    } else if (name == "7b") {
+        o.hiddenSize = 4096, o.intermediateSize = 11008, o.numLayers = 32, o.numHeads = 32,
+        o.numKvHeads = 32, o.vocabSize = 32000, o.maxPositions = 4096, o.dtype = "BF16",
+        o.shardBytes = int64_t(5) << 30;
+    } else if (name == "70b") {
+        o.hiddenSize = 8192, o.intermediateSize = 28672, o.numLayers = 80, o.numHeads = 64,
+        o.numKvHeads = 8, o.vocabSize = 32000, o.maxPositions = 4096, o.dtype = "BF16",
+        o.shardBytes = int64_t(5) << 30;
+    } else {
+        throw UsageError{"--preset: unknown preset '" + name.toStdString() +
+                         "' (tiny, 100m, 7b, 70b)"};
+    }
+    return o;
+}
+
+} // namespace
+
+int runSynth(const QStringList& args) {
+    QCommandLineParser parser;
+    parser.addOption({"arch", "llama or opt.", "ARCH", "llama"});
+    parser.addOption({"out", "Output folder.", "DIR"});
+    parser.addOption({"preset", "Shape preset: tiny, 100m, 7b or 70b.", "NAME", "tiny"});
+    parser.addOption({"hidden", "hidden_size.", "N"});
+    parser.addOption({"intermediate", "intermediate_size (ffn_dim for OPT).", "N"});
+    parser.addOption({"layers", "num_hidden_layers.", "N"});
+    parser.addOption({"heads", "num_attention_heads.", "N"});
+    parser.addOption({"kv-heads", "num_key_value_heads (llama).", "N"});
+    parser.addOption({"vocab", "vocab_size.", "N"});
+    parser.addOption({"max-positions", "max_position_embeddings.", "N"});
+    parser.addOption({"dtype", "Stored dtype: F32, BF16 or F16.", "DTYPE"});
+    parser.addOption({"seed", "Random seed (same seed, same bytes).", "N", "0"});
+    parser.addOption({"tie-embeddings", "Tie lm_head to the embedding (llama)."});
+    parser.addOption({"sparse", "Headers only: weights left as zero holes (benchmarks)."});
+    parser.addOption({"shard-size", "Split into shards of about N bytes (0: one file).", "BYTES"});
+    parser.addOption({"outlier-channels", "Comma-separated hidden channels with planted "
+                                          "activation outliers.", "LIST", "3,17"});
+    parser.addOption({"outlier-gain", "Gain of the planted outlier channels.", "X", "40"});
+    parser.addOption({"json", "Print a machine-readable summary."});
+    addThreadsOption(parser);
+    if (!parseOrHelp(parser, args,
+                     "Writes a valid Hugging Face checkpoint with deterministic random weights of "
+                     "realistic statistics, planted activation-outlier channels and a tokenizer."))
+        return 0;
+    if (!parser.isSet("out"))
+        throw UsageError{"--out DIR is required"};
+    applyThreadsOption(parser);
+    SyntheticModelOptions o = preset(parser.value("preset"));
+    o.arch = parser.value("arch").toStdString();
+    if (o.arch != "llama" && o.arch != "opt")
+        throw UsageError{"--arch: expected llama or opt, got '" + o.arch + "'"};
+    o.outDir = parser.value("out").toStdString();
+    auto setInt = [&](const char* opt, int64_t& field, int64_t max) {
+        if (parser.isSet(opt))
+            field = intOption(parser, opt, 1, max);
+    };
+    setInt("hidden", o.hiddenSize, 1 << 16);
+    setInt("intermediate", o.intermediateSize, 1 << 18);
+    setInt("layers", o.numLayers, 1024);
+    setInt("heads", o.numHeads, 1024);
+    setInt("kv-heads", o.numKvHeads, 1024);
+    setInt("vocab", o.vocabSize, 1 << 20);
+    setInt("max-positions", o.maxPositions, 1 << 20);
+    setInt("shard-size", o.shardBytes, int64_t(1) << 50);
+    if (o.arch == "opt" || !parser.isSet("kv-heads"))
+        o.numKvHeads = std::min(o.numKvHeads, o.numHeads);
+    if (o.arch == "opt")
+        o.numKvHeads = o.numHeads;
+    if (parser.isSet("dtype"))
+        o.dtype = parser.value("dtype").toUpper().toStdString();
+    o.seed = uint64_t(intOption(parser, "seed", 0, INT64_MAX));
+    o.tieWordEmbeddings = parser.isSet("tie-embeddings");
+    o.sparse = parser.isSet("sparse");
+    o.outlierChannels.clear();
+    for (const QString& c : parser.value("outlier-channels").split(',', Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int v = c.trimmed().toInt(&ok);
+        if (!ok || v < 0 || v >= o.hiddenSize)
+            throw UsageError{"--outlier-channels: '" + c.toStdString() +
+                             "' is not a channel index below hidden_size"};
+        o.outlierChannels.push_back(v);
+    }
+    bool ok = false;
+    o.outlierGain = parser.value("outlier-gain").toDouble(&ok);
+    if (!ok || !(o.outlierGain > 0))
+        throw UsageError{"--outlier-gain: expected a positive number"};
+
+    QElapsedTimer timer;
+    timer.start();
+    writeSyntheticModel(o);
+    const double seconds = timer.elapsed() / 1000.0;
+    if (parser.isSet("json")) {
+        printJson({{"out", o.outDir}, {"arch", o.arch}, {"seconds", seconds}, {"sparse", o.sparse}});
+    } else {
+        std::printf("wrote %s checkpoint to %s in %.2f s\n", o.arch.c_str(), o.outDir.c_str(),
+                    seconds);
+    }
+    return 0;
+}
+
+} // namespace qs::cli

@@ -1,0 +1,69 @@
+// quantscope-cli: the headless front end. Each subcommand lives in its own file; this only
+// dispatches and turns errors into messages and exit codes.
+#include "CliCommon.h"
+
+#include "engine/Runtime.h"
+#include "util/Error.h"
+
+#include <QCoreApplication>
+
+#include <cstdio>
+#include <map>
+
+namespace {
+
+const char* kUsage =
+    "Usage: quantscope-cli <command> [options]\n"
+    "\n"
+    "Commands:\n"
+    "  inspect MODEL_DIR [--json]              architecture, config and module tree (headers only)\n"
+    "  eval MODEL_DIR --data TEXT [...]        perplexity (docs/evaluation.md protocol)\n"
+    "  generate MODEL_DIR --prompt TEXT [...]  greedy continuation\n"
+    "  synth --arch llama|opt --out DIR [...]  write a synthetic Hugging Face checkpoint\n"
+    "\n"
+    "Run 'quantscope-cli <command> --help' for a command's options.\n"
+    "Global: --help, --version.\n";
+
+} // namespace
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName("quantscope-cli");
+    QCoreApplication::setApplicationVersion(QS_VERSION);
+    QStringList args = QCoreApplication::arguments();
+    if (args.size() < 2 || args[1] == "--help" || args[1] == "-h" || args[1] == "help") {
+        std::fputs(kUsage, args.size() < 2 ? stderr : stdout);
+        return args.size() < 2 ? qs::cli::kExitUsage : 0;
+    }
+    if (args[1] == "--version" || args[1] == "-v") {
+        qs::configureThreads(0);
+        std::printf("quantscope-cli %s (%s)\n", QS_VERSION, qs::runtimeSummary().c_str());
+        return 0;
+    }
+    const std::map<QString, int (*)(const QStringList&)> commands{
+        {"inspect", qs::cli::runInspect},
+        {"eval", qs::cli::runEval},
+        {"generate", qs::cli::runGenerate},
+        {"synth", qs::cli::runSynth},
+    };
+    const QString name = args[1];
+    auto it = commands.find(name);
+    if (it == commands.end()) {
+        std::fprintf(stderr, "quantscope-cli: unknown command '%s'\n\n%s", qPrintable(name), kUsage);
+        return qs::cli::kExitUsage;
+    }
+    args.removeAt(0); // QCommandLineParser expects the program name first: use the command's
+    try {
+        return it->second(args);
+    } catch (const qs::cli::UsageError& e) {
+        std::fprintf(stderr, "quantscope-cli %s: %s\n(see 'quantscope-cli %s --help')\n",
+                     qPrintable(name), e.message.c_str(), qPrintable(name));
+        return qs::cli::kExitUsage;
+    } catch (const qs::Cancelled&) {
+        std::fprintf(stderr, "quantscope-cli %s: cancelled\n", qPrintable(name));
+        return qs::cli::kExitFailure;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "quantscope-cli %s: error: %s\n", qPrintable(name), e.what());
+        return qs::cli::kExitFailure;
+    }
+}

@@ -1,0 +1,103 @@
+#pragma once
+
+#include <QHash>
+#include <QMainWindow>
+#include <QStringList>
+
+#include <memory>
+
+class QCloseEvent;
+class QDragEnterEvent;
+class QDropEvent;
+class QMenu;
+class QProgressBar;
+class QStackedWidget;
+class QToolButton;
+
+namespace qs {
+
+class Engine;
+struct ModelInfo;
+struct PerplexityResult;
+class StartPage;
+class WorkbenchPage;
+
+// Composes the start page and the workbench page, the menus and the status bar, and routes every
+// request to the one qs::Engine it owns. Engine results arrive as queued signals; nothing here
+// waits on the engine.
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    static constexpr int MaxRecentModels = 10;
+
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Starts opening a model folder; the workbench is shown when the engine has read it.
+    void openModel(const QString& directory);
+    // Opens the built-in demo model, writing it first when it is not there yet.
+    void openDemoModel();
+    // Where the demo model lives: AppLocalDataLocation/demo-model.
+    static QString demoModelDirectory();
+
+    // Default window size and dock sizes, ignoring the saved ones.
+    void resetLayout();
+    QStringList recentModels() const;
+
+    StartPage* startPage() const { return m_startPage; }
+    WorkbenchPage* workbenchPage() const { return m_workbench; }
+    bool isWorkbenchShown() const;
+    Engine* engine() const { return m_engine.get(); }
+
+Q_SIGNALS:
+    // The workbench shows a freshly opened model.
+    void modelShown(const QString& directory);
+    // Opening a model (or writing the demo model) failed; the message was shown to the user.
+    void modelOpenFailed(const QString& message);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void createMenus();
+    void createStatusBar();
+    void connectEngine();
+    void chooseModelFolder();
+    void addRecentModel(const QString& directory);
+    void setRecentModels(const QStringList& directories);
+    void updateRecentMenu();
+    void showError(const QString& title, const QString& message);
+    void showAbout();
+    void closeModel();
+    void showWorkbench(bool show);
+    void runEvaluation();
+    void updateBusy();
+
+    void onJobStarted(int job, const QString& title);
+    void onProgress(int job, double fraction, const QString& message);
+    void onModelOpened(int job, const ModelInfo& info);
+    void onSyntheticModelWritten(int job, const QString& directory);
+    void onEvaluated(int job, const PerplexityResult& result);
+    void onFailed(int job, const QString& message);
+    void onCancelled(int job);
+    void onJobFinished(int job);
+
+    std::unique_ptr<Engine> m_engine;
+    QStackedWidget* m_pages;
+    StartPage* m_startPage;
+    WorkbenchPage* m_workbench;
+    QMenu* m_recentMenu = nullptr;
+    QProgressBar* m_statusProgress = nullptr;
+    QToolButton* m_statusCancel = nullptr;
+
+    QHash<int, QString> m_jobTitles; // jobs started and not finished yet
+    int m_openJob = -1;              // the latest openModel job; older results are ignored
+    QString m_openingDirectory;
+    int m_demoJob = -1; // writing the demo model
+    int m_evalJob = -1;
+    QString m_modelDirectory; // model shown in the workbench
+};
+
+} // namespace qs

@@ -1,0 +1,116 @@
+// quantscope: the GUI. Parses the command line, shows the main window and, for --screenshot, saves
+// a picture of it once the model is shown (used by scripts/screenshots.sh for the docs).
+#include "MainWindow.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QPixmap>
+#include <QSaveFile>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace {
+
+// Gives up when no model is shown after this long (a stuck job must not hang a script).
+constexpr int ScreenshotTimeoutMs = 300000;
+// Lets the freshly shown workbench lay out and paint once before it is grabbed.
+constexpr int ScreenshotSettleMs = 500;
+
+bool savePng(const QPixmap& pixmap, const QString& path, QString* error) {
+    const QString dir = QFileInfo(path).absolutePath();
+    if (!QDir().mkpath(dir)) {
+        *error = QStringLiteral("cannot create %1").arg(dir);
+        return false;
+    }
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || !pixmap.save(&file, "PNG") || !file.commit()) {
+        *error = file.errorString();
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("Quantscope"));
+    QApplication::setApplicationName(QStringLiteral("quantscope"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Quantscope"));
+    QApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("Quantscope: post-training quantization workbench for LLMs.\n"
+                       "Without arguments the start page is shown."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("MODEL_DIR"),
+                                 QStringLiteral("Hugging Face model folder to open "
+                                                "(config.json + *.safetensors)."),
+                                 QStringLiteral("[MODEL_DIR]"));
+    const QCommandLineOption demoOption(
+        QStringLiteral("demo"),
+        QStringLiteral("Open the built-in demo model (a small random Llama, written to the "
+                       "application data folder on first use)."));
+    const QCommandLineOption screenshotOption(
+        QStringLiteral("screenshot"),
+        QStringLiteral("Once the model is shown, save a PNG of the window to FILE and quit "
+                       "(exit status 1 when the model cannot be opened). Needs MODEL_DIR or "
+                       "--demo; uses the default window layout."),
+        QStringLiteral("FILE"));
+    parser.addOption(demoOption);
+    parser.addOption(screenshotOption);
+    parser.process(app);
+
+    const QStringList positional = parser.positionalArguments();
+    const bool demo = parser.isSet(demoOption);
+    const QString screenshot = parser.value(screenshotOption);
+    auto fail = [](const QString& message) {
+        std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
+        return 2;
+    };
+    if (positional.size() > 1)
+        return fail(QStringLiteral("at most one MODEL_DIR, got %1").arg(positional.size()));
+    if (demo && !positional.isEmpty())
+        return fail(QStringLiteral("give MODEL_DIR or --demo, not both"));
+    if (parser.isSet(screenshotOption) && !demo && positional.isEmpty())
+        return fail(QStringLiteral("--screenshot needs MODEL_DIR or --demo"));
+
+    qs::MainWindow window;
+    if (!screenshot.isEmpty()) {
+        window.resetLayout();
+        QObject::connect(&window, &qs::MainWindow::modelShown, &window, [&window, screenshot] {
+            QTimer::singleShot(ScreenshotSettleMs, &window, [&window, screenshot] {
+                QString error;
+                if (!savePng(window.grab(), screenshot, &error)) {
+                    std::fprintf(stderr, "quantscope: cannot write %s: %s\n",
+                                 qPrintable(screenshot), qPrintable(error));
+                    QCoreApplication::exit(1);
+                    return;
+                }
+                std::printf("%s\n", qPrintable(QDir::toNativeSeparators(screenshot)));
+                QCoreApplication::exit(0);
+            });
+        });
+        QObject::connect(&window, &qs::MainWindow::modelOpenFailed, &window,
+                         [](const QString& message) {
+                             std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
+                             QCoreApplication::exit(1);
+                         });
+        QTimer::singleShot(ScreenshotTimeoutMs, &window, [] {
+            std::fprintf(stderr, "quantscope: no model shown after %d s, giving up\n",
+                         ScreenshotTimeoutMs / 1000);
+            QCoreApplication::exit(1);
+        });
+    }
+    window.show();
+    if (demo)
+        window.openDemoModel();
+    else if (!positional.isEmpty())
+        window.openModel(positional.constFirst());
+    return app.exec();
+}

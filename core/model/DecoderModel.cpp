@@ -1,0 +1,69 @@
+#include "model/DecoderModel.h"
+
+#include "util/Error.h"
+
+#include <limits>
+
+namespace qs {
+
+at::Tensor DecoderBlock::applyLinear(LinearLayer& layer, const at::Tensor& x,
+                                     const ForwardContext& ctx) {
+    const at::Tensor input = ctx.hook ? ctx.hook->onInput(layer, x) : x;
+    return at::linear(input, layer.weight, layer.bias);
+}
+
+DecoderModel::DecoderModel(ModelConfig config, std::shared_ptr<const Checkpoint> checkpoint,
+                           ComputeOptions compute)
+    : m_config(std::move(config)), m_checkpoint(std::move(checkpoint)), m_compute(compute) {}
+
+ForwardContext DecoderModel::makeContext(int64_t seqLen) const {
+    ForwardContext ctx;
+    const auto opts = at::TensorOptions().dtype(m_compute.dtype).device(m_compute.device);
+    at::Tensor mask = at::full({seqLen, seqLen}, -std::numeric_limits<float>::infinity(), opts);
+    mask = at::triu(mask, 1);
+    if (m_config.slidingWindow > 0 && seqLen > m_config.slidingWindow) {
+        // Mistral-style sliding window: token i sees j in (i - window, i].
+        const at::Tensor far = at::tril(at::ones({seqLen, seqLen}, opts.dtype(at::kBool)),
+                                        -m_config.slidingWindow);
+        mask = mask.masked_fill(far, -std::numeric_limits<float>::infinity());
+    }
+    ctx.mask = mask;
+    return ctx;
+}
+
+at::Tensor DecoderModel::loadWeight(const std::string& name) const {
+    return loadTensor(*m_checkpoint, name, m_compute.dtype, m_compute.device);
+}
+
+at::Tensor DecoderModel::loadOptional(const std::string& name) const {
+    return m_checkpoint->contains(name) ? loadWeight(name) : at::Tensor();
+}
+
+at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at::ScalarType dtype,
+                      at::Device device) {
+    const TensorInfo& info = checkpoint.info(name);
+    const SafetensorsFile& file = checkpoint.fileOf(name);
+    at::ScalarType stored;
+    switch (info.dtype) {
+    case DType::F32: stored = at::kFloat; break;
+    case DType::F16: stored = at::kHalf; break;
+    case DType::BF16: stored = at::kBFloat16; break;
+    case DType::F64: stored = at::kDouble; break;
+    case DType::I64: stored = at::kLong; break;
+    case DType::I32: stored = at::kInt; break;
+    case DType::I16: stored = at::kShort; break;
+    case DType::I8: stored = at::kChar; break;
+    case DType::U8: stored = at::kByte; break;
+    case DType::Bool: stored = at::kBool; break;
+    default:
+        throw Error(file.path(), name,
+                    "dtype " + dtypeName(info.dtype) +
+                        " cannot be loaded as a dense tensor (quantized storage)");
+    }
+    // The mapping is read-only; from_blob only wraps it and the copy below owns fresh memory.
+    void* ptr = const_cast<uint8_t*>(file.data(info));
+    const at::Tensor view = at::from_blob(ptr, info.shape, at::TensorOptions().dtype(stored));
+    return view.to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+}
+
+} // namespace qs

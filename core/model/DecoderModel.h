@@ -1,0 +1,90 @@
+#pragma once
+
+#include "io/Checkpoint.h"
+#include "model/Compute.h"
+#include "model/ModelConfig.h"
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// A linear layer of a decoder block: the unit that quantization replaces and analysis measures.
+struct LinearLayer {
+    std::string name; // full name without ".weight", e.g. "model.layers.0.mlp.down_proj"
+    std::string kind; // short kind, e.g. "q_proj", "down_proj", "fc1"
+    at::Tensor weight; // [out, in] in compute dtype on the compute device
+    at::Tensor bias;   // undefined when the layer has none
+};
+
+// Observes and may replace a linear's input (activation capture, activation fake-quantization).
+class LinearHook {
+public:
+    virtual ~LinearHook() = default;
+    virtual at::Tensor onInput(const LinearLayer& layer, const at::Tensor& input) = 0;
+};
+
+// Per-forward state shared by all blocks: rotary tables, attention mask, the optional hook.
+struct ForwardContext {
+    at::Tensor cos;  // [T, headDim] (rotary families)
+    at::Tensor sin;
+    at::Tensor mask; // [T, T] additive, 0 / -inf, compute dtype
+    LinearHook* hook = nullptr;
+};
+
+class DecoderBlock {
+public:
+    virtual ~DecoderBlock() = default;
+    int index() const { return m_index; }
+    // hidden: [B, T, H] in compute dtype; returns the block's output hidden states.
+    virtual at::Tensor forward(const at::Tensor& hidden, const ForwardContext& ctx) = 0;
+    virtual std::vector<LinearLayer*> linears() = 0;
+
+protected:
+    explicit DecoderBlock(int index) : m_index(index) {}
+    static at::Tensor applyLinear(LinearLayer& layer, const at::Tensor& x,
+                                  const ForwardContext& ctx);
+
+private:
+    int m_index;
+};
+
+// A decoder-only language model whose blocks are loaded, run and released one at a time: the
+// base of streaming calibration. Embedding and head weights are loaded on first use.
+class DecoderModel {
+public:
+    DecoderModel(ModelConfig config, std::shared_ptr<const Checkpoint> checkpoint,
+                 ComputeOptions compute);
+    virtual ~DecoderModel() = default;
+
+    const ModelConfig& config() const { return m_config; }
+    const ComputeOptions& compute() const { return m_compute; }
+    const Checkpoint& checkpoint() const { return *m_checkpoint; }
+    int numBlocks() const { return int(m_config.numLayers); }
+
+    // Rotary tables and causal mask for sequences of length T.
+    virtual ForwardContext makeContext(int64_t seqLen) const;
+    // ids: [B, T] int64 on any device → hidden [B, T, H].
+    virtual at::Tensor embed(const at::Tensor& ids) = 0;
+    virtual std::unique_ptr<DecoderBlock> loadBlock(int index) = 0;
+    // Final norm + LM head; returns float32 logits [B, T, V].
+    virtual at::Tensor logits(const at::Tensor& hidden) = 0;
+
+    // Weight of `name` from the checkpoint in compute dtype on the compute device.
+    at::Tensor loadWeight(const std::string& name) const;
+    at::Tensor loadOptional(const std::string& name) const; // undefined when absent
+
+protected:
+    ModelConfig m_config;
+    std::shared_ptr<const Checkpoint> m_checkpoint;
+    ComputeOptions m_compute;
+};
+
+// Loads a tensor's bytes from a checkpoint into a new tensor of `dtype` on `device`.
+at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name,
+                      at::ScalarType dtype, at::Device device);
+
+} // namespace qs

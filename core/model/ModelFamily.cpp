@@ -1,0 +1,31 @@
+#include "model/ModelFamily.h"
+
+#include "util/Error.h"
+
+namespace qs {
+
+// Defined one per file in model/families/.
+const ModelFamily& llamaFamily();
+const ModelFamily& mistralFamily();
+const ModelFamily& qwen2Family();
+const ModelFamily& optFamily();
+
+const std::vector<const ModelFamily*>& modelFamilies() {
+    static const std::vector<const ModelFamily*> families{&llamaFamily(), &mistralFamily(),
+                                                          &qwen2Family(), &optFamily()};
+    return families;
+}
+
+const ModelFamily& familyFor(const std::string& modelType, const std::string& source) {
+    std::string known;
+    for (const ModelFamily* f : modelFamilies())
+        for (const std::string& t : f->modelTypes()) {
+            if (t == modelType)
+                return *f;
+            known += (known.empty() ? "" : ", ") + t;
+        }
+    throw Error(source, "model_type",
+                "unsupported model type '" + modelType + "' (supported: " + known + ")");
+}
+
+} // namespace qs

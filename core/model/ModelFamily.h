@@ -1,0 +1,38 @@
+#pragma once
+
+#include "model/ModelConfig.h"
+#include "model/ModuleNode.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+class Checkpoint;
+class DecoderModel;
+class JsonFields;
+struct ComputeOptions;
+
+// One model family (Llama, Mistral, Qwen2, OPT, ...): how its config.json reads, which tensors
+// it has, how it computes. One family is one file under model/families/.
+class ModelFamily {
+public:
+    virtual ~ModelFamily() = default;
+    virtual std::string name() const = 0;
+    virtual std::vector<std::string> modelTypes() const = 0; // config.json "model_type" values
+    // Fills the family's fields of `config` (common fields are already set).
+    virtual void parseConfig(const JsonFields& fields, ModelConfig& config) const = 0;
+    // The module tree from headers alone; throws qs::Error for a missing or mis-shaped tensor.
+    virtual ModuleNode buildTree(const ModelConfig& config, const Checkpoint& checkpoint) const = 0;
+    virtual std::unique_ptr<DecoderModel> create(const ModelConfig& config,
+                                                 std::shared_ptr<const Checkpoint> checkpoint,
+                                                 const ComputeOptions& compute) const = 0;
+};
+
+// The families compiled in; explicit so static-library linking cannot drop one.
+const std::vector<const ModelFamily*>& modelFamilies();
+// The family for a config's model_type; qs::Error listing the supported types when unknown.
+const ModelFamily& familyFor(const std::string& modelType, const std::string& source);
+
+} // namespace qs

@@ -1,0 +1,21 @@
+#include "model/LlamaStyleFamily.h"
+
+namespace qs {
+
+namespace {
+
+// Llama 1-3 (GQA, tied embeddings, Llama-3 rope scaling, optional attention/MLP biases).
+class LlamaFamily : public LlamaStyleFamily {
+public:
+    std::string name() const override { return "llama"; }
+    std::vector<std::string> modelTypes() const override { return {"llama"}; }
+};
+
+} // namespace
+
+const ModelFamily& llamaFamily() {
+    static const LlamaFamily family;
+    return family;
+}
+
+} // namespace qs

@@ -1,0 +1,26 @@
+#include "io/JsonFields.h"
+#include "model/LlamaStyleFamily.h"
+
+namespace qs {
+
+namespace {
+
+// Mistral: the Llama decoder with an optional sliding attention window.
+class MistralFamily : public LlamaStyleFamily {
+public:
+    std::string name() const override { return "mistral"; }
+    std::vector<std::string> modelTypes() const override { return {"mistral"}; }
+    void parseConfig(const JsonFields& f, ModelConfig& c) const override {
+        LlamaStyleFamily::parseConfig(f, c);
+        c.slidingWindow = f.optionalInt("sliding_window", 0, 0, int64_t(1) << 32);
+    }
+};
+
+} // namespace
+
+const ModelFamily& mistralFamily() {
+    static const MistralFamily family;
+    return family;
+}
+
+} // namespace qs

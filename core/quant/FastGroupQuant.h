@@ -1,0 +1,30 @@
+// Fused round-to-nearest fake quantization of float32 CPU weights for integer types: one pass
+// per group for min/max and one for the codes, parallel over groups. Chained ATen elementwise
+// ops reach only ~0.5 GB/s here (docs/pitfalls.md); this loop gives the same bits as the
+// generic path (computeParams + fakeQuantize) because it performs the same IEEE operations in
+// the same order, including NaN propagation.
+#pragma once
+
+#include "quant/QuantSpec.h"
+
+#include <ATen/core/Tensor.h>
+
+namespace qs::quant {
+
+struct FastQuantResult {
+    at::Tensor fake;      // same shape and dtype as the input
+    at::Tensor scale;     // fp32, shape paramShape(x, spec)
+    at::Tensor zeroPoint; // int32, same shape
+    at::Tensor codes;     // int32 codes when requested, else undefined
+};
+
+// True for float32 CPU tensors with an integer spec, the minmax observer, float/float32 scales
+// and groups that are contiguous runs of the last axis: per_group along the last axis,
+// per_token, or per_channel on axis 0 of a 2-D tensor.
+bool fastPathApplies(const at::Tensor& x, const QuantSpec& spec);
+
+// Throws qs::Error when !fastPathApplies(x, spec).
+FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec,
+                                 bool wantCodes = false);
+
+} // namespace qs::quant

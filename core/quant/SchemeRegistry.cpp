@@ -1,0 +1,316 @@
+#include "quant/SchemeRegistry.h"
+
+#include "quant/TypeTraits.h"
+#include "util/Error.h"
+
+#include <functional>
+
+namespace qs::quant {
+
+namespace {
+
+// ---- spec builders (each mirrors one Quark *Spec helper with the arguments the scheme uses) --
+
+QuantSpec intTensor(DataType d, bool sym, bool dynamic, ObserverKind obs = ObserverKind::MinMax) {
+    QuantSpec s = QuantSpec::defaults(d);
+    s.symmetric = sym;
+    s.isDynamic = dynamic;
+    s.observer = obs;
+    return s;
+}
+
+QuantSpec intChannel(DataType d, bool sym, ScaleType scale = ScaleType::Float) {
+    QuantSpec s = QuantSpec::defaults(d);
+    s.granularity = Granularity::PerChannel;
+    s.chAxis = 0;
+    s.symmetric = sym;
+    s.scaleType = scale;
+    return s;
+}
+
+// Quark's current schemes group along ch_axis=-1; its legacy configs said ch_axis=1 (the same
+// axis for 2-D weights). Kept as written so the exported config reads like Quark's.
+QuantSpec intGroup(DataType d, int groupSize, bool sym, int axis = -1, bool dynamic = false) {
+    QuantSpec s = QuantSpec::defaults(d);
+    s.granularity = Granularity::PerGroup;
+    s.chAxis = axis;
+    s.groupSize = groupSize;
+    s.symmetric = sym;
+    s.isDynamic = dynamic;
+    return s;
+}
+
+QuantSpec perToken(DataType d) {
+    QuantSpec s = QuantSpec::defaults(d);
+    s.granularity = Granularity::PerToken;
+    s.isDynamic = true;
+    return s;
+}
+
+QuantSpec fp8Tensor(bool dynamic, ScaleType scale = ScaleType::Float) {
+    QuantSpec s = QuantSpec::defaults(DataType::Fp8E4M3);
+    s.isDynamic = dynamic;
+    s.scaleType = scale;
+    return s;
+}
+
+QuantSpec fp8Channel() {
+    QuantSpec s = QuantSpec::defaults(DataType::Fp8E4M3);
+    s.granularity = Granularity::PerChannel;
+    s.chAxis = 0;
+    return s;
+}
+
+QuantSpec block(DataType d, bool dynamic) {
+    QuantSpec s = QuantSpec::defaults(d);
+    s.isDynamic = dynamic;
+    return s;
+}
+
+QuantScheme make(QuantSpec w, std::optional<QuantSpec> in = std::nullopt,
+                 std::optional<QuantSpec> out = std::nullopt) {
+    QuantScheme s;
+    s.weight = std::move(w);
+    s.input = std::move(in);
+    s.output = std::move(out);
+    return s;
+}
+
+struct Entry {
+    SchemeName info;
+    int fixedGroupSize; // the group size a legacy user had to pass, 0 = none
+    std::function<QuantScheme(int groupSize)> build;
+};
+
+constexpr int kLegacyDefaultGroup = 128;
+
+std::vector<Entry> makeEntries() {
+    using D = DataType;
+    std::vector<Entry> e;
+    auto add = [&](const char* name, const char* desc, std::function<QuantScheme(int)> f,
+                   bool legacy = false, bool takesGroup = false, int fixedGroup = 0) {
+        e.push_back({{name, desc, legacy, takesGroup}, fixedGroup, std::move(f)});
+    };
+
+    // ---- Quark 0.11+ QuantizationSchemeCollection ----
+    for (int g : {32, 64, 128}) {
+        const std::string gs = std::to_string(g);
+        e.push_back({{"int4_wo_" + gs, "INT4 weight-only, symmetric, per group of " + gs, false,
+                      false},
+                     0, [g](int) { return make(intGroup(D::Int4, g, true)); }});
+    }
+    add("int4_wo_per_channel", "INT4 weight-only, symmetric, per output channel",
+        [](int) { return make(intChannel(D::Int4, true)); });
+    add("int4_wa_64", "INT4 weight per group of 64 + INT4 dynamic activations per group of 64",
+        [](int) { return make(intGroup(D::Int4, 64, true), intGroup(D::Int4, 64, true, -1, true)); });
+    for (int g : {32, 64, 128}) {
+        const std::string gs = std::to_string(g);
+        e.push_back({{"uint4_wo_" + gs, "UINT4 weight-only, asymmetric, per group of " + gs, false,
+                      false},
+                     0, [g](int) { return make(intGroup(D::Uint4, g, false)); }});
+    }
+    add("uint4_wo_per_channel", "UINT4 weight-only, asymmetric, per output channel",
+        [](int) { return make(intChannel(D::Uint4, false)); });
+    add("int8", "INT8 weight + INT8 activations, per tensor, symmetric, static",
+        [](int) { return make(intTensor(D::Int8, true, false), intTensor(D::Int8, true, false)); });
+    add("fp8", "FP8 E4M3 weight + activations, per tensor, static",
+        [](int) { return make(fp8Tensor(false), fp8Tensor(false)); });
+    add("ptpc_fp8", "FP8 E4M3 weight per channel (static) + activations per token (dynamic)",
+        [](int) { return make(fp8Channel(), perToken(D::Fp8E4M3)); });
+    add("mxfp4", "MXFP4 weight (static) + MXFP4 activations (dynamic)",
+        [](int) { return make(block(D::MxFp4, false), block(D::MxFp4, true)); });
+    add("mxfp4_weight_only", "MXFP4 weight-only",
+        [](int) { return make(block(D::MxFp4, false)); });
+    add("mxfp6_e3m2", "MXFP6 E3M2 weight (static) + activations (dynamic)",
+        [](int) { return make(block(D::MxFp6E3M2, false), block(D::MxFp6E3M2, true)); });
+    add("mxfp6_e2m3", "MXFP6 E2M3 weight (static) + activations (dynamic)",
+        [](int) { return make(block(D::MxFp6E2M3, false), block(D::MxFp6E2M3, true)); });
+    add("mxfp4_mxfp6_e2m3", "MXFP4 weight (static) + MXFP6 E2M3 activations (dynamic)",
+        [](int) { return make(block(D::MxFp4, false), block(D::MxFp6E2M3, true)); });
+    add("mxfp4_fp8", "MXFP4 weight (static) + FP8 E4M3 activations per tensor (static)",
+        [](int) { return make(block(D::MxFp4, false), fp8Tensor(false)); });
+    add("int4_fp8",
+        "W4A8: weight FP8 per tensor then INT4 per channel (progressive), FP8 dynamic activations",
+        [](int) {
+            QuantScheme s = make(intChannel(D::Int4, true, ScaleType::Float32),
+                                 fp8Tensor(true, ScaleType::Float32));
+            s.weightPreStage = fp8Tensor(false, ScaleType::Float32);
+            return s;
+        });
+    add("mx6", "Quark MX6 weight + activations (blocks of 32)",
+        [](int) { return make(block(D::Mx6, false), block(D::Mx6, true)); });
+    add("bfp16", "Quark BFP16 weight + activations (blocks of 8)",
+        [](int) { return make(block(D::Bfp16, false), block(D::Bfp16, true)); });
+    add("nvfp4", "NVFP4 weight (static) + activations (dynamic groups, static tensor scale)",
+        [](int) { return make(block(D::NvFp4, false), block(D::NvFp4, true)); });
+
+    // ---- legacy names (Quark < 0.11 LLM PTQ example), kept as aliases ----
+    auto legacyGroup = [&](const char* name, const char* desc, D d, bool sym) {
+        add(name, desc, [d, sym](int g) { return make(intGroup(d, g, sym, 1)); }, true, true);
+    };
+    legacyGroup("w_int4_per_group_sym", "= int4_wo_<group_size> (default 128)", D::Int4, true);
+    legacyGroup("w_int4_per_group_asym", "INT4 weight per group, asymmetric", D::Int4, false);
+    legacyGroup("w_uint4_per_group_asym", "= uint4_wo_<group_size> (default 128)", D::Uint4, false);
+    legacyGroup("w_uint4_per_group_sym", "UINT4 weight per group, symmetric", D::Uint4, true);
+    legacyGroup("w_int2_per_group_asym", "INT2 weight per group, asymmetric", D::Int2, false);
+    add("w_uint4_a_bfloat16_per_group_asym", "UINT4 weight per group (asym) + bf16 activations",
+        [](int g) { return make(intGroup(D::Uint4, g, false, 1), block(D::BFloat16, false)); },
+        true, true);
+    add("w_int4_per_channel_sym", "= int4_wo_per_channel",
+        [](int) { return make(intChannel(D::Int4, true)); }, true);
+    add("w_int4_per_channel_asym", "INT4 weight per channel, asymmetric",
+        [](int) { return make(intChannel(D::Int4, false)); }, true);
+    add("w_uint4_per_channel_sym", "UINT4 weight per channel, symmetric",
+        [](int) { return make(intChannel(D::Uint4, true)); }, true);
+    add("w_uint4_per_channel_asym", "= uint4_wo_per_channel",
+        [](int) { return make(intChannel(D::Uint4, false)); }, true);
+    add("w_int8_per_tensor_sym", "INT8 weight-only per tensor",
+        [](int) { return make(intTensor(D::Int8, true, false)); }, true);
+    add("w_int8_a_int8_per_tensor_sym", "= int8",
+        [](int) { return make(intTensor(D::Int8, true, false), intTensor(D::Int8, true, false)); },
+        true);
+    add("w_int8_a_int8_per_tensor_sym_dynamic", "INT8 weight + activations per tensor, dynamic",
+        [](int) { return make(intTensor(D::Int8, true, true), intTensor(D::Int8, true, true)); },
+        true);
+    add("w_int8_a_int8_per_token_dynamic", "INT8 weight per channel + activations per token",
+        [](int) { return make(intChannel(D::Int8, true), perToken(D::Int8)); }, true);
+    add("w_int8_per_channel_a_int8_per_tensor_sym",
+        "INT8 weight per channel + activations per tensor (static)",
+        [](int) { return make(intChannel(D::Int8, true), intTensor(D::Int8, true, false)); }, true);
+    add("w_int8_per_channel_a_int8_per_tensor_sym_dynamic",
+        "INT8 weight per channel + activations per tensor (dynamic)",
+        [](int) { return make(intChannel(D::Int8, true), intTensor(D::Int8, true, true)); }, true);
+    add("w_int8_per_group_sym", "INT8 weight per group of 128, symmetric",
+        [](int) { return make(intGroup(D::Int8, 128, true, 1)); }, true);
+    add("w_uint8_per_group_asym", "UINT8 weight per group of 128, asymmetric",
+        [](int) { return make(intGroup(D::Uint8, 128, false, 1)); }, true);
+    add("w_uint8_a_uint8_per_tensor_asym", "UINT8 weight + activations per tensor, asymmetric",
+        [](int) { return make(intTensor(D::Uint8, false, false), intTensor(D::Uint8, false, false)); },
+        true);
+    auto observed = [&](const char* name, const char* desc, D d, ObserverKind o) {
+        add(name, desc,
+            [d, o](int) { return make(intTensor(d, true, false, o), intTensor(d, true, false)); },
+            true);
+    };
+    observed("w_int8_per_tensor_percentile", "INT8 per tensor, percentile weight observer", D::Int8,
+             ObserverKind::Percentile);
+    observed("w_int8_per_tensor_mse", "INT8 per tensor, MSE weight observer", D::Int8,
+             ObserverKind::Mse);
+    observed("w_uint8_per_tensor_percentile", "UINT8 (symmetric) per tensor, percentile observer",
+             D::Uint8, ObserverKind::Percentile);
+    observed("w_uint8_per_tensor_mse", "UINT8 (symmetric) per tensor, MSE observer", D::Uint8,
+             ObserverKind::Mse);
+    add("w_fp8_a_fp8", "= fp8", [](int) { return make(fp8Tensor(false), fp8Tensor(false)); }, true);
+    add("w_fp8_a_fp8_o_fp8", "FP8 weight + input + output per tensor",
+        [](int) { return make(fp8Tensor(false), fp8Tensor(false), fp8Tensor(false)); }, true);
+    add("w_fp8_per_channel_sym", "FP8 weight per channel + input/output per tensor",
+        [](int) { return make(fp8Channel(), fp8Tensor(false), fp8Tensor(false)); }, true);
+    auto mxLegacy = [&](const char* name, const char* desc, D w, std::optional<D> a) {
+        add(name, desc,
+            [w, a](int) {
+                return make(block(w, false),
+                            a ? std::optional<QuantSpec>(block(*a, true)) : std::nullopt);
+            },
+            true, false, 32);
+    };
+    mxLegacy("w_mxfp4_a_mxfp4", "= mxfp4", D::MxFp4, D::MxFp4);
+    mxLegacy("w_mxfp4", "= mxfp4_weight_only", D::MxFp4, std::nullopt);
+    mxLegacy("w_mxfp4_a_mxfp6", "= mxfp4_mxfp6_e2m3", D::MxFp4, D::MxFp6E2M3);
+    mxLegacy("w_mxfp6_e3m2", "MXFP6 E3M2 weight-only", D::MxFp6E3M2, std::nullopt);
+    mxLegacy("w_mxfp6_e2m3", "MXFP6 E2M3 weight-only", D::MxFp6E2M3, std::nullopt);
+    mxLegacy("w_mxfp6_e3m2_a_mxfp6_e3m2", "= mxfp6_e3m2", D::MxFp6E3M2, D::MxFp6E3M2);
+    mxLegacy("w_mxfp6_e2m3_a_mxfp6_e2m3", "= mxfp6_e2m3", D::MxFp6E2M3, D::MxFp6E2M3);
+    mxLegacy("w_mxfp8", "MXFP8 E4M3 weight-only", D::MxFp8E4M3, std::nullopt);
+    mxLegacy("w_mxfp8_a_mxfp8", "MXFP8 E4M3 weight + activations", D::MxFp8E4M3, D::MxFp8E4M3);
+    mxLegacy("w_mxint8", "MXINT8 weight-only", D::MxInt8, std::nullopt);
+    mxLegacy("w_mx6", "MX6 weight-only", D::Mx6, std::nullopt);
+    mxLegacy("w_mx6_a_mx6", "= mx6", D::Mx6, D::Mx6);
+    add("w_mxfp4_a_fp8", "= mxfp4_fp8",
+        [](int) { return make(block(D::MxFp4, false), fp8Tensor(false)); }, true, false, 32);
+    add("w_bfp16", "BFP16 weight-only", [](int) { return make(block(D::Bfp16, false)); }, true);
+    add("w_bfp16_a_bfp16", "= bfp16",
+        [](int) { return make(block(D::Bfp16, false), block(D::Bfp16, true)); }, true);
+    add("fp4_block16_scale_e4m3", "= nvfp4",
+        [](int) { return make(block(D::NvFp4, false), block(D::NvFp4, true)); }, true);
+    add("w_fp4_scale_fp8", "NVFP4-style weight-only (FP4/16 + FP8 scale)",
+        [](int) { return make(block(D::NvFp4, false)); }, true);
+    add("w_fp4_a_fp4_scale_fp8", "NVFP4-style weight + dynamic activations",
+        [](int) { return make(block(D::NvFp4, false), block(D::NvFp4, true)); }, true);
+    // Names Quark's own deprecation table maps onto the ones above.
+    const std::pair<const char*, const char*> renamed[] = {
+        {"w_mx_fp4_a_mx_fp4_sym", "w_mxfp4_a_mxfp4"},
+        {"w_mxfp4_a_mxfp4_sym", "w_mxfp4_a_mxfp4"},
+        {"w_mx_fp6_e3m2_sym", "w_mxfp6_e3m2"},
+        {"w_mx_fp6_e2m3_sym", "w_mxfp6_e2m3"},
+        {"w_mx_int8_per_group_sym", "w_mxint8"},
+        {"w_mx_fp6_e2m3_a_mx_fp6_e2m3", "w_mxfp6_e2m3_a_mxfp6_e2m3"},
+        {"w_mx_fp6_e3m2_a_mx_fp6_e3m2", "w_mxfp6_e3m2_a_mxfp6_e3m2"},
+        {"w_mx_fp4_a_mx_fp6_sym", "w_mxfp4_a_mxfp6"},
+        {"w_mx_fp8_a_mx_fp8", "w_mxfp8_a_mxfp8"},
+    };
+    for (const auto& [oldName, target] : renamed) {
+        for (const Entry& existing : std::vector<Entry>(e)) {
+            if (existing.info.name == target) {
+                e.push_back({{oldName, std::string("= ") + target, true, false},
+                             existing.fixedGroupSize, existing.build});
+                break;
+            }
+        }
+    }
+    return e;
+}
+
+const std::vector<Entry>& entries() {
+    static const std::vector<Entry> table = makeEntries();
+    return table;
+}
+
+// Quark schemes known by name that this engine does not implement (E5M3 scales).
+bool isKnownUnsupported(std::string_view name) {
+    return name == "amdfp4" || name == "amdfp4_g32" || name == "amdfp4_global16" ||
+           name == "amdfp4_global32";
+}
+
+} // namespace
+
+const std::vector<SchemeName>& schemeNames() {
+    static const std::vector<SchemeName> names = [] {
+        std::vector<SchemeName> out;
+        for (const Entry& e : entries())
+            out.push_back(e.info);
+        return out;
+    }();
+    return names;
+}
+
+QuantScheme resolveScheme(std::string_view name, int legacyGroupSize) {
+    for (const Entry& e : entries()) {
+        if (e.info.name != name)
+            continue;
+        int groupSize = 0;
+        if (e.info.takesGroupSize) {
+            groupSize = legacyGroupSize > 0 ? legacyGroupSize : kLegacyDefaultGroup;
+        } else if (legacyGroupSize != 0 && legacyGroupSize != e.fixedGroupSize) {
+            throw Error("scheme", "group_size",
+                        "scheme '" + e.info.name + "' fixes its group size; got " +
+                            std::to_string(legacyGroupSize));
+        }
+        if (legacyGroupSize < 0)
+            throw Error("scheme", "group_size", "must be positive");
+        QuantScheme s = e.build(groupSize);
+        s.name = e.info.name;
+        s.description = e.info.description;
+        s.validate("scheme '" + e.info.name + "'");
+        return s;
+    }
+    if (isKnownUnsupported(name))
+        throw Error("scheme", "name",
+                    "Quark scheme '" + std::string(name) +
+                        "' uses FP8 E5M3 scales, which are not implemented");
+    std::string valid;
+    for (const Entry& e : entries())
+        valid += (valid.empty() ? "" : ", ") + e.info.name;
+    throw Error("scheme", "name", "unknown scheme '" + std::string(name) + "'; valid: " + valid);
+}
+
+} // namespace qs::quant

@@ -1,0 +1,294 @@
+#include "synth/SyntheticModel.h"
+
+#include "io/SafetensorsFile.h"
+#include "synth/SyntheticTokenizer.h"
+#include "util/AtomicFile.h"
+#include "util/Error.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <QDir>
+
+#include <cmath>
+#include <functional>
+
+namespace qs {
+
+namespace {
+
+// How one tensor's values are drawn: N(mean, std) plus optional planted outlier channels.
+struct TensorPlan {
+    TensorInfo info;
+    double mean = 0.0;
+    double std = 0.0;
+    bool outliers = false; // multiply the planted channels by the outlier gain (norm gains)
+};
+
+uint64_t nameSeed(uint64_t seed, const std::string& name) {
+    // FNV-1a: a tensor's values depend on the seed and its name only, not on file order.
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (unsigned char c : name)
+        h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+class Planner {
+public:
+    Planner(const SyntheticModelOptions& o, DType dtype) : m_o(o), m_dtype(dtype) {}
+    void add(const std::string& name, std::vector<int64_t> shape, double mean, double std,
+             bool outliers = false) {
+        TensorPlan p;
+        p.info.name = name;
+        p.info.dtype = m_dtype;
+        p.info.shape = std::move(shape);
+        p.mean = mean;
+        p.std = std;
+        p.outliers = outliers;
+        m_plans.push_back(std::move(p));
+    }
+    void linear(const std::string& name, int64_t out, int64_t in, double residualScale = 1.0,
+                bool bias = false) {
+        add(name + ".weight", {out, in}, 0.0, residualScale / std::sqrt(double(in)));
+        if (bias)
+            add(name + ".bias", {out}, 0.0, 0.02);
+    }
+    std::vector<TensorPlan>& plans() { return m_plans; }
+
+private:
+    const SyntheticModelOptions& m_o;
+    DType m_dtype;
+    std::vector<TensorPlan> m_plans;
+};
+
+at::Tensor materialize(const TensorPlan& p, const SyntheticModelOptions& o) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(nameSeed(o.seed, p.info.name));
+    at::Tensor t = at::normal(p.mean, p.std, p.info.shape, gen, at::TensorOptions(at::kFloat));
+    if (p.outliers)
+        for (int64_t c : o.outlierChannels)
+            if (c >= 0 && c < t.size(-1))
+                t.select(-1, c).mul_(o.outlierGain);
+    return t;
+}
+
+nlohmann::json llamaConfig(const SyntheticModelOptions& o, int64_t headDim) {
+    return {{"architectures", {"LlamaForCausalLM"}},
+            {"model_type", "llama"},
+            {"hidden_size", o.hiddenSize},
+            {"intermediate_size", o.intermediateSize},
+            {"num_hidden_layers", o.numLayers},
+            {"num_attention_heads", o.numHeads},
+            {"num_key_value_heads", o.numKvHeads},
+            {"head_dim", headDim},
+            {"vocab_size", o.vocabSize},
+            {"max_position_embeddings", o.maxPositions},
+            {"rms_norm_eps", 1e-5},
+            {"rope_theta", 10000.0},
+            {"rope_scaling", nullptr},
+            {"hidden_act", "silu"},
+            {"attention_bias", false},
+            {"mlp_bias", false},
+            {"tie_word_embeddings", o.tieWordEmbeddings},
+            {"bos_token_id", 1},
+            {"eos_token_id", 2}};
+}
+
+nlohmann::json optConfig(const SyntheticModelOptions& o) {
+    return {{"architectures", {"OPTForCausalLM"}},
+            {"model_type", "opt"},
+            {"hidden_size", o.hiddenSize},
+            {"ffn_dim", o.intermediateSize},
+            {"num_hidden_layers", o.numLayers},
+            {"num_attention_heads", o.numHeads},
+            {"vocab_size", o.vocabSize},
+            {"max_position_embeddings", o.maxPositions},
+            {"word_embed_proj_dim", o.hiddenSize},
+            {"do_layer_norm_before", true},
+            {"activation_function", "relu"},
+            {"enable_bias", true},
+            {"tie_word_embeddings", true},
+            {"bos_token_id", 1},
+            {"eos_token_id", 2},
+            {"pad_token_id", 0}};
+}
+
+void planLlama(Planner& p, const SyntheticModelOptions& o, int64_t headDim) {
+    const int64_t H = o.hiddenSize, I = o.intermediateSize;
+    const double residual = 1.0 / std::sqrt(2.0 * double(o.numLayers));
+    p.add("model.embed_tokens.weight", {o.vocabSize, H}, 0.0, 1.0);
+    for (int64_t i = 0; i < o.numLayers; ++i) {
+        const std::string b = "model.layers." + std::to_string(i) + ".";
+        p.add(b + "input_layernorm.weight", {H}, 1.0, 0.1, true);
+        p.linear(b + "self_attn.q_proj", o.numHeads * headDim, H);
+        p.linear(b + "self_attn.k_proj", o.numKvHeads * headDim, H);
+        p.linear(b + "self_attn.v_proj", o.numKvHeads * headDim, H);
+        p.linear(b + "self_attn.o_proj", H, o.numHeads * headDim, residual);
+        p.add(b + "post_attention_layernorm.weight", {H}, 1.0, 0.1, true);
+        p.linear(b + "mlp.gate_proj", I, H);
+        p.linear(b + "mlp.up_proj", I, H);
+        p.linear(b + "mlp.down_proj", H, I, residual);
+    }
+    p.add("model.norm.weight", {H}, 1.0, 0.05);
+    if (!o.tieWordEmbeddings)
+        p.linear("lm_head", o.vocabSize, H);
+}
+
+void planOpt(Planner& p, const SyntheticModelOptions& o) {
+    const int64_t H = o.hiddenSize, F = o.intermediateSize;
+    const double residual = 1.0 / std::sqrt(2.0 * double(o.numLayers));
+    p.add("model.decoder.embed_tokens.weight", {o.vocabSize, H}, 0.0, 1.0);
+    p.add("model.decoder.embed_positions.weight", {o.maxPositions + 2, H}, 0.0, 0.1);
+    for (int64_t i = 0; i < o.numLayers; ++i) {
+        const std::string b = "model.decoder.layers." + std::to_string(i) + ".";
+        p.add(b + "self_attn_layer_norm.weight", {H}, 1.0, 0.1, true);
+        p.add(b + "self_attn_layer_norm.bias", {H}, 0.0, 0.02);
+        for (const char* n : {"q_proj", "k_proj", "v_proj"})
+            p.linear(b + "self_attn." + n, H, H, 1.0, true);
+        p.linear(b + "self_attn.out_proj", H, H, residual, true);
+        p.add(b + "final_layer_norm.weight", {H}, 1.0, 0.1, true);
+        p.add(b + "final_layer_norm.bias", {H}, 0.0, 0.02);
+        p.linear(b + "fc1", F, H, 1.0, true);
+        p.linear(b + "fc2", H, F, residual, true);
+    }
+    p.add("model.decoder.final_layer_norm.weight", {H}, 1.0, 0.05);
+    p.add("model.decoder.final_layer_norm.bias", {H}, 0.0, 0.02);
+}
+
+std::string tensorBytes(const at::Tensor& t, DType dtype) {
+    at::Tensor c = t;
+    if (dtype == DType::BF16)
+        c = t.to(at::kBFloat16);
+    else if (dtype == DType::F16)
+        c = t.to(at::kHalf);
+    c = c.contiguous();
+    return std::string(static_cast<const char*>(c.data_ptr()), size_t(c.nbytes()));
+}
+
+void validate(const SyntheticModelOptions& o) {
+    auto positive = [](int64_t v, const char* field) {
+        if (v <= 0)
+            throw Error("synth", field, "must be positive");
+    };
+    positive(o.hiddenSize, "hidden_size");
+    positive(o.intermediateSize, "intermediate_size");
+    positive(o.numLayers, "num_layers");
+    positive(o.numHeads, "num_heads");
+    positive(o.numKvHeads, "num_kv_heads");
+    positive(o.maxPositions, "max_positions");
+    if (o.arch != "llama" && o.arch != "opt")
+        throw Error("synth", "arch", "unknown architecture '" + o.arch + "' (llama or opt)");
+    if (o.hiddenSize % o.numHeads != 0)
+        throw Error("synth", "num_heads", "must divide hidden_size");
+    if (o.numHeads % o.numKvHeads != 0)
+        throw Error("synth", "num_kv_heads", "must divide num_heads");
+    if ((o.hiddenSize / o.numHeads) % 2 != 0)
+        throw Error("synth", "num_heads", "head dimension must be even for rotary embeddings");
+    if (o.outDir.empty())
+        throw Error("synth", "out", "output folder required");
+}
+
+} // namespace
+
+void writeSyntheticModel(const SyntheticModelOptions& o,
+                         const std::function<bool(int64_t, int64_t)>& progress) {
+    validate(o);
+    DType dtype;
+    if (o.dtype == "F32")
+        dtype = DType::F32;
+    else if (o.dtype == "BF16")
+        dtype = DType::BF16;
+    else if (o.dtype == "F16")
+        dtype = DType::F16;
+    else
+        throw Error("synth", "dtype", "unknown dtype '" + o.dtype + "' (F32, BF16 or F16)");
+    const int64_t headDim = o.hiddenSize / o.numHeads;
+
+    Planner planner(o, dtype);
+    if (o.arch == "llama")
+        planLlama(planner, o, headDim);
+    else
+        planOpt(planner, o);
+    std::vector<TensorPlan>& plans = planner.plans();
+
+    // Group tensors into shards of about shardBytes (one shard when 0).
+    std::vector<std::vector<size_t>> shards(1);
+    uint64_t current = 0;
+    for (size_t i = 0; i < plans.size(); ++i) {
+        int64_t numel = 1;
+        for (int64_t d : plans[i].info.shape)
+            numel *= d;
+        const uint64_t bytes = uint64_t(numel) * uint64_t(dtypeBits(dtype) / 8);
+        if (o.shardBytes > 0 && current > 0 && current + bytes > uint64_t(o.shardBytes)) {
+            shards.emplace_back();
+            current = 0;
+        }
+        shards.back().push_back(i);
+        current += bytes;
+    }
+
+    if (!QDir().mkpath(QString::fromStdString(o.outDir)))
+        throw Error(o.outDir, "", "cannot create the output folder");
+    const QDir dir(QString::fromStdString(o.outDir));
+    auto path = [&](const std::string& f) { return dir.filePath(QString::fromStdString(f)).toStdString(); };
+
+    nlohmann::json config = o.arch == "llama" ? llamaConfig(o, headDim) : optConfig(o);
+    config["torch_dtype"] = dtype == DType::F32 ? "float32" : dtype == DType::BF16 ? "bfloat16" : "float16";
+    config["quantscope_synthetic"] = {{"seed", o.seed},
+                                      {"outlier_channels", o.outlierChannels},
+                                      {"outlier_gain", o.outlierGain},
+                                      {"sparse", o.sparse}};
+
+    const int64_t total = int64_t(plans.size());
+    int64_t done = 0;
+    nlohmann::json weightMap = nlohmann::json::object();
+    uint64_t totalSize = 0;
+    for (size_t s = 0; s < shards.size(); ++s) {
+        const std::string file =
+            shards.size() == 1 ? "model.safetensors"
+                               : QString::asprintf("model-%05d-of-%05d.safetensors", int(s + 1),
+                                                   int(shards.size()))
+                                     .toStdString();
+        std::vector<TensorInfo> layout;
+        for (size_t i : shards[s])
+            layout.push_back(plans[i].info);
+        SafetensorsWriter writer(path(file), layout, {{"format", "pt"}});
+        for (size_t i : shards[s]) {
+            if (progress && !progress(done, total))
+                throw Cancelled();
+            if (o.sparse) {
+                writer.skipNext();
+            } else {
+                const std::string bytes = tensorBytes(materialize(plans[i], o), dtype);
+                writer.writeNext(bytes.data(), bytes.size());
+                totalSize += bytes.size();
+            }
+            weightMap[plans[i].info.name] = file;
+            ++done;
+        }
+        writer.commit();
+    }
+    if (shards.size() > 1) {
+        const nlohmann::json index = {{"metadata", {{"total_size", totalSize}}},
+                                      {"weight_map", weightMap}};
+        writeFileAtomically(path("model.safetensors.index.json"), index.dump(2));
+    }
+    writeFileAtomically(path("tokenizer.json"), buildSyntheticTokenizerJson(std::min<int64_t>(o.vocabSize, 4096)).dump(1));
+    writeFileAtomically(path("tokenizer_config.json"),
+                        nlohmann::json{{"tokenizer_class", "PreTrainedTokenizerFast"},
+                                       {"bos_token", "<s>"},
+                                       {"eos_token", "</s>"},
+                                       {"unk_token", "<unk>"},
+                                       {"add_bos_token", true},
+                                       {"add_eos_token", false},
+                                       {"model_max_length", o.maxPositions}}
+                            .dump(2));
+    writeFileAtomically(path("generation_config.json"),
+                        nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", 2}, {"do_sample", false}}
+                            .dump(2));
+    // config.json last: its presence marks a complete checkpoint (the GUI's demo check relies on it).
+    writeFileAtomically(path("config.json"), config.dump(2));
+    if (progress)
+        progress(total, total);
+}
+
+} // namespace qs

@@ -1,0 +1,172 @@
+// Bad tokenizer files give a qs::Error whose message names the file (and the field), never a
+// crash or a silently wrong tokenizer.
+
+#include "TestSupport.h"
+
+#include "tokenize/HfBpeTokenizer.h"
+#include "tokenize/TokenizerLoader.h"
+#include "util/Error.h"
+
+#include <QDir>
+#include <QFile>
+#include <QtTest>
+
+using qs::HfBpeTokenizer;
+using qs::TokenizerBackend;
+using qs::TokenizerLoader;
+
+namespace {
+
+QString writeFile(const QString& dir, const QString& name, const QByteArray& bytes) {
+    const QString path = dir + "/" + name;
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size())
+        qFatal("cannot write %s", qPrintable(path));
+    return path;
+}
+
+// A small valid byte-fallback BPE tokenizer.json with `model` spliced in.
+QByteArray tokenizerJson(const QByteArray& model, const QByteArray& preTokenizer = "null") {
+    return R"({"version": "1.0", "added_tokens": [], "normalizer": null, "pre_tokenizer": )" +
+           preTokenizer + R"(, "post_processor": null, "decoder": null, "model": )" + model + "}";
+}
+
+const QByteArray kGoodModel =
+    R"({"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
+
+// Runs `f`, expects qs::Error, and returns its message.
+template <typename F> std::string errorOf(F f) {
+    try {
+        f();
+    } catch (const qs::Error& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        return std::string("unexpected exception type: ") + e.what();
+    }
+    return "no exception";
+}
+
+bool contains(const std::string& haystack, const QString& needle) {
+    return haystack.find(needle.toStdString()) != std::string::npos;
+}
+
+} // namespace
+
+class TestTokenizerErrors : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void validMinimalTokenizer() {
+        // The baseline the broken variants below differ from.
+        const QString dir = qs::test::tempDir("tok-valid");
+        const auto tok = HfBpeTokenizer::fromTokenizerJson(
+            writeFile(dir, "tokenizer.json", tokenizerJson(kGoodModel)).toStdString());
+        QCOMPARE(tok->encode("abba"), (std::vector<int32_t>{2, 1, 0}));
+    }
+
+    void missingFile() {
+        const QString path = qs::test::tempDir("tok-missing") + "/tokenizer.json";
+        const std::string msg =
+            errorOf([&] { HfBpeTokenizer::fromTokenizerJson(path.toStdString()); });
+        QVERIFY2(contains(msg, path), msg.c_str());
+        QVERIFY2(contains(msg, "cannot open"), msg.c_str());
+    }
+
+    void corruptJson() {
+        const QString dir = qs::test::tempDir("tok-corrupt");
+        const QString path = writeFile(dir, "tokenizer.json", tokenizerJson(kGoodModel).left(60));
+        const std::string msg =
+            errorOf([&] { HfBpeTokenizer::fromTokenizerJson(path.toStdString()); });
+        QVERIFY2(contains(msg, path), msg.c_str());
+        QVERIFY2(contains(msg, "not valid JSON"), msg.c_str());
+    }
+
+    void unsupportedModels_data() {
+        QTest::addColumn<QByteArray>("model");
+        QTest::addColumn<QByteArray>("preTokenizer");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("unknown model type")
+            << QByteArray(R"({"type": "WordPiece", "vocab": {"a": 0}})") << QByteArray("null")
+            << "model.type";
+        QTest::newRow("merge of unknown token")
+            << QByteArray(R"({"type": "BPE", "vocab": {"a": 0, "ab": 2}, "merges": ["a b"]})")
+            << QByteArray("null") << "model.merges[0]";
+        QTest::newRow("merge without result")
+            << QByteArray(R"({"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]})")
+            << QByteArray("null") << "model.merges[0]";
+        QTest::newRow("malformed merge")
+            << QByteArray(R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["a"]})")
+            << QByteArray("null") << "model.merges[0]";
+        QTest::newRow("vocab not an object")
+            << QByteArray(R"({"type": "BPE", "vocab": [1, 2], "merges": []})")
+            << QByteArray("null") << "model.vocab";
+        QTest::newRow("unknown unk token")
+            << QByteArray(R"({"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<u>"})")
+            << QByteArray("null") << "model.unk_token";
+        QTest::newRow("unsupported split regex")
+            << kGoodModel
+            << QByteArray(R"({"type": "Split", "pattern": {"Regex": "\\d+"}, "behavior": "Isolated"})")
+            << "pre_tokenizer.pattern.Regex";
+        QTest::newRow("unknown pre-tokenizer")
+            << kGoodModel << QByteArray(R"({"type": "BertPreTokenizer"})") << "pre_tokenizer.type";
+    }
+
+    void unsupportedModels() {
+        QFETCH(QByteArray, model);
+        QFETCH(QByteArray, preTokenizer);
+        QFETCH(QString, expected);
+        const QString dir = qs::test::tempDir("tok-bad");
+        const QString path = writeFile(dir, "tokenizer.json", tokenizerJson(model, preTokenizer));
+        const std::string msg =
+            errorOf([&] { HfBpeTokenizer::fromTokenizerJson(path.toStdString()); });
+        QVERIFY2(contains(msg, path), msg.c_str());
+        QVERIFY2(contains(msg, expected), msg.c_str());
+    }
+
+    void badMergesTxt() {
+        const QString dir = qs::test::tempDir("tok-merges");
+        const QString vocab = writeFile(dir, "vocab.json", R"({"a": 0, "b": 1, "ab": 2})");
+        const QString merges = writeFile(dir, "merges.txt", "#version: 0.2\na b\na b c\n");
+        const std::string msg = errorOf([&] {
+            HfBpeTokenizer::fromVocabAndMerges(vocab.toStdString(), merges.toStdString());
+        });
+        QVERIFY2(contains(msg, merges), msg.c_str());
+        QVERIFY2(contains(msg, "line 3"), msg.c_str());
+    }
+
+    void loaderNamesEveryFileTried() {
+        const QString dir = qs::test::tempDir("tok-empty");
+        const std::string msg = errorOf([&] { TokenizerLoader::load(dir.toStdString()); });
+        QVERIFY2(contains(msg, dir + "/tokenizer.model"), msg.c_str());
+        QVERIFY2(contains(msg, dir + "/tokenizer.json"), msg.c_str());
+        QVERIFY2(contains(msg, "not found"), msg.c_str());
+    }
+
+    void loaderReportsBrokenTokenizerJson() {
+        const QString dir = qs::test::tempDir("tok-loader-bad");
+        writeFile(dir, "tokenizer.json",
+                  tokenizerJson(R"({"type": "Unigram", "vocab": [["a", 0.0]]})"));
+        const std::string msg = errorOf(
+            [&] { TokenizerLoader::load(dir.toStdString(), TokenizerBackend::HuggingFace); });
+        QVERIFY2(contains(msg, dir + "/tokenizer.json"), msg.c_str());
+        QVERIFY2(contains(msg, "Unigram"), msg.c_str());
+    }
+
+    void loaderReportsCorruptConfig() {
+        const QString dir = qs::test::tempDir("tok-loader-config");
+        writeFile(dir, "tokenizer.json", tokenizerJson(kGoodModel));
+        writeFile(dir, "tokenizer_config.json", "{\"add_bos_token\": tru");
+        const std::string msg = errorOf([&] { TokenizerLoader::load(dir.toStdString()); });
+        QVERIFY2(contains(msg, dir + "/tokenizer_config.json"), msg.c_str());
+    }
+
+    void loaderMissingDirectory() {
+        const QString dir = qs::test::tempDir("tok-gone") + "/nothing-here";
+        const std::string msg = errorOf([&] { TokenizerLoader::load(dir.toStdString()); });
+        QVERIFY2(contains(msg, dir), msg.c_str());
+        QVERIFY2(contains(msg, "does not exist"), msg.c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTokenizerErrors)
+#include "tst_TokenizerErrors.moc"

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Independent plain-PyTorch reference for Quantscope's forward pass and perplexity.
+
+Written straight from the transformers modelling code's maths (Llama/Mistral/Qwen2 and OPT), with
+its own safetensors reader, so it shares nothing with the C++ engine. Used by tests (logits of a
+synthetic model) and by bench/ (PyTorch eager tokens/s on the same inputs).
+
+  hf_reference.py logits MODEL_DIR IDS_FILE OUT_FILE      ids: whitespace-separated int rows
+  hf_reference.py perplexity MODEL_DIR IDS_FILE SEQ_LEN [MAX_WINDOWS] [THREADS]
+"""
+import json
+import math
+import struct
+import sys
+import time
+
+import torch
+
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+          "I64": torch.int64, "I32": torch.int32, "I8": torch.int8, "U8": torch.uint8}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        buf = bytearray(data[base + b:base + end])
+        t = torch.frombuffer(buf, dtype=DTYPES[e["dtype"]]) if buf else torch.empty(0, dtype=DTYPES[e["dtype"]])
+        out[name] = t.reshape(e["shape"]).float()
+    return out
+
+
+def load(model_dir):
+    cfg = json.load(open(f"{model_dir}/config.json"))
+    try:
+        idx = json.load(open(f"{model_dir}/model.safetensors.index.json"))
+        w = {}
+        for f in sorted(set(idx["weight_map"].values())):
+            w.update(read_safetensors(f"{model_dir}/{f}"))
+    except FileNotFoundError:
+        w = read_safetensors(f"{model_dir}/model.safetensors")
+    return cfg, w
+
+
+def rms_norm(x, w, eps):
+    return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+
+def causal_attention(q, k, v, scale):
+    T = q.shape[-2]
+    groups = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(groups, 1)
+    v = v.repeat_interleave(groups, 1)
+    s = (q @ k.transpose(-1, -2)) * scale
+    s = s + torch.full((T, T), float("-inf")).triu(1)
+    return torch.softmax(s, -1) @ v
+
+
+def llama_logits(cfg, w, ids):
+    H = cfg["hidden_size"]
+    nh = cfg["num_attention_heads"]
+    nkv = cfg.get("num_key_value_heads", nh)
+    hd = cfg.get("head_dim", H // nh)
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    theta = cfg.get("rope_theta", 10000.0)
+    B, T = ids.shape
+    inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    freqs = torch.outer(torch.arange(T).float(), inv)
+    emb = torch.cat([freqs, freqs], -1)
+    cos, sin = emb.cos(), emb.sin()
+
+    def rot(x):
+        return torch.cat([-x[..., hd // 2:], x[..., :hd // 2]], -1)
+
+    def lin(x, name):
+        y = x @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+
+    x = w["model.embed_tokens.weight"][ids]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = lin(h, p + "self_attn.q_proj").view(B, T, nh, hd).transpose(1, 2)
+        k = lin(h, p + "self_attn.k_proj").view(B, T, nkv, hd).transpose(1, 2)
+        v = lin(h, p + "self_attn.v_proj").view(B, T, nkv, hd).transpose(1, 2)
+        q = q * cos + rot(q) * sin
+        k = k * cos + rot(k) * sin
+        a = causal_attention(q, k, v, 1.0 / math.sqrt(hd)).transpose(1, 2).reshape(B, T, nh * hd)
+        x = x + lin(a, p + "self_attn.o_proj")
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        x = x + lin(torch.nn.functional.silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"),
+                    p + "mlp.down_proj")
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else w["lm_head.weight"]
+    return x @ head.T
+
+
+def opt_logits(cfg, w, ids):
+    H = cfg["hidden_size"]
+    nh = cfg["num_attention_heads"]
+    hd = H // nh
+    B, T = ids.shape
+    ln = torch.nn.functional.layer_norm
+
+    def lin(x, name):
+        return x @ w[name + ".weight"].T + w[name + ".bias"]
+
+    x = w["model.decoder.embed_tokens.weight"][ids] + w["model.decoder.embed_positions.weight"][2:2 + T]
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.decoder.layers.{i}."
+        h = ln(x, (H,), w[p + "self_attn_layer_norm.weight"], w[p + "self_attn_layer_norm.bias"])
+        q = lin(h, p + "self_attn.q_proj").view(B, T, nh, hd).transpose(1, 2)
+        k = lin(h, p + "self_attn.k_proj").view(B, T, nh, hd).transpose(1, 2)
+        v = lin(h, p + "self_attn.v_proj").view(B, T, nh, hd).transpose(1, 2)
+        a = causal_attention(q, k, v, hd ** -0.5).transpose(1, 2).reshape(B, T, H)
+        x = x + lin(a, p + "self_attn.out_proj")
+        h = ln(x, (H,), w[p + "final_layer_norm.weight"], w[p + "final_layer_norm.bias"])
+        x = x + lin(torch.relu(lin(h, p + "fc1")), p + "fc2")
+    x = ln(x, (H,), w["model.decoder.final_layer_norm.weight"], w["model.decoder.final_layer_norm.bias"])
+    return x @ w["model.decoder.embed_tokens.weight"].T
+
+
+def logits(cfg, w, ids):
+    return opt_logits(cfg, w, ids) if cfg["model_type"] == "opt" else llama_logits(cfg, w, ids)
+
+
+def main():
+    torch.set_grad_enabled(False)
+    cmd, model_dir = sys.argv[1], sys.argv[2]
+    cfg, w = load(model_dir)
+    if cmd == "logits":
+        rows = [[int(t) for t in line.split()] for line in open(sys.argv[3]) if line.strip()]
+        out = logits(cfg, w, torch.tensor(rows))
+        with open(sys.argv[4], "w") as f:
+            for v in out.flatten().tolist():
+                f.write(f"{v!r}\n")
+    elif cmd == "perplexity":
+        ids = [int(t) for t in open(sys.argv[3]).read().split()]
+        L = int(sys.argv[4])
+        maxw = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+        torch.set_num_threads(int(sys.argv[6]) if len(sys.argv) > 6 else torch.get_num_threads())
+        n = len(ids) // L
+        if maxw:
+            n = min(n, maxw)
+        all_ids = torch.tensor(ids[:n * L]).view(n, L)
+        nll = 0.0
+        t0 = time.perf_counter()
+        for i in range(n):
+            lg = logits(cfg, w, all_ids[i:i + 1])
+            lp = torch.log_softmax(lg[0, :-1], -1)
+            nll -= lp.gather(-1, all_ids[i, 1:].unsqueeze(-1)).double().sum().item()
+        dt = time.perf_counter() - t0
+        mean = nll / (n * (L - 1))
+        print(json.dumps({"windows": n, "seq_len": L, "mean_nll": mean, "perplexity": math.exp(mean),
+                          "tokens_per_second": n * L / dt}))
+    else:
+        sys.exit(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()

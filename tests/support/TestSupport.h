@@ -1,0 +1,17 @@
+#pragma once
+
+#include <QString>
+
+namespace qs::test {
+
+// ../shared beside the repository (models, data, tokenizers). Tests that need it fail loudly when
+// it is missing: CI always has it and must run them.
+QString sharedDir();
+QString sharedPath(const QString& relative);
+// The folder with the built executables (quantscope-cli) and plugins.
+QString binDir();
+QString pluginDir();
+// A fresh temporary directory that lives as long as the test process.
+QString tempDir(const QString& name);
+
+} // namespace qs::test

@@ -1,0 +1,143 @@
+#include "LayerTreePanel.h"
+
+#include "DisplayFormat.h"
+#include "ModuleFilterProxyModel.h"
+#include "ModuleTreeModel.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QLineEdit>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include <utility>
+
+namespace qs {
+
+namespace {
+
+// Counts the rows under `parent` (recursively) that the proxy lets through.
+int visibleRows(const QAbstractItemModel* model, const QModelIndex& parent) {
+    int n = 0;
+    const int rows = model->rowCount(parent);
+    for (int r = 0; r < rows; ++r)
+        n += 1 + visibleRows(model, model->index(r, 0, parent));
+    return n;
+}
+
+} // namespace
+
+LayerTreePanel::LayerTreePanel(QWidget* parent)
+    : QWidget(parent), m_model(new ModuleTreeModel(this)),
+      m_proxy(new ModuleFilterProxyModel(this)), m_filter(new QLineEdit(this)),
+      m_count(new QLabel(this)), m_view(new QTreeView(this)) {
+    m_proxy->setSourceModel(m_model);
+
+    m_filter->setPlaceholderText(tr("Filter modules by name (wildcards * and ?), e.g. *q_proj"));
+    m_filter->setClearButtonEnabled(true);
+    m_filter->setToolTip(tr("Case-insensitive wildcard on the full module name; the parents of "
+                            "matching modules stay visible."));
+    connect(m_filter, &QLineEdit::textChanged, this, &LayerTreePanel::applyFilter);
+
+    m_view->setModel(m_proxy);
+    m_view->setUniformRowHeights(true);
+    m_view->setAlternatingRowColors(true);
+    m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_view->setSortingEnabled(false); // the module order is the model's forward order
+    QHeaderView* header = m_view->header();
+    header->setStretchLastSection(false);
+    // Columns sized to their contents, not stretched: a wide window must not put the numbers a
+    // screen away from the names they belong to.
+    header->setSectionResizeMode(QHeaderView::Interactive);
+    connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            [this](const QModelIndex& current) {
+                Q_EMIT currentModuleChanged(current.data(ModuleTreeModel::FullNameRole).toString());
+            });
+
+    auto* filterRow = new QHBoxLayout;
+    filterRow->addWidget(m_filter, 1);
+    filterRow->addWidget(m_count);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addLayout(filterRow);
+    layout->addWidget(m_view, 1);
+    updateCountLabel();
+}
+
+void LayerTreePanel::setTree(ModuleNode root) {
+    m_model->setTree(std::move(root));
+    applyFilter(m_filter->text());
+}
+
+void LayerTreePanel::clear() {
+    m_model->clear();
+    updateCountLabel();
+}
+
+QString LayerTreePanel::currentModule() const {
+    return m_view->currentIndex().data(ModuleTreeModel::FullNameRole).toString();
+}
+
+void LayerTreePanel::applyFilter(const QString& pattern) {
+    const bool valid = m_proxy->setNamePattern(pattern);
+    // A red frame tells an invalid wildcard (e.g. an unclosed "[") from a pattern with no match.
+    m_filter->setStyleSheet(valid ? QString()
+                                  : QStringLiteral("QLineEdit { border: 1px solid #d04040; }"));
+    if (pattern.trimmed().isEmpty())
+        expandDefault();
+    else
+        m_view->expandAll();
+    fitColumns();
+    updateCountLabel();
+}
+
+// Opens every container but the decoder blocks, plus the whole first block: the structure of
+// one block is visible at once, and a 80-block model does not become a list of thousands of rows.
+void LayerTreePanel::expandDefault() {
+    m_view->collapseAll();
+    bool firstBlockOpened = false;
+    std::vector<QModelIndex> pending;
+    for (int r = m_proxy->rowCount() - 1; r >= 0; --r)
+        pending.push_back(m_proxy->index(r, 0));
+    while (!pending.empty()) {
+        const QModelIndex index = pending.back();
+        pending.pop_back();
+        if (m_proxy->rowCount(index) == 0)
+            continue;
+        const bool block =
+            index.data(ModuleTreeModel::KindRole).toString() == QLatin1String("block");
+        if (block && firstBlockOpened)
+            continue;
+        // Rows are pushed in reverse, so the first block met here is the first in tree order.
+        if (block)
+            firstBlockOpened = true;
+        m_view->expand(index);
+        for (int r = m_proxy->rowCount(index) - 1; r >= 0; --r)
+            pending.push_back(m_proxy->index(r, 0, index));
+    }
+}
+
+void LayerTreePanel::fitColumns() {
+    for (int c = 0; c < ModuleTreeModel::ColumnCount; ++c)
+        m_view->resizeColumnToContents(c);
+    // Room for the deeper names of blocks the user expands later.
+    const int name = ModuleTreeModel::NameColumn;
+    m_view->setColumnWidth(name, m_view->columnWidth(name) + 4 * m_view->indentation());
+    const int gap = fontMetrics().horizontalAdvance(QStringLiteral("0000"));
+    for (int c = name + 1; c < ModuleTreeModel::ColumnCount; ++c)
+        m_view->setColumnWidth(c, m_view->columnWidth(c) + gap);
+}
+
+void LayerTreePanel::updateCountLabel() {
+    const int total = m_model->nodeCount();
+    const int shown = visibleRows(m_proxy, {});
+    const QString modules =
+        total == 1 ? tr("1 module") : tr("%1 modules").arg(display::count(total));
+    m_count->setText(shown == total ? modules : tr("%1 of %2").arg(display::count(shown), modules));
+}
+
+} // namespace qs

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <QSortFilterProxyModel>
+#include <QString>
+
+namespace qs {
+
+// Filters a ModuleTreeModel by a wildcard pattern on the full module name ("*q_proj",
+// "layers.1?.mlp*"), case-insensitively and unanchored (a plain word matches anywhere). Ancestors
+// of a match stay visible so the tree keeps its shape, and a matching module keeps its subtree.
+class ModuleFilterProxyModel : public QSortFilterProxyModel {
+    Q_OBJECT
+public:
+    explicit ModuleFilterProxyModel(QObject* parent = nullptr);
+
+    // Empty or blank shows everything. Returns false (and shows nothing) for a pattern that is
+    // not a valid wildcard, such as an unclosed "[".
+    bool setNamePattern(const QString& pattern);
+    QString namePattern() const { return m_pattern; }
+    bool isPatternValid() const { return m_patternValid; }
+
+private:
+    QString m_pattern;
+    bool m_patternValid = true;
+};
+
+} // namespace qs

@@ -1,0 +1,67 @@
+#pragma once
+
+#include "model/ModuleNode.h"
+
+#include <QAbstractItemModel>
+#include <QHash>
+#include <QString>
+
+#include <vector>
+
+namespace qs {
+
+// Item model over a model's module tree (qs::ModuleNode). The root node itself is not shown: its
+// children are the top-level rows, so the decoder blocks sit near the top. The model owns a copy
+// of the tree; indexes point into a flat table built once per setTree().
+class ModuleTreeModel : public QAbstractItemModel {
+    Q_OBJECT
+public:
+    enum Column { NameColumn, KindColumn, ShapeColumn, DTypeColumn, ParametersColumn, ColumnCount };
+    enum Role {
+        FullNameRole = Qt::UserRole + 1, // QString: dotted name, e.g. "model.layers.3.mlp.up_proj"
+        KindRole,                        // QString: "block", "linear", ...
+        ParametersRole,                  // qlonglong
+        BlockIndexRole,                  // int, -1 outside decoder blocks
+        SortRole,                        // natural order for the column (tree order, numbers)
+    };
+
+    explicit ModuleTreeModel(QObject* parent = nullptr);
+
+    void setTree(ModuleNode root);
+    void clear();
+    const ModuleNode& tree() const { return m_root; }
+    // Number of nodes shown (all nodes but the root).
+    int nodeCount() const { return static_cast<int>(m_entries.size()); }
+
+    const ModuleNode* node(const QModelIndex& index) const;
+    // Column-0 index of the node with this full name; invalid when absent.
+    QModelIndex indexOf(const QString& fullName) const;
+
+    QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+    QModelIndex parent(const QModelIndex& child) const override;
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
+
+private:
+    struct Entry {
+        const ModuleNode* node = nullptr;
+        int parent = -1; // entry index of the parent, -1 for top-level rows
+        int row = 0;     // row under the parent
+        std::vector<int> children;
+        QString fullName;
+        QString shortName; // the name relative to the parent, e.g. "q_proj" or "layers.3"
+    };
+
+    void addChildren(const ModuleNode& node, int parentEntry, std::vector<int>& childEntries);
+    const Entry* entry(const QModelIndex& index) const;
+
+    ModuleNode m_root;
+    std::vector<Entry> m_entries; // depth-first order, which is also the natural sort order
+    std::vector<int> m_topLevel;
+    QHash<QString, int> m_byName;
+};
+
+} // namespace qs
