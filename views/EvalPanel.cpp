@@ -214,6 +214,7 @@ void EvalPanel::chooseDataFile() {
 void EvalPanel::updateButtons() {
     m_run->setEnabled(m_modelLoaded && !m_running && !dataPath().isEmpty());
     m_cancel->setEnabled(m_running);
+    m_progress->setVisible(m_running); // an empty bar beside idle settings reads as a text field
     for (QWidget* w :
          std::initializer_list<QWidget*>{m_data, m_browse, m_seqLen, m_maxWindows, m_dtype})
         w->setEnabled(!m_running);

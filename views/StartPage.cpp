@@ -46,6 +46,7 @@ StartPage::StartPage(QWidget* parent)
     m_recent->setMouseTracking(true);
     m_recent->setCursor(Qt::PointingHandCursor);
     m_recent->setTextElideMode(Qt::ElideMiddle);
+    m_recent->setUniformItemSizes(true);
     connect(m_recent, &QListWidget::itemClicked, this, [this](QListWidgetItem* item) {
         if (m_busy || !(item->flags() & Qt::ItemIsEnabled))
             return;
@@ -69,7 +70,7 @@ StartPage::StartPage(QWidget* parent)
     column->addLayout(buttons);
     column->addSpacing(24);
     column->addWidget(m_recentTitle);
-    column->addWidget(m_recent, 3);
+    column->addWidget(m_recent);
     column->addSpacing(8);
     column->addWidget(m_footer);
     column->addStretch(1);
@@ -80,6 +81,9 @@ StartPage::StartPage(QWidget* parent)
     outer->addStretch(1);
 
     setRecentModels({});
+    // Room for the ten recent models the window keeps, no more: the page stays a compact column.
+    const int rowHeight = qMax(m_recent->sizeHintForRow(0), fontMetrics().height() + 4);
+    m_recent->setFixedHeight(10 * rowHeight + 2 * m_recent->frameWidth() + 4);
 }
 
 void StartPage::setRecentModels(const QStringList& directories) {

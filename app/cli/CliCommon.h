@@ -35,5 +35,6 @@ int runInspect(const QStringList& args);
 int runEval(const QStringList& args);
 int runGenerate(const QStringList& args);
 int runSynth(const QStringList& args);
+int runTokenize(const QStringList& args);
 
 } // namespace qs::cli

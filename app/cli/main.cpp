@@ -20,6 +20,7 @@ const char* kUsage =
     "  eval MODEL_DIR --data TEXT [...]        perplexity (docs/evaluation.md protocol)\n"
     "  generate MODEL_DIR --prompt TEXT [...]  greedy continuation\n"
     "  synth --arch llama|opt --out DIR [...]  write a synthetic Hugging Face checkpoint\n"
+    "  tokenize MODEL_DIR --data TEXT|--text S token ids as eval sees them\n"
     "\n"
     "Run 'quantscope-cli <command> --help' for a command's options.\n"
     "Global: --help, --version.\n";
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
         {"eval", qs::cli::runEval},
         {"generate", qs::cli::runGenerate},
         {"synth", qs::cli::runSynth},
+        {"tokenize", qs::cli::runTokenize},
     };
     const QString name = args[1];
     auto it = commands.find(name);

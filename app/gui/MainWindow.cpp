@@ -21,6 +21,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStandardPaths>
@@ -44,10 +45,12 @@ QString normalizedDirectory(const QString& directory) {
     return QDir::cleanPath(QFileInfo(directory).absoluteFilePath());
 }
 
-// Until the engine exposes its device list, the runtime description says whether CUDA is there.
+// Until the engine exposes its device list, the runtime description ("..., CUDA yes") says
+// whether LibTorch has CUDA.
 QStringList availableDevices() {
     QStringList devices{QStringLiteral("cpu")};
-    if (Engine::runtimeDescription().contains(QLatin1String("CUDA: yes")))
+    static const QRegularExpression cuda(QStringLiteral("\\bCUDA:? yes\\b"));
+    if (cuda.match(Engine::runtimeDescription()).hasMatch())
         devices << QStringLiteral("cuda");
     return devices;
 }

@@ -1,5 +1,5 @@
 // quantscope: the GUI. Parses the command line, shows the main window and, for --screenshot, saves
-// a picture of it once the model is shown (used by scripts/screenshots.sh for the docs).
+// a picture of it once the model (or the start page) is shown: scripts/screenshots.sh uses it.
 #include "MainWindow.h"
 
 #include <QApplication>
@@ -16,7 +16,6 @@ namespace {
 
 // Gives up when no model is shown after this long (a stuck job must not hang a script).
 constexpr int ScreenshotTimeoutMs = 300000;
-// Lets the freshly shown workbench lay out and paint once before it is grabbed.
 constexpr int ScreenshotSettleMs = 500;
 
 bool savePng(const QPixmap& pixmap, const QString& path, QString* error) {
@@ -58,9 +57,9 @@ int main(int argc, char** argv) {
                        "application data folder on first use)."));
     const QCommandLineOption screenshotOption(
         QStringLiteral("screenshot"),
-        QStringLiteral("Once the model is shown, save a PNG of the window to FILE and quit "
-                       "(exit status 1 when the model cannot be opened). Needs MODEL_DIR or "
-                       "--demo; uses the default window layout."),
+        QStringLiteral("Save a PNG of the window to FILE and quit: once the model is shown with "
+                       "MODEL_DIR or --demo (exit status 1 when it cannot be opened), else the "
+                       "start page. Uses the default 1400x900 layout; for docs and tests."),
         QStringLiteral("FILE"));
     parser.addOption(demoOption);
     parser.addOption(screenshotOption);
@@ -77,13 +76,15 @@ int main(int argc, char** argv) {
         return fail(QStringLiteral("at most one MODEL_DIR, got %1").arg(positional.size()));
     if (demo && !positional.isEmpty())
         return fail(QStringLiteral("give MODEL_DIR or --demo, not both"));
-    if (parser.isSet(screenshotOption) && !demo && positional.isEmpty())
-        return fail(QStringLiteral("--screenshot needs MODEL_DIR or --demo"));
+    if (parser.isSet(screenshotOption) && screenshot.isEmpty())
+        return fail(QStringLiteral("--screenshot needs a file name"));
 
     qs::MainWindow window;
+    const bool opensModel = demo || !positional.isEmpty();
     if (!screenshot.isEmpty()) {
         window.resetLayout();
-        QObject::connect(&window, &qs::MainWindow::modelShown, &window, [&window, screenshot] {
+        // Lets the page just shown lay out and paint once before it is grabbed.
+        auto shootSoon = [&window, screenshot] {
             QTimer::singleShot(ScreenshotSettleMs, &window, [&window, screenshot] {
                 QString error;
                 if (!savePng(window.grab(), screenshot, &error)) {
@@ -95,7 +96,11 @@ int main(int argc, char** argv) {
                 std::printf("%s\n", qPrintable(QDir::toNativeSeparators(screenshot)));
                 QCoreApplication::exit(0);
             });
-        });
+        };
+        if (opensModel)
+            QObject::connect(&window, &qs::MainWindow::modelShown, &window, shootSoon);
+        else
+            QTimer::singleShot(0, &window, shootSoon);
         QObject::connect(&window, &qs::MainWindow::modelOpenFailed, &window,
                          [](const QString& message) {
                              std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));

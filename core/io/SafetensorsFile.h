@@ -31,10 +31,14 @@ struct SafetensorsHeader {
 };
 
 // Parses and validates a complete safetensors file image (`size` bytes at `data`): header length
-// within the file, UTF-8 JSON object, known dtypes, sane shapes, offsets sorted, contiguous from
-// 0, non-overlapping, each tensor's byte size equal to numel × itemsize, the last end equal to the
-// data section's size. Only the first 8 + header-length bytes are read. Throws qs::Error with
-// `source` (the path) and the offending tensor/field. The fuzz target drives this function.
+// within the file and at most 100 MB, a UTF-8 JSON object starting with '{' (no duplicate keys, no
+// NUL bytes), entries with exactly dtype/shape/data_offsets, known dtypes, shapes of rank <= 8
+// with non-negative integer dims, each tensor's byte size equal to numel × itemsize (checked
+// arithmetic; F4 needs an even numel), offsets that, sorted by begin (JSON key order carries no
+// meaning), are contiguous from 0 with no overlap or gap and end exactly at the end of the file,
+// and __metadata__ an object of string to string. Only the first 8 + header-length bytes are
+// read. Throws qs::Error with `source` (the path) and the offending tensor/field. The fuzz target
+// drives this function.
 SafetensorsHeader parseSafetensorsHeader(const uint8_t* data, uint64_t size,
                                          const std::string& source);
 

@@ -66,7 +66,8 @@ std::vector<AddedTokenMatcher::Segment> AddedTokenMatcher::split(std::string_vie
         size_t stop = pos + hit->content.size();
         pos = stop; // a discarded match still consumes its text, as the Aho-Corasick scan does
         if (hit->singleWord) {
-            const bool spaceBefore = start == 0 || !isWordChar(lastCodePoint(text.substr(0, start)));
+            const bool spaceBefore =
+                start == 0 || !isWordChar(lastCodePoint(text.substr(0, start)));
             const bool spaceAfter =
                 stop == text.size() || !isWordChar(firstCodePoint(text.substr(stop)));
             if (!spaceBefore || !spaceAfter)

@@ -156,8 +156,8 @@ void BpeModel::initialSymbols(std::string_view word, std::vector<int32_t>& ids) 
 }
 
 // Hugging Face's Word::merge_all: repeatedly apply the lowest-ranked merge present (leftmost on
-// ties) using a heap of candidate pairs over a linked list of symbols, O(n log n) in the word length
-// so that a whole text without pre-tokenizer (sentencepiece-style BPE) stays fast.
+// ties) using a heap of candidate pairs over a linked list of symbols, O(n log n) in the word
+// length so that a whole text without pre-tokenizer (sentencepiece-style BPE) stays fast.
 void BpeModel::mergeWord(std::string_view word, std::vector<int32_t>& out) const {
     if (m_options.ignoreMerges) {
         const int32_t whole = tokenToId(std::string(word));

@@ -195,8 +195,8 @@ std::unique_ptr<HfBpeTokenizer> HfBpeTokenizer::fromVocabAndMerges(const std::st
     auto tok = std::unique_ptr<HfBpeTokenizer>(new HfBpeTokenizer);
     tok->m_source = vocabJsonPath;
     // Merge errors name merges.txt, the file the bad entry is in.
-    tok->m_model = std::make_unique<BpeModel>(std::move(vocab), merges, BpeModel::Options{},
-                                              mergesPath);
+    tok->m_model =
+        std::make_unique<BpeModel>(std::move(vocab), merges, BpeModel::Options{}, mergesPath);
     tok->m_preTokenizer = HfPreTokenizer::gpt2ByteLevel();
     tok->m_decoder = HfDecoder::byteLevel();
     tok->m_byteLevel = true;
@@ -273,7 +273,8 @@ std::vector<int32_t> HfBpeTokenizer::encode(const std::string& text) const {
             out.push_back(seg.tokenId);
             continue;
         }
-        const std::string normalized = m_normalizer.apply(text.substr(seg.begin, seg.end - seg.begin));
+        const std::string normalized =
+            m_normalizer.apply(text.substr(seg.begin, seg.end - seg.begin));
         if (m_normalizedAdded.empty()) {
             encodeText(normalized, seg.begin == 0, out);
             continue;

@@ -89,11 +89,12 @@ void HfDecoder::parse(const nlohmann::json& node, const std::string& source,
         s.stop = node.value("stop", size_t{0});
         m_steps.push_back(s);
     } else if (type == "Metaspace") {
-        Step s{Kind::Metaspace, hfjson::stringOr(node, "replacement", "\xE2\x96\x81", source, field)};
+        Step s{Kind::Metaspace,
+               hfjson::stringOr(node, "replacement", "\xE2\x96\x81", source, field)};
         const std::string scheme = hfjson::stringOr(node, "prepend_scheme", "", source, field);
-        s.prependNever = scheme == "never" ||
-                         (scheme.empty() &&
-                          !hfjson::boolOr(node, "add_prefix_space", true, source, field));
+        s.prependNever =
+            scheme == "never" ||
+            (scheme.empty() && !hfjson::boolOr(node, "add_prefix_space", true, source, field));
         m_steps.push_back(s);
     } else {
         throw Error(source, field + ".type", "unsupported decoder '" + type + "'");

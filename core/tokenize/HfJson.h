@@ -22,8 +22,9 @@ inline const nlohmann::json& member(const nlohmann::json& node, const char* key,
     return node.at(key);
 }
 
-inline std::string stringOr(const nlohmann::json& node, const char* key, const std::string& fallback,
-                            const std::string& source, const std::string& field) {
+inline std::string stringOr(const nlohmann::json& node, const char* key,
+                            const std::string& fallback, const std::string& source,
+                            const std::string& field) {
     if (!node.is_object() || !node.contains(key) || node.at(key).is_null())
         return fallback;
     if (!node.at(key).is_string())

@@ -81,7 +81,8 @@ void HfNormalizer::parse(const nlohmann::json& node, const std::string& source,
         for (size_t i = 0; i < list.size(); ++i)
             parse(list[i], source, field + ".normalizers[" + std::to_string(i) + "]");
     } else if (type == "Prepend") {
-        m_steps.push_back({Kind::Prepend, hfjson::stringOr(node, "prepend", "", source, field), ""});
+        m_steps.push_back(
+            {Kind::Prepend, hfjson::stringOr(node, "prepend", "", source, field), ""});
     } else if (type == "Replace") {
         const auto p = hfjson::pattern(node, source, field);
         if (p.isRegex)

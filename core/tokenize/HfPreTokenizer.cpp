@@ -34,9 +34,8 @@ std::vector<Span> tile(const std::vector<std::pair<size_t, size_t>>& matches, si
 }
 
 // Hugging Face's NormalizedString::split: which spans become pieces, merged how.
-std::vector<std::pair<size_t, size_t>> applyBehavior(std::vector<Span> spans,
-                                                     HfPreTokenizer::Behavior behavior,
-                                                     bool invert) {
+std::vector<std::pair<size_t, size_t>>
+applyBehavior(std::vector<Span> spans, HfPreTokenizer::Behavior behavior, bool invert) {
     using B = HfPreTokenizer::Behavior;
     if (invert) {
         for (Span& s : spans)
@@ -136,8 +135,8 @@ const std::array<std::string, 256>& HfPreTokenizer::byteToUnicode() {
         for (int b = 0; b < 256; ++b) {
             const bool printable =
                 (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-            t[static_cast<size_t>(b)] =
-                utf8::encode(printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++));
+            t[static_cast<size_t>(b)] = utf8::encode(printable ? static_cast<char32_t>(b)
+                                                               : static_cast<char32_t>(256 + n++));
         }
         return t;
     }();

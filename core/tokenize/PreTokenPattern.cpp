@@ -46,7 +46,9 @@ struct Chars {
     }
 };
 
-bool isCrLf(char32_t c) { return c == U'\r' || c == U'\n'; }
+bool isCrLf(char32_t c) {
+    return c == U'\r' || c == U'\n';
+}
 
 // Oniguruma's (?i) folds ASCII case plus U+017F LATIN SMALL LETTER LONG S, which folds to 's'.
 char32_t foldCase(char32_t c, bool ignoreCase) {

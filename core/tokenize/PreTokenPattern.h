@@ -10,8 +10,8 @@ namespace qs {
 
 // The pre-tokenization split regexes of the byte-level BPE families, implemented as hand-written
 // scanners: std::regex has no \p{L}/\p{N}, and these patterns are few and fixed. Character classes
-// follow Oniguruma's (what Hugging Face tokenizers uses): \s = Unicode White_Space, \p{L} = letters,
-// \p{N} = numbers, taken from QChar on UCS-4 code points.
+// follow Oniguruma's (what Hugging Face tokenizers uses): \s = Unicode White_Space, \p{L} =
+// letters, \p{N} = numbers, taken from QChar on UCS-4 code points.
 enum class PreTokenPattern {
     Gpt2,   // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
     Llama3, // (?i:'s|...|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|...

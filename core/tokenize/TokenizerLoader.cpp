@@ -32,7 +32,9 @@ std::string joined(const std::vector<std::string>& parts, const std::string& sep
     return out;
 }
 
-bool isFile(const std::string& path) { return QFileInfo(QString::fromStdString(path)).isFile(); }
+bool isFile(const std::string& path) {
+    return QFileInfo(QString::fromStdString(path)).isFile();
+}
 
 // The JSON object in `path`, or null when the file is absent. Throws qs::Error when it is there
 // but unreadable or not JSON.
@@ -249,7 +251,8 @@ LoadedTokenizer TokenizerLoader::load(const std::string& modelDir, TokenizerBack
                 problems.push_back(spPath + ": " + error);
         }
         if (backend == TokenizerBackend::SentencePiece && !result.tokenizer)
-            throw Error(modelDir, "", "cannot use a sentencepiece tokenizer: " + joined(problems, "; "));
+            throw Error(modelDir, "",
+                        "cannot use a sentencepiece tokenizer: " + joined(problems, "; "));
     }
     if (!result.tokenizer) {
         if (isFile(jsonPath)) {

@@ -43,8 +43,14 @@ std::string SentencePieceTokenizer::decode(const std::vector<int32_t>& ids) cons
     return text;
 }
 
-int32_t SentencePieceTokenizer::vocabSize() const { return m_processor->GetPieceSize(); }
-int32_t SentencePieceTokenizer::bosId() const { return m_processor->bos_id(); }
-int32_t SentencePieceTokenizer::eosId() const { return m_processor->eos_id(); }
+int32_t SentencePieceTokenizer::vocabSize() const {
+    return m_processor->GetPieceSize();
+}
+int32_t SentencePieceTokenizer::bosId() const {
+    return m_processor->bos_id();
+}
+int32_t SentencePieceTokenizer::eosId() const {
+    return m_processor->eos_id();
+}
 
 } // namespace qs

@@ -16,7 +16,8 @@ namespace qs {
 class SentencePieceTokenizer : public Tokenizer {
 public:
     // nullptr and *error set when the file cannot be loaded; never throws.
-    static std::unique_ptr<SentencePieceTokenizer> load(const std::string& path, std::string* error);
+    static std::unique_ptr<SentencePieceTokenizer> load(const std::string& path,
+                                                        std::string* error);
     ~SentencePieceTokenizer() override;
 
     std::vector<int32_t> encode(const std::string& text) const override;

@@ -65,7 +65,9 @@ private Q_SLOTS:
         qs::EvalPanel panel;
         panel.setModelLoaded(true);
         panel.setDataPath(QStringLiteral("/data/wiki.txt"));
+        QVERIFY(!panel.progressBar()->isVisibleTo(&panel));
         panel.setRunning(true);
+        QVERIFY(panel.progressBar()->isVisibleTo(&panel));
         QVERIFY(!panel.runButton()->isEnabled());
         QVERIFY(panel.cancelButton()->isEnabled());
         QVERIFY(!panel.seqLenBox()->isEnabled());
@@ -81,6 +83,7 @@ private Q_SLOTS:
         QVERIFY(panel.runButton()->isEnabled());
         QVERIFY(!panel.cancelButton()->isEnabled());
         QCOMPARE(panel.progressBar()->value(), 0);
+        QVERIFY(!panel.progressBar()->isVisibleTo(&panel));
     }
 
     void resultIsShown() {

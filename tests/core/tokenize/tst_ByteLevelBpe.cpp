@@ -198,8 +198,7 @@ private Q_SLOTS:
                 continue;
             QCOMPARE(tok->decode(tok->encode(text)), text);
         }
-        QCOMPARE(tok->decode(tok->encode(kCases[8])),
-                 std::string("special token inside and "));
+        QCOMPARE(tok->decode(tok->encode(kCases[8])), std::string("special token inside and "));
         QCOMPARE(tok->encode(""), std::vector<int32_t>{});
         QCOMPARE(tok->decode({}), std::string());
     }
@@ -243,7 +242,8 @@ private Q_SLOTS:
 
     void splitPatterns() {
         QFETCH(QString, flavour);
-        const auto tok = HfBpeTokenizer::fromTokenizerJson(writeSplitTokenizer(flavour).toStdString());
+        const auto tok =
+            HfBpeTokenizer::fromTokenizerJson(writeSplitTokenizer(flavour).toStdString());
         const auto& expected = flavour == "qwen2" ? kQwen2Ids : kLlama3Ids;
         QCOMPARE(kCases.size(), expected.size());
         for (size_t i = 0; i < kCases.size(); ++i) {
@@ -273,7 +273,8 @@ private Q_SLOTS:
         QFETCH(QString, flavour);
         QFETCH(qulonglong, count);
         QFETCH(qulonglong, checksum);
-        const auto tok = HfBpeTokenizer::fromTokenizerJson(writeSplitTokenizer(flavour).toStdString());
+        const auto tok =
+            HfBpeTokenizer::fromTokenizerJson(writeSplitTokenizer(flavour).toStdString());
         const std::string text = readBytes(qs::test::sharedPath("data/wikitext2-test.txt"));
         const auto ids = tok->encode(text);
         QCOMPARE(ids.size(), size_t(count));

@@ -29,7 +29,9 @@ using qs::test::readBytes;
 
 namespace {
 
-std::string modelDir() { return qs::test::sharedPath("models/stories260K").toStdString(); }
+std::string modelDir() {
+    return qs::test::sharedPath("models/stories260K").toStdString();
+}
 
 std::string dataFile(const char* name) {
     return readBytes(qs::test::sharedPath(QStringLiteral("data/") + name));
@@ -105,10 +107,10 @@ private Q_SLOTS:
         QTest::addColumn<QString>("file");
         QTest::addColumn<qulonglong>("count");
         QTest::addColumn<qulonglong>("checksum");
-        QTest::newRow("tinystories-eval") << "tinystories-eval.txt" << 11475ULL
-                                          << 0xf55500937e244be2ULL;
-        QTest::newRow("wikitext2-test") << "wikitext2-test.txt" << 815065ULL
-                                        << 0x21d25be363565f00ULL;
+        QTest::newRow("tinystories-eval")
+            << "tinystories-eval.txt" << 11475ULL << 0xf55500937e244be2ULL;
+        QTest::newRow("wikitext2-test")
+            << "wikitext2-test.txt" << 815065ULL << 0x21d25be363565f00ULL;
     }
 
     void pluginMatchesPythonSentencePiece() {
@@ -124,10 +126,10 @@ private Q_SLOTS:
         QTest::addColumn<QString>("file");
         QTest::addColumn<qulonglong>("count");
         QTest::addColumn<qulonglong>("checksum");
-        QTest::newRow("tinystories-eval") << "tinystories-eval.txt" << 11475ULL
-                                          << 0xf55500937e244be2ULL;
-        QTest::newRow("wikitext2-test") << "wikitext2-test.txt" << 815069ULL
-                                        << 0xa2ff792e98a05560ULL;
+        QTest::newRow("tinystories-eval")
+            << "tinystories-eval.txt" << 11475ULL << 0xf55500937e244be2ULL;
+        QTest::newRow("wikitext2-test")
+            << "wikitext2-test.txt" << 815069ULL << 0xa2ff792e98a05560ULL;
     }
 
     void hfJsonMatchesPythonTokenizers() {
@@ -239,8 +241,8 @@ private Q_SLOTS:
         const LoadedTokenizer t = TokenizerLoader::load(dir.toStdString());
         QCOMPARE(t.tokenizer->kind(), std::string("sentencepiece"));
         QVERIFY(t.addBos);
-        QVERIFY_THROWS_EXCEPTION(qs::Error,
-                                 TokenizerLoader::load(dir.toStdString(), TokenizerBackend::HuggingFace));
+        QVERIFY_THROWS_EXCEPTION(
+            qs::Error, TokenizerLoader::load(dir.toStdString(), TokenizerBackend::HuggingFace));
     }
 
     void addBosFollowsTokenizerConfig() {

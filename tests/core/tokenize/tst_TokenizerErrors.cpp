@@ -98,14 +98,15 @@ private Q_SLOTS:
             << QByteArray(R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["a"]})")
             << QByteArray("null") << "model.merges[0]";
         QTest::newRow("vocab not an object")
-            << QByteArray(R"({"type": "BPE", "vocab": [1, 2], "merges": []})")
-            << QByteArray("null") << "model.vocab";
+            << QByteArray(R"({"type": "BPE", "vocab": [1, 2], "merges": []})") << QByteArray("null")
+            << "model.vocab";
         QTest::newRow("unknown unk token")
             << QByteArray(R"({"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<u>"})")
             << QByteArray("null") << "model.unk_token";
         QTest::newRow("unsupported split regex")
             << kGoodModel
-            << QByteArray(R"({"type": "Split", "pattern": {"Regex": "\\d+"}, "behavior": "Isolated"})")
+            << QByteArray(
+                   R"({"type": "Split", "pattern": {"Regex": "\\d+"}, "behavior": "Isolated"})")
             << "pre_tokenizer.pattern.Regex";
         QTest::newRow("unknown pre-tokenizer")
             << kGoodModel << QByteArray(R"({"type": "BertPreTokenizer"})") << "pre_tokenizer.type";
@@ -127,9 +128,8 @@ private Q_SLOTS:
         const QString dir = qs::test::tempDir("tok-merges");
         const QString vocab = writeFile(dir, "vocab.json", R"({"a": 0, "b": 1, "ab": 2})");
         const QString merges = writeFile(dir, "merges.txt", "#version: 0.2\na b\na b c\n");
-        const std::string msg = errorOf([&] {
-            HfBpeTokenizer::fromVocabAndMerges(vocab.toStdString(), merges.toStdString());
-        });
+        const std::string msg = errorOf(
+            [&] { HfBpeTokenizer::fromVocabAndMerges(vocab.toStdString(), merges.toStdString()); });
         QVERIFY2(contains(msg, merges), msg.c_str());
         QVERIFY2(contains(msg, "line 3"), msg.c_str());
     }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Regenerates the PNGs in docs/screenshots/ from an existing build (builds nothing):
+#   scripts/screenshots.sh BUILD_DIR [OUT_DIR]
+# Runs the GUI under a virtual X server (xvfb-run, Debian package xvfb) with its --screenshot
+# option, which saves the window once the page is shown and quits: the start page, then the
+# workbench with the built-in demo model.
+# Settings and the demo model go to a temporary home, so the user's own are neither used nor
+# changed and every run starts from the default 1400x900 layout.
+set -euo pipefail
+
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: $0 BUILD_DIR [OUT_DIR]" >&2
+  exit 2
+fi
+build_dir=$(cd "$1" && pwd)
+repo_dir=$(cd "$(dirname "$0")/.." && pwd)
+out_dir=${2:-"$repo_dir/docs/screenshots"}
+gui="$build_dir/bin/quantscope"
+
+if [ ! -x "$gui" ]; then
+  echo "screenshots: $gui not found; build it first: ninja -C $build_dir quantscope" >&2
+  exit 1
+fi
+if ! command -v xvfb-run >/dev/null; then
+  echo "screenshots: xvfb-run not found (apt-get install xvfb xauth)" >&2
+  exit 1
+fi
+
+home=$(mktemp -d "${TMPDIR:-/tmp}/quantscope-screenshots.XXXXXX")
+trap 'rm -rf "$home"' EXIT
+mkdir -p "$out_dir" "$home/runtime"
+chmod 700 "$home/runtime"
+
+shoot() { # NAME ARGS...: one screenshot, docs/screenshots/NAME.png
+  local name=$1
+  shift
+  XDG_CONFIG_HOME="$home/config" XDG_DATA_HOME="$home/data" XDG_RUNTIME_DIR="$home/runtime" \
+    QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1600x1000x24" \
+    "$gui" "$@" --screenshot "$out_dir/$name.png"
+}
+
+shoot start-page
+shoot workbench-demo --demo
+echo "screenshots: written to $out_dir"

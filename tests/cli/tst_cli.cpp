@@ -1,0 +1,110 @@
+// quantscope-cli as a user runs it: JSON keys, exit codes and messages for bad input.
+#include "TestSupport.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QtTest>
+
+class TestCli : public QObject {
+    Q_OBJECT
+
+private:
+    struct Run {
+        int exitCode;
+        QByteArray out;
+        QByteArray err;
+    };
+
+    static Run cli(const QStringList& args) {
+        QProcess p;
+        p.start(qs::test::binDir() + "/quantscope-cli", args);
+        if (!p.waitForFinished(600000))
+            qFatal("quantscope-cli timed out");
+        return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
+                p.readAllStandardError()};
+    }
+
+    QString m_model;
+
+private Q_SLOTS:
+    void initTestCase() { m_model = qs::test::sharedPath("models/stories260K"); }
+
+    void inspectJson() {
+        const Run r = cli({"inspect", m_model, "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(j["family"].toString(), QString("llama"));
+        QCOMPARE(j["total_parameters"].toInteger(), 260032); // embedding counted once (tied)
+        QCOMPARE(j["config"].toObject()["num_key_value_heads"].toString(), QString("4"));
+    }
+
+    void evalJsonKeys() {
+        const Run r = cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
+                           "--seq-len", "256", "--max-windows", "4", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        for (const char* key : {"tokens", "windows", "seq_len", "mean_nll", "perplexity", "tokens_per_second"})
+            QVERIFY2(j.contains(key), key);
+        QCOMPARE(j["windows"].toInt(), 4);
+        QVERIFY(j["perplexity"].toDouble() > 1.0 && j["perplexity"].toDouble() < 20.0);
+    }
+
+    void generateText() {
+        const Run r = cli({"generate", m_model, "--prompt", "Once upon a time", "--max-new-tokens", "12"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.startsWith("Once upon a time, there was a little girl named Lily"), r.out);
+    }
+
+    void synthThenInspect() {
+        const QString out = qs::test::tempDir("cli-synth") + "/m";
+        const Run s = cli({"synth", "--arch", "opt", "--out", out, "--layers", "2", "--hidden", "64",
+                           "--heads", "4", "--intermediate", "128", "--seed", "3"});
+        QCOMPARE(s.exitCode, 0);
+        const Run r = cli({"inspect", out, "--json"});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(QJsonDocument::fromJson(r.out).object()["family"].toString(), QString("opt"));
+    }
+
+    void badInputs_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("no command") << QStringList{} << 2 << "Usage";
+        QTest::newRow("unknown command") << QStringList{"frobnicate"} << 2 << "unknown command 'frobnicate'";
+        QTest::newRow("missing folder") << QStringList{"inspect", "/no/such/model"} << 1 << "/no/such/model: not a folder";
+        QTest::newRow("folder without config") << QStringList{"inspect", QDir::tempPath()} << 1 << "config.json: file not found";
+        QTest::newRow("eval without data") << QStringList{"eval", "MODEL"} << 2 << "--data TEXT is required";
+        QTest::newRow("missing data file") << QStringList{"eval", "MODEL", "--data", "/no/such.txt"} << 1 << "/no/such.txt: file not found";
+        QTest::newRow("bad seq len") << QStringList{"eval", "MODEL", "--data", "x", "--seq-len", "abc"} << 2 << "--seq-len";
+        QTest::newRow("bad device") << QStringList{"eval", "MODEL", "--data", "DATA", "--device", "tpu"} << 1 << "unknown device 'tpu'";
+        QTest::newRow("unknown option") << QStringList{"inspect", "MODEL", "--frob"} << 2 << "frob";
+        QTest::newRow("synth bad arch") << QStringList{"synth", "--arch", "gpt", "--out", "/tmp/x"} << 2 << "--arch";
+    }
+
+    void badInputs() {
+        QFETCH(QStringList, args);
+        QFETCH(int, exitCode);
+        QFETCH(QString, message);
+        args.replaceInStrings("MODEL", m_model);
+        args.replaceInStrings("DATA", qs::test::sharedPath("data/tinystories-eval.txt"));
+        const Run r = cli(args);
+        QCOMPARE(r.exitCode, exitCode);
+        QVERIFY2(QString::fromUtf8(r.err).contains(message), r.err.constData());
+    }
+
+    void corruptSafetensorsNamedInError() {
+        const QString dir = qs::test::tempDir("corrupt");
+        QFile::copy(m_model + "/config.json", dir + "/config.json");
+        QFile f(dir + "/model.safetensors");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray("\xff\xff\xff\xff\xff\xff\xff\x7f{}", 10)); // header length beyond file
+        f.close();
+        const Run r = cli({"inspect", dir});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("model.safetensors"), r.err.constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"
