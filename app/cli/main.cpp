@@ -7,6 +7,8 @@
 
 #include <QCoreApplication>
 
+#include <c10/util/Exception.h>
+
 #include <cstdio>
 #include <map>
 
@@ -63,6 +65,11 @@ int main(int argc, char** argv) {
         return qs::cli::kExitUsage;
     } catch (const qs::Cancelled&) {
         std::fprintf(stderr, "quantscope-cli %s: cancelled\n", qPrintable(name));
+        return qs::cli::kExitFailure;
+    } catch (const c10::Error& e) {
+        // Torch's own errors carry a C++ backtrace that means nothing to a user.
+        std::fprintf(stderr, "quantscope-cli %s: error: %s\n", qPrintable(name),
+                     e.what_without_backtrace());
         return qs::cli::kExitFailure;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "quantscope-cli %s: error: %s\n", qPrintable(name), e.what());

@@ -5,6 +5,7 @@
 #include "util/Error.h"
 
 #include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
 
 #include <QElapsedTimer>
 #include <QMutex>
@@ -113,6 +114,8 @@ int Engine::submit(const QString& title, std::function<void(int, const ProgressF
                 work(job, report);
             } catch (const Cancelled&) {
                 Q_EMIT engine->cancelled(job);
+            } catch (const c10::Error& e) {
+                Q_EMIT engine->failed(job, QString::fromUtf8(e.what_without_backtrace()));
             } catch (const std::exception& e) {
                 Q_EMIT engine->failed(job, QString::fromUtf8(e.what()));
             }

@@ -3,6 +3,7 @@
 #include "util/Error.h"
 
 #include <ATen/Context.h>
+#include <torch/csrc/api/include/torch/version.h>
 
 namespace qs {
 
@@ -27,6 +28,14 @@ ComputeOptions parseComputeOptions(const std::string& device, const std::string&
     else
         throw Error("--dtype", "", "unknown dtype '" + dtype + "' (expected float32, bfloat16 or "
                                    "float16)");
+#if TORCH_VERSION_MAJOR < 2
+    // LibTorch 1.13 has no CPU kernels for Half matmuls ("addmm_impl_cpu_ not implemented").
+    if (o.dtype == at::kHalf && o.device.is_cpu())
+        throw Error("--dtype", "", "float16 compute needs CUDA with LibTorch " +
+                                       std::to_string(TORCH_VERSION_MAJOR) + "." +
+                                       std::to_string(TORCH_VERSION_MINOR) +
+                                       "; use bfloat16 or float32 on the CPU");
+#endif
     return o;
 }
 

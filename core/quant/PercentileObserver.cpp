@@ -18,12 +18,14 @@ std::pair<double, double> PercentileObserver::clipRange() const {
     if (sum <= 0.0)
         return {0.0, 0.0}; // nothing but zeros seen: Quark returns a zero range too
     const auto& c = counts();
-    // Left edge of the first bin whose cumulative share reaches `share`.
+    // Left edge of the first bin whose cumulative share reaches `share` (counted in whole
+    // values, so no rounding of a running fraction can skip the bin).
     auto edgeAt = [&](double share) {
-        double cdf = 0.0;
+        const double needed = share * sum;
+        double cumulative = 0.0;
         for (size_t i = 0; i < c.size(); ++i) {
-            cdf += c[i] / sum;
-            if (cdf >= share)
+            cumulative += c[i];
+            if (cumulative >= needed)
                 return edge(static_cast<int64_t>(i));
         }
         return edge(static_cast<int64_t>(c.size()) - 1);

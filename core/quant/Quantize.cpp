@@ -136,9 +136,12 @@ Range observeRange(const at::Tensor& x, const QuantSpec& spec) {
             r.globalAmax = r.max.max().to(at::kFloat);
         return r;
     }
-    auto [mn, mx] = at::aminmax(l.rows, 1);
-    r.min = mn.reshape(l.paramShape);
-    r.max = mx.reshape(l.paramShape);
+    // aminmax has no bf16/fp16 CPU kernel in LibTorch 1.13; min/max of those values are exact
+    // in fp32 and convert back without rounding.
+    const bool reduced = x.scalar_type() != at::kFloat;
+    auto [mn, mx] = at::aminmax(reduced ? l.rows.to(at::kFloat) : l.rows, 1);
+    r.min = mn.reshape(l.paramShape).to(x.scalar_type());
+    r.max = mx.reshape(l.paramShape).to(x.scalar_type());
     return r;
 }
 
