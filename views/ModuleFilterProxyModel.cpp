@@ -7,7 +7,7 @@
 namespace qs {
 
 ModuleFilterProxyModel::ModuleFilterProxyModel(QObject* parent) : QSortFilterProxyModel(parent) {
-    setRecursiveFilteringEnabled(false);
+    setRecursiveFilteringEnabled(true);
     setAutoAcceptChildRows(true);
     setFilterRole(ModuleTreeModel::FullNameRole);
     setFilterKeyColumn(ModuleTreeModel::NameColumn);

@@ -21,7 +21,6 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
-#include <QRegularExpression>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStandardPaths>
@@ -43,16 +42,6 @@ constexpr int StatusMessageMs = 8000;
 
 QString normalizedDirectory(const QString& directory) {
     return QDir::cleanPath(QFileInfo(directory).absoluteFilePath());
-}
-
-// Until the engine exposes its device list, the runtime description ("..., CUDA yes") says
-// whether LibTorch has CUDA.
-QStringList availableDevices() {
-    QStringList devices{QStringLiteral("cpu")};
-    static const QRegularExpression cuda(QStringLiteral("\\bCUDA:? yes\\b"));
-    if (cuda.match(Engine::runtimeDescription()).hasMatch())
-        devices << QStringLiteral("cuda");
-    return devices;
 }
 
 // A folder dropped on the window (or a file inside it) names the model to open.
@@ -88,7 +77,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_startPage->setFooterText(Engine::runtimeDescription());
 
     EvalPanel* eval = m_workbench->evalPanel();
-    eval->setDevices(availableDevices());
+    eval->setDevices(Engine::availableDevices());
     connect(eval, &EvalPanel::runRequested, this, &MainWindow::runEvaluation);
     connect(eval, &EvalPanel::cancelRequested, this, [this] {
         if (m_evalJob >= 0)

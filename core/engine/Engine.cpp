@@ -4,10 +4,12 @@
 #include "eval/TextEvaluation.h"
 #include "util/Error.h"
 
+#include <ATen/Context.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QMutex>
 #include <QThread>
 
@@ -46,6 +48,13 @@ Engine::~Engine() {
 }
 
 QString Engine::runtimeDescription() { return QString::fromStdString(runtimeSummary()); }
+
+QStringList Engine::availableDevices() {
+    QStringList devices{QStringLiteral("cpu")};
+    if (at::hasCUDA())
+        devices << QStringLiteral("cuda");
+    return devices;
+}
 
 bool Engine::isBusy() const { return d->running.load() > 0; }
 
@@ -131,7 +140,7 @@ int Engine::submit(const QString& title, std::function<void(int, const ProgressF
 }
 
 int Engine::openModel(const QString& directory) {
-    return submit(tr("Open %1").arg(directory),
+    return submit(tr("Open %1").arg(QFileInfo(directory).fileName()),
                   [this, directory](int job, const ProgressFn& report) {
                       report(0.0, "reading headers of " + directory.toStdString());
                       ModelInfo info = inspectModel(directory.toStdString());

@@ -6,6 +6,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 
 #include <functional>
 #include <memory>
@@ -32,6 +33,8 @@ public:
 
     // "LibTorch 1.13.1, BLAS: openblas, threads: 2, CUDA: no" for About boxes and --version.
     static QString runtimeDescription();
+    // Devices a job can run on: "cpu", plus "cuda" when LibTorch has CUDA and sees a GPU.
+    static QStringList availableDevices();
 
 Q_SIGNALS:
     void jobStarted(int job, const QString& title);

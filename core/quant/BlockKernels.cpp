@@ -27,7 +27,9 @@ bool usesE8M0(const QuantSpec& spec) {
 }
 
 // Element format of the block's values (MX rows point at their element row).
-DataType elementOf(const QuantSpec& spec) { return traits(spec.dtype).element; }
+DataType elementOf(const QuantSpec& spec) {
+    return traits(spec.dtype).element;
+}
 
 at::Tensor blockScale(const RowLayout& l, const QuantParams& p, const char* what) {
     const int64_t rows = l.rows.size(0);
@@ -36,12 +38,16 @@ at::Tensor blockScale(const RowLayout& l, const QuantParams& p, const char* what
     return asColumn(p.scale.to(at::kFloat), rows);
 }
 
-at::Tensor maskZero(const at::Tensor& s) { return s.masked_fill(s == 0, FLT_EPSILON); }
+at::Tensor maskZero(const at::Tensor& s) {
+    return s.masked_fill(s == 0, FLT_EPSILON);
+}
 
 // MX INT8 elements: Quark fake_quantize_mx runs fake_quantize_int_per_group_affine with
 // scale / 64 and codes in [-127, 127]; the per-channel helper clamps scales to the smallest
 // normal and adds the (zero) zero point before clamping, which turns -0 into +0.
-at::Tensor mxInt8Scale(const at::Tensor& s) { return at::clamp_min(s / 64.0, FLT_MIN); }
+at::Tensor mxInt8Scale(const at::Tensor& s) {
+    return at::clamp_min(s / 64.0, FLT_MIN);
+}
 at::Tensor mxInt8Values(const at::Tensor& xf, const at::Tensor& s64) {
     return at::clamp(at::round(xf * at::reciprocal(s64)) + 0.0, -127.0, 127.0);
 }
@@ -128,12 +134,13 @@ int exponentField(float v) {
     return static_cast<int>((u >> 23) & 0xFF) - 127;
 }
 
-float finiteOrZero(float v) { return std::isfinite(v) ? v : 0.0f; }
+float finiteOrZero(float v) {
+    return std::isfinite(v) ? v : 0.0f;
+}
 
 // Runs f(block pointer in, block pointer out, block length) over the rows in parallel.
-template <typename F>
-at::Tensor forEachBlock(const RowLayout& l, F f) {
-    const at::Tensor xf = l.rows.to(at::kFloat).contiguous();
+template <typename F> at::Tensor forEachBlock(const RowLayout& l, F f) {
+    const at::Tensor xf = l.rows.to(at::kFloat).to(at::kCPU).contiguous();
     at::Tensor out = at::empty_like(xf);
     const int64_t n = xf.size(1);
     const float* px = xf.data_ptr<float>();
@@ -142,7 +149,7 @@ at::Tensor forEachBlock(const RowLayout& l, F f) {
         for (int64_t r = begin; r < end; ++r)
             f(px + r * n, po + r * n, n);
     });
-    return out;
+    return out.to(l.rows.device());
 }
 
 } // namespace

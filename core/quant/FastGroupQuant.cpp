@@ -8,6 +8,9 @@
 #include <ATen/Parallel.h>
 
 #include <cfloat>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -37,8 +40,43 @@ int64_t contiguousGroupLength(const at::Tensor& x, const QuantSpec& spec) {
 }
 
 // ATen's maximum/minimum and clamp propagate NaN; std::max/min alone do not in every order.
-inline float nanMax(float a, float b) { return std::isnan(a) ? a : (std::isnan(b) ? b : std::max(a, b)); }
-inline float clampNan(float v, float lo, float hi) { return std::min(std::max(v, lo), hi); }
+inline float nanMax(float a, float b) {
+    return std::isnan(a) ? a : (std::isnan(b) ? b : std::max(a, b));
+}
+
+// Min and max of the finite-or-infinite values (NaN skipped) and whether a NaN was seen. The
+// select form `v < m ? v : m` is what minps computes, so the SSE2 lanes and the scalar tail agree;
+// GCC will not vectorise this reduction by itself without -ffinite-math-only.
+bool groupMinMax(const float* p, int64_t len, float& mn, float& mx) {
+    mn = std::numeric_limits<float>::infinity();
+    mx = -std::numeric_limits<float>::infinity();
+    int64_t i = 0;
+    bool nan = false;
+#if defined(__SSE2__)
+    __m128 vmn = _mm_set1_ps(mn), vmx = _mm_set1_ps(mx), vnan = _mm_setzero_ps();
+    for (; i + 4 <= len; i += 4) {
+        const __m128 v = _mm_loadu_ps(p + i);
+        vnan = _mm_or_ps(vnan, _mm_cmpunord_ps(v, v));
+        vmn = _mm_min_ps(v, vmn);
+        vmx = _mm_max_ps(v, vmx);
+    }
+    alignas(16) float lanesMin[4], lanesMax[4];
+    _mm_store_ps(lanesMin, vmn);
+    _mm_store_ps(lanesMax, vmx);
+    for (int k = 0; k < 4; ++k) {
+        mn = lanesMin[k] < mn ? lanesMin[k] : mn;
+        mx = lanesMax[k] > mx ? lanesMax[k] : mx;
+    }
+    nan = _mm_movemask_ps(vnan) != 0;
+#endif
+    for (; i < len; ++i) {
+        const float v = p[i];
+        nan |= v != v;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    return nan;
+}
 
 // float -> int32 as the x86 conversion ATen's .to(kInt) compiles to: NaN and out-of-range values
 // become INT32_MIN.
@@ -46,6 +84,80 @@ inline int32_t toInt32(float v) {
     if (std::isnan(v) || v >= 2147483648.0f || v < -2147483648.0f)
         return std::numeric_limits<int32_t>::min();
     return static_cast<int32_t>(v);
+}
+
+struct GroupJob {
+    const float* in;
+    float* out;
+    float* scales;
+    int32_t* zps;
+    int32_t* codes;
+    int64_t len;
+    float qmin, qmax, halfRange, fullRange;
+    bool symmetric;
+};
+
+// GCC builds an AVX2 and a baseline copy and picks one at load time; neither may contract
+// into FMA (not in the "avx2" target), so both give the same bits as the generic path.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define QS_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#else
+#define QS_MULTIVERSION
+#endif
+
+QS_MULTIVERSION void quantizeGroups(const GroupJob& j, int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+        const float* p = j.in + g * j.len;
+        float mn, mx;
+        const bool nan = groupMinMax(p, j.len, mn, mx);
+        if (nan) // aminmax propagates NaN
+            mn = mx = std::numeric_limits<float>::quiet_NaN();
+        // Same operations, in the same order and dtype, as intParams + intFake.
+        const float minNeg = std::isnan(mn) ? mn : std::min(mn, 0.0f);
+        const float maxPos = std::isnan(mx) ? mx : std::max(mx, 0.0f);
+        float scale;
+        int32_t zp = 0;
+        if (j.symmetric) {
+            scale = nanMax(nanMax(-minNeg, maxPos) / j.halfRange, FLT_EPSILON);
+        } else {
+            scale = nanMax((maxPos - minNeg) / j.fullRange, FLT_EPSILON);
+            const int32_t rounded = toInt32(std::nearbyint(minNeg / scale));
+            zp = static_cast<int32_t>(static_cast<uint32_t>(static_cast<int32_t>(j.qmin)) -
+                                      static_cast<uint32_t>(rounded)); // int32 wraps as ATen
+            zp = std::min(std::max(zp, static_cast<int32_t>(j.qmin)), static_cast<int32_t>(j.qmax));
+        }
+        j.scales[g] = scale;
+        j.zps[g] = zp;
+        const float s = std::isnan(scale) ? scale : std::max(scale, FLT_MIN);
+        const float inv = 1.0f / s;
+        const auto zpf = static_cast<float>(zp);
+        // round(v) + zp clamped to [qmin, qmax] equals the same with v first clamped to
+        // [qmin - zp - 1, qmax - zp + 1]; inside that range adding and subtracting 1.5 * 2^23
+        // rounds to the nearest integer, ties to even, exactly as nearbyint. NaN passes
+        // through every select unchanged, as through ATen's clamp.
+        const float lo = j.qmin - zpf - 1.0f;
+        const float hi = j.qmax - zpf + 1.0f;
+        constexpr float kMagic = 12582912.0f;
+        auto code = [&](float x) {
+            float v = x * inv;
+            v = v < lo ? lo : v;
+            v = v > hi ? hi : v;
+            float q = ((v + kMagic) - kMagic) + zpf;
+            q = q < j.qmin ? j.qmin : q;
+            return q > j.qmax ? j.qmax : q;
+        };
+        // Codes first: with `out` aliasing the input, the output loop overwrites p.
+        if (j.codes) {
+            int32_t* c = j.codes + g * j.len;
+            for (int64_t i = 0; i < j.len; ++i) {
+                const float q = code(p[i]);
+                c[i] = std::isnan(q) ? zp : static_cast<int32_t>(q);
+            }
+        }
+        float* o = j.out + g * j.len;
+        for (int64_t i = 0; i < j.len; ++i)
+            o[i] = (code(p[i]) - zpf) * s;
+    }
 }
 
 } // namespace
@@ -60,7 +172,8 @@ bool fastPathApplies(const at::Tensor& x, const QuantSpec& spec) {
     return contiguousGroupLength(x, spec) > 0;
 }
 
-FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, bool wantCodes) {
+FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, bool wantCodes,
+                                 at::Tensor out) {
     spec.validate("fakeQuantizeFast");
     if (!fastPathApplies(x, spec))
         throw Error("fakeQuantizeFast", "", "the fused path does not apply to this tensor/spec");
@@ -70,14 +183,22 @@ FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, boo
     const int64_t groups = src.numel() / len;
 
     FastQuantResult r;
-    r.fake = at::empty_like(src);
+    if (out.defined()) {
+        if (out.scalar_type() != at::kFloat || !out.device().is_cpu() || !out.is_contiguous() ||
+            out.sizes() != x.sizes())
+            throw Error("fakeQuantizeFast", "out",
+                        "must be a contiguous float32 CPU tensor of the input's shape");
+        r.fake = out;
+    } else {
+        r.fake = at::empty_like(src);
+    }
     r.scale = at::empty({groups}, at::kFloat);
     r.zeroPoint = at::empty({groups}, at::kInt);
     if (wantCodes)
         r.codes = at::empty(src.sizes(), at::kInt);
 
     const float* in = src.data_ptr<float>();
-    float* out = r.fake.data_ptr<float>();
+    float* result = r.fake.data_ptr<float>();
     float* scales = r.scale.data_ptr<float>();
     int32_t* zps = r.zeroPoint.data_ptr<int32_t>();
     int32_t* codes = wantCodes ? r.codes.data_ptr<int32_t>() : nullptr;
@@ -85,51 +206,12 @@ FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, boo
     const float qmax = static_cast<float>(t.qmax);
     const float halfRange = static_cast<float>((t.qmax - t.qmin) / 2.0);
     const float fullRange = static_cast<float>(t.qmax - t.qmin);
-    const bool symmetric = spec.symmetric;
     const int64_t grain = std::max<int64_t>(1, 32768 / len);
 
-    at::parallel_for(0, groups, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t g = begin; g < end; ++g) {
-            const float* p = in + g * len;
-            float mn = std::numeric_limits<float>::infinity();
-            float mx = -std::numeric_limits<float>::infinity();
-            bool nan = false;
-            for (int64_t i = 0; i < len; ++i) {
-                const float v = p[i];
-                nan |= std::isnan(v);
-                mn = std::min(mn, v);
-                mx = std::max(mx, v);
-            }
-            if (nan)
-                mn = mx = std::numeric_limits<float>::quiet_NaN();
-            // Same operations, in the same order and dtype, as intParams + intFake.
-            const float minNeg = std::isnan(mn) ? mn : std::min(mn, 0.0f);
-            const float maxPos = std::isnan(mx) ? mx : std::max(mx, 0.0f);
-            float scale;
-            int32_t zp = 0;
-            if (symmetric) {
-                scale = nanMax(nanMax(-minNeg, maxPos) / halfRange, FLT_EPSILON);
-            } else {
-                scale = nanMax((maxPos - minNeg) / fullRange, FLT_EPSILON);
-                const int32_t rounded = toInt32(std::nearbyint(minNeg / scale));
-                zp = static_cast<int32_t>(static_cast<uint32_t>(static_cast<int32_t>(qmin)) -
-                                          static_cast<uint32_t>(rounded)); // int32 wraps as ATen
-                zp = std::min(std::max(zp, static_cast<int32_t>(qmin)), static_cast<int32_t>(qmax));
-            }
-            scales[g] = scale;
-            zps[g] = zp;
-            const float s = std::isnan(scale) ? scale : std::max(scale, FLT_MIN);
-            const float inv = 1.0f / s;
-            const auto zpf = static_cast<float>(zp);
-            float* o = out + g * len;
-            for (int64_t i = 0; i < len; ++i) {
-                const float q = clampNan(std::nearbyint(p[i] * inv) + zpf, qmin, qmax);
-                o[i] = (q - zpf) * s;
-                if (codes)
-                    codes[g * len + i] = std::isnan(q) ? zp : static_cast<int32_t>(q);
-            }
-        }
-    });
+    const GroupJob job{in,   result, scales,    zps,       codes,         len,
+                       qmin, qmax,   halfRange, fullRange, spec.symmetric};
+    at::parallel_for(0, groups, grain,
+                     [&](int64_t begin, int64_t end) { quantizeGroups(job, begin, end); });
 
     const std::vector<int64_t> shape = paramShape(src, spec);
     r.scale = r.scale.reshape(shape);

@@ -23,8 +23,11 @@ struct FastQuantResult {
 // per_token, or per_channel on axis 0 of a 2-D tensor.
 bool fastPathApplies(const at::Tensor& x, const QuantSpec& spec);
 
-// Throws qs::Error when !fastPathApplies(x, spec).
-FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec,
-                                 bool wantCodes = false);
+// Throws qs::Error when !fastPathApplies(x, spec). `out`, when given, receives the result
+// (float32, contiguous, x's shape; it may be x itself to quantize a weight in place) and is
+// returned as `fake`; otherwise a new tensor is allocated (its first-touch page faults cost as
+// much as the arithmetic on large weights).
+FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, bool wantCodes = false,
+                                 at::Tensor out = {});
 
 } // namespace qs::quant

@@ -37,7 +37,9 @@ int floorLog2(float a) {
     return msb - 149;
 }
 
-float roundHalfEven(float x) { return std::nearbyint(x); }
+float roundHalfEven(float x) {
+    return std::nearbyint(x);
+}
 
 float roundMagnitudeToGrid(float a, const MiniFloatFormat& f) {
     if (a == 0.0f)

@@ -13,9 +13,11 @@ namespace qs::quant::detail {
 
 namespace {
 
+// The element arithmetic is scalar C++ on the host: device tensors make a round trip through
+// host memory (a CUDA build still works, just not at device speed).
 template <typename In, typename Out, typename F>
 at::Tensor mapElements(const at::Tensor& in, at::ScalarType outType, F f) {
-    const at::Tensor src = in.contiguous();
+    const at::Tensor src = in.to(at::kCPU).contiguous();
     at::Tensor out = at::empty(src.sizes(), src.options().dtype(outType));
     const In* ps = src.data_ptr<In>();
     Out* po = out.data_ptr<Out>();
@@ -23,12 +25,12 @@ at::Tensor mapElements(const at::Tensor& in, at::ScalarType outType, F f) {
         for (int64_t i = begin; i < end; ++i)
             po[i] = f(ps[i]);
     });
-    return out;
+    return out.to(in.device());
 }
 
 void checkFloat32(const at::Tensor& t, const char* what) {
-    if (t.scalar_type() != at::kFloat || !t.device().is_cpu())
-        throw Error(what, "", "expected a float32 CPU tensor");
+    if (t.scalar_type() != at::kFloat)
+        throw Error(what, "", "expected a float32 tensor");
 }
 
 } // namespace
@@ -76,8 +78,8 @@ at::Tensor decodeTensor(const at::Tensor& codes, const MiniFloatFormat& f) {
 
 at::Tensor evenRoundScaleTensor(const at::Tensor& amax, int mbits, int emax) {
     checkFloat32(amax, "evenRound");
-    return mapElements<float, float>(
-        amax, at::kFloat, [=](float a) { return quarkEvenRoundScale(a, mbits, emax); });
+    return mapElements<float, float>(amax, at::kFloat,
+                                     [=](float a) { return quarkEvenRoundScale(a, mbits, emax); });
 }
 
 at::Tensor e8m0CodesTensor(const at::Tensor& scale) {

@@ -37,8 +37,8 @@ void checkParams(const QuantParams& p, int64_t rows, const char* what) {
 QuantParams pow2Params(const QuantSpec& spec, const Range& range) {
     const TypeTraits& t = traits(spec.dtype);
     const double qmin = t.qmin, qmax = t.qmax;
-    const at::Tensor mn = range.min.to(at::kFloat).contiguous();
-    const at::Tensor mx = range.max.to(at::kFloat).contiguous();
+    const at::Tensor mn = range.min.to(at::kFloat).to(at::kCPU).contiguous();
+    const at::Tensor mx = range.max.to(at::kFloat).to(at::kCPU).contiguous();
     at::Tensor scale = at::empty(mn.sizes(), at::kFloat);
     at::Tensor zp = at::empty(mn.sizes(), at::kInt);
     const float* pmn = mn.data_ptr<float>();
@@ -59,14 +59,15 @@ QuantParams pow2Params(const QuantSpec& spec, const Range& range) {
         const float clamped = std::clamp(s, std::ldexp(1.0f, -127), std::ldexp(1.0f, 127));
         const float pos = std::nearbyint(-std::log2(clamped));
         const float p2 = std::pow(2.0f, -pos);
-        const float newMin = std::min((static_cast<float>(qmin) - static_cast<float>(z0)) * p2, 0.0f);
+        const float newMin =
+            std::min((static_cast<float>(qmin) - static_cast<float>(z0)) * p2, 0.0f);
         auto z = static_cast<int32_t>(std::nearbyint(static_cast<float>(qmin) - newMin / p2));
         if (spec.symmetric && spec.dtype == DataType::Uint8 && z == 127)
             z = 128;
         ps[i] = p2;
         pz[i] = z;
     }
-    return {scale, zp, {}, {}};
+    return {scale.to(range.min.device()), zp.to(range.min.device()), {}, {}};
 }
 
 } // namespace

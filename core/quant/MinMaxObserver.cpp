@@ -45,8 +45,12 @@ void MinMaxObserver::doObserve(const at::Tensor& x) {
     m_range.globalAmax = global;
 }
 
-QuantParams MinMaxObserver::doParams() const { return computeParams(m_spec, m_range); }
+QuantParams MinMaxObserver::doParams() const {
+    return computeParams(m_spec, m_range);
+}
 
-void MinMaxObserver::doReset() { m_range = Range{}; }
+void MinMaxObserver::doReset() {
+    m_range = Range{};
+}
 
 } // namespace qs::quant

@@ -14,8 +14,8 @@
 namespace qs::quant {
 
 MseObserver::MseObserver(QuantSpec spec, const ObserverOptions& options)
-    : HistogramObserver(std::move(spec), options.mseBins, false),
-      m_startBin(options.mseStartBin), m_stride(options.mseStride) {
+    : HistogramObserver(std::move(spec), options.mseBins, false), m_startBin(options.mseStartBin),
+      m_stride(options.mseStride) {
     if (m_stride < 1 || m_startBin < 0)
         throw Error("observer", "mse_search", "start bin must be >= 0 and stride >= 1");
 }

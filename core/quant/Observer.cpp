@@ -7,7 +7,9 @@
 
 namespace qs::quant {
 
-Observer::Observer(QuantSpec spec) : m_spec(std::move(spec)) { m_spec.validate("observer"); }
+Observer::Observer(QuantSpec spec) : m_spec(std::move(spec)) {
+    m_spec.validate("observer");
+}
 
 Observer::~Observer() = default;
 

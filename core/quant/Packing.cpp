@@ -15,7 +15,9 @@ namespace {
 constexpr std::array<int, 8> kReorder{0, 2, 4, 6, 1, 3, 5, 7};
 constexpr std::array<int, 8> kOrder{0, 1, 2, 3, 4, 5, 6, 7};
 
-const std::array<int, 8>& orderOf(PackOrder o) { return o == PackOrder::Reorder ? kReorder : kOrder; }
+const std::array<int, 8>& orderOf(PackOrder o) {
+    return o == PackOrder::Reorder ? kReorder : kOrder;
+}
 
 // [..., n] -> contiguous [rows, n] plus the leading shape.
 struct Flat {
@@ -28,7 +30,7 @@ Flat flatten(const at::Tensor& t, at::ScalarType dtype, const char* what) {
         throw Error(what, "", "expected at least a 1-D tensor");
     Flat f;
     f.lead.assign(t.sizes().begin(), t.sizes().end() - 1);
-    f.rows = t.to(dtype).contiguous().reshape({-1, t.size(-1)});
+    f.rows = t.to(at::kCPU).to(dtype).contiguous().reshape({-1, t.size(-1)});
     return f;
 }
 
@@ -205,7 +207,7 @@ at::Tensor unpackFp6(const at::Tensor& packed) {
 }
 
 at::Tensor e8m0FromScale(const at::Tensor& scale) {
-    const at::Tensor s = scale.to(at::kFloat).contiguous();
+    const at::Tensor s = scale.to(at::kFloat).to(at::kCPU).contiguous();
     at::Tensor out = at::empty(s.sizes(), at::kByte);
     const float* in = s.data_ptr<float>();
     uint8_t* po = out.data_ptr<uint8_t>();
@@ -222,7 +224,7 @@ at::Tensor e8m0FromScale(const at::Tensor& scale) {
 at::Tensor scaleFromE8m0(const at::Tensor& codes) {
     if (codes.scalar_type() != at::kByte)
         throw Error("scaleFromE8m0", "", "expected uint8 codes");
-    const at::Tensor c = codes.contiguous();
+    const at::Tensor c = codes.to(at::kCPU).contiguous();
     at::Tensor out = at::empty(c.sizes(), at::kFloat);
     const uint8_t* in = c.data_ptr<uint8_t>();
     float* po = out.data_ptr<float>();

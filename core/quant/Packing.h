@@ -1,6 +1,7 @@
 // Bit packing of quantized codes as Quark exports them (quark/torch/utils/pack.py). All
 // functions pack along the last axis; the exporter transposes first where Quark does
-// (per-group int4 weights are stored [in, out/8]).
+// (per-group int4 weights are stored [in, out/8]). Packing runs on the host and returns CPU
+// tensors (they go to files).
 #pragma once
 
 #include "quant/Quantize.h"

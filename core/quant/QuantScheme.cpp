@@ -53,16 +53,15 @@ QuantScheme QuantScheme::fromQuarkLayerConfig(const json& j, const std::string& 
     QuantScheme s;
     const json& w = j["weight"];
     const std::string wsrc = source + ".weight";
-    if (w.is_array() && w.size() == 2 && w[1].is_object() &&
-        !w[1].value("is_scale_quant", false)) {
+    if (w.is_array() && w.size() == 2 && w[1].is_object() && !w[1].value("is_scale_quant", false)) {
         s.weightPreStage = QuantSpec::fromJson(w[0], TensorRole::Weight, wsrc + "[0]");
         s.weight = QuantSpec::fromJson(w[1], TensorRole::Weight, wsrc + "[1]");
     } else {
         s.weight = QuantSpec::fromJson(w, TensorRole::Weight, wsrc);
     }
     if (j.contains("input_tensors") && !j["input_tensors"].is_null())
-        s.input = QuantSpec::fromJson(j["input_tensors"], TensorRole::Input,
-                                      source + ".input_tensors");
+        s.input =
+            QuantSpec::fromJson(j["input_tensors"], TensorRole::Input, source + ".input_tensors");
     if (j.contains("output_tensors") && !j["output_tensors"].is_null())
         s.output = QuantSpec::fromJson(j["output_tensors"], TensorRole::Output,
                                        source + ".output_tensors");

@@ -36,7 +36,9 @@ std::string allowedScaleTypes(const TypeTraits& t) {
     return joinNames(names);
 }
 
-bool isFp8(DataType d) { return d == DataType::Fp8E4M3 || d == DataType::Fp8E5M2; }
+bool isFp8(DataType d) {
+    return d == DataType::Fp8E4M3 || d == DataType::Fp8E5M2;
+}
 
 // Quark observer class written to "observer_cls" for a spec.
 const char* quarkObserverClass(const QuantSpec& s) {
@@ -73,7 +75,9 @@ const char* quarkObserverClass(const QuantSpec& s) {
     return nullptr;
 }
 
-json nullOr(bool present, const json& value) { return present ? value : json(nullptr); }
+json nullOr(bool present, const json& value) {
+    return present ? value : json(nullptr);
+}
 
 const char* quarkScaleTypeName(ScaleType s) {
     switch (s) {
@@ -125,16 +129,16 @@ void QuantSpec::validate(const std::string& source) const {
                         " (allowed: " + allowedGranularities(t) + ")");
     if (granularity == Granularity::PerGroup) {
         if (groupSize <= 0)
-            throw Error(source, "group_size", "per_group needs a positive group size, got " +
-                                                  std::to_string(groupSize));
+            throw Error(source, "group_size",
+                        "per_group needs a positive group size, got " + std::to_string(groupSize));
         if (t.blockSize > 0 && groupSize != t.blockSize)
             throw Error(source, "group_size",
                         dataTypeName(dtype) + " has a fixed block size of " +
                             std::to_string(t.blockSize) + ", got " + std::to_string(groupSize));
     } else if (groupSize != 0) {
         throw Error(source, "group_size",
-                    "only per_group uses a group size, got " + std::to_string(groupSize) + " with " +
-                        granularityName(granularity));
+                    "only per_group uses a group size, got " + std::to_string(groupSize) +
+                        " with " + granularityName(granularity));
     }
     if ((granularity == Granularity::PerChannel || granularity == Granularity::PerGroup) &&
         (chAxis < -8 || chAxis > 7))
@@ -183,8 +187,8 @@ json QuantSpec::toJson() const {
 
     switch (t.encoding) {
     case Encoding::PassThrough:
-        for (const char* key : {"qscheme", "ch_axis", "group_size", "symmetric", "round_method",
-                                "scale_type"})
+        for (const char* key :
+             {"qscheme", "ch_axis", "group_size", "symmetric", "round_method", "scale_type"})
             j[key] = nullptr;
         return j;
     case Encoding::BlockFloat:
@@ -245,16 +249,16 @@ json QuantSpec::toJson() const {
     const bool perToken = granularity == Granularity::PerToken;
     j["qscheme"] = perToken ? "per_channel" : granularityName(granularity);
     // Quark quantizes activations per token as dynamic per-channel on axis 1 of [batch, seq, h].
-    const bool usesAxis = granularity == Granularity::PerChannel ||
-                          granularity == Granularity::PerGroup || perToken;
+    const bool usesAxis =
+        granularity == Granularity::PerChannel || granularity == Granularity::PerGroup || perToken;
     j["ch_axis"] = nullOr(usesAxis, perToken ? 1 : chAxis);
     j["group_size"] = nullOr(granularity == Granularity::PerGroup, groupSize);
     j["symmetric"] = symmetric;
     j["round_method"] = roundMethodName(roundMethod);
     if (t.encoding == Encoding::Float && granularity == Granularity::PerGroup) {
         j["symmetric"] = nullptr;
-        j["scale_type"] = quarkScaleTypeName(scaleType == ScaleType::E8M0 ? ScaleType::Float
-                                                                          : scaleType);
+        j["scale_type"] =
+            quarkScaleTypeName(scaleType == ScaleType::E8M0 ? ScaleType::Float : scaleType);
         j["scale_format"] = scaleType == ScaleType::E8M0 ? "e8m0" : "float32";
         if (scaleType == ScaleType::E8M0)
             j["scale_calculation_mode"] = "even";
@@ -296,12 +300,24 @@ struct Reader {
 };
 
 const std::set<std::string>& knownKeys() {
-    static const std::set<std::string> keys{
-        "dtype",        "is_dynamic",      "qscheme",          "ch_axis",
-        "group_size",   "block_size",      "symmetric",        "round_method",
-        "scale_type",   "scale_format",    "scale_calculation_mode",
-        "mx_element_dtype", "observer_cls", "is_scale_quant",  "enable_buffer_reuse",
-        "max_input_numel",  "zero_point_type", "qat_spec"};
+    static const std::set<std::string> keys{"dtype",
+                                            "is_dynamic",
+                                            "qscheme",
+                                            "ch_axis",
+                                            "group_size",
+                                            "block_size",
+                                            "symmetric",
+                                            "round_method",
+                                            "scale_type",
+                                            "scale_format",
+                                            "scale_calculation_mode",
+                                            "mx_element_dtype",
+                                            "observer_cls",
+                                            "is_scale_quant",
+                                            "enable_buffer_reuse",
+                                            "max_input_numel",
+                                            "zero_point_type",
+                                            "qat_spec"};
     return keys;
 }
 
@@ -336,7 +352,8 @@ bool isNvFp4Pair(const json& a) {
     const json& first = a[0];
     const json& second = a[1];
     return first.value("dtype", json()).is_string() && first["dtype"] == "fp4" &&
-           first.value("group_size", json()) == json(16) && second.value("dtype", json()) == json("fp8_e4m3") &&
+           first.value("group_size", json()) == json(16) &&
+           second.value("dtype", json()) == json("fp8_e4m3") &&
            second.value("is_scale_quant", json(false)) == json(true);
 }
 
@@ -352,8 +369,9 @@ QuantSpec QuantSpec::fromJson(const json& jin, TensorRole role, const std::strin
         return s;
     }
     if (jin.is_array())
-        throw Error(source, "dtype",
-                    "a multi-stage spec other than NVFP4 (FP4 + FP8 scale) cannot be one QuantSpec");
+        throw Error(
+            source, "dtype",
+            "a multi-stage spec other than NVFP4 (FP4 + FP8 scale) cannot be one QuantSpec");
     if (!jin.is_object())
         throw Error(source, "", "a tensor spec must be a JSON object");
     for (const auto& item : jin.items())
@@ -382,8 +400,8 @@ QuantSpec QuantSpec::fromJson(const json& jin, TensorRole role, const std::strin
         dtype = dtypeFromQuark(dtypeName);
         if (!dtype)
             throw Error(source, "dtype",
-                        "unknown data type '" + dtypeName + "' (known: " +
-                            joinNames(dataTypeNames()) + ", mx)");
+                        "unknown data type '" + dtypeName +
+                            "' (known: " + joinNames(dataTypeNames()) + ", mx)");
         if (r.has("mx_element_dtype"))
             throw Error(source, "mx_element_dtype", "only valid with dtype 'mx'");
     }

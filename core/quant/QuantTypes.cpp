@@ -64,32 +64,52 @@ const std::array<std::pair<PackOrder, const char*>, 2> kPackOrders{{
 
 } // namespace
 
-std::string granularityName(Granularity g) { return nameOf(kGranularities, g); }
+std::string granularityName(Granularity g) {
+    return nameOf(kGranularities, g);
+}
 std::optional<Granularity> granularityFromName(std::string_view n) {
     return lookup(kGranularities, n);
 }
-std::vector<std::string> granularityNames() { return namesOf(kGranularities); }
+std::vector<std::string> granularityNames() {
+    return namesOf(kGranularities);
+}
 
-std::string scaleTypeName(ScaleType s) { return nameOf(kScaleTypes, s); }
+std::string scaleTypeName(ScaleType s) {
+    return nameOf(kScaleTypes, s);
+}
 std::optional<ScaleType> scaleTypeFromName(std::string_view n) {
     // Quark spells the power-of-two scale "pof2" (ScaleType.pof2) or "power_of_2".
     if (n == "pof2" || n == "power_of_2")
         return ScaleType::Pow2;
     return lookup(kScaleTypes, n);
 }
-std::vector<std::string> scaleTypeNames() { return namesOf(kScaleTypes); }
+std::vector<std::string> scaleTypeNames() {
+    return namesOf(kScaleTypes);
+}
 
-std::string roundMethodName(RoundMethod r) { return nameOf(kRoundMethods, r); }
+std::string roundMethodName(RoundMethod r) {
+    return nameOf(kRoundMethods, r);
+}
 std::optional<RoundMethod> roundMethodFromName(std::string_view n) {
     return lookup(kRoundMethods, n);
 }
 
-std::string observerName(ObserverKind o) { return nameOf(kObservers, o); }
-std::optional<ObserverKind> observerFromName(std::string_view n) { return lookup(kObservers, n); }
-std::vector<std::string> observerNames() { return namesOf(kObservers); }
+std::string observerName(ObserverKind o) {
+    return nameOf(kObservers, o);
+}
+std::optional<ObserverKind> observerFromName(std::string_view n) {
+    return lookup(kObservers, n);
+}
+std::vector<std::string> observerNames() {
+    return namesOf(kObservers);
+}
 
-std::string packOrderName(PackOrder p) { return nameOf(kPackOrders, p); }
-std::optional<PackOrder> packOrderFromName(std::string_view n) { return lookup(kPackOrders, n); }
+std::string packOrderName(PackOrder p) {
+    return nameOf(kPackOrders, p);
+}
+std::optional<PackOrder> packOrderFromName(std::string_view n) {
+    return lookup(kPackOrders, n);
+}
 
 std::string encodingName(Encoding e) {
     switch (e) {

@@ -32,7 +32,9 @@ void checkInput(const at::Tensor& x, const char* what) {
                         c10::toString(t));
 }
 
-at::Tensor asColumn(const at::Tensor& t, int64_t rows) { return t.reshape({rows, 1}); }
+at::Tensor asColumn(const at::Tensor& t, int64_t rows) {
+    return t.reshape({rows, 1});
+}
 
 RowLayout makeRows(const at::Tensor& x, const QuantSpec& spec) {
     RowLayout l;
@@ -109,7 +111,9 @@ at::Tensor finish(const RowLayout& l, const at::Tensor& rowsOut, const at::Tenso
     return out.contiguous();
 }
 
-void checkSpec(const QuantSpec& spec) { spec.validate("quantize"); }
+void checkSpec(const QuantSpec& spec) {
+    spec.validate("quantize");
+}
 
 } // namespace
 
@@ -267,6 +271,27 @@ at::Tensor dequantize(const QuantizedTensor& q, const QuantSpec& spec, at::Scala
     else
         out = blockDequant(l, spec, q.params);
     return finish(l, out, q.codes).to(dtype);
+}
+
+at::Tensor fakeQuantizeProgressive(const at::Tensor& x, const QuantSpec& first,
+                                   const QuantSpec& second) {
+    checkInput(x, "fakeQuantizeProgressive");
+    checkSpec(first);
+    checkSpec(second);
+    const Kernel k = traits(first.dtype).kernel;
+    if (!(k == Kernel::MiniFloat || (k == Kernel::IntAffine && first.symmetric)))
+        throw Error("fakeQuantizeProgressive", "dtype",
+                    "the first stage must be a minifloat or a symmetric integer spec");
+    const QuantizedTensor q1 = quantize(x, first);
+    // The first stage's values on its own grid (x / s1 rounded): dequantize with unit scales.
+    QuantizedTensor unit = q1;
+    unit.params.scale = at::ones(q1.params.scale.sizes(), at::kFloat);
+    const at::Tensor grid = dequantize(unit, first, x.scalar_type());
+    const at::Tensor y = fakeQuantize(grid, second).to(at::kFloat);
+    // Undo the first scale in fp32, as Quark's reverse dequantization does.
+    const RowLayout l = makeRows(y, first);
+    const at::Tensor s = asColumn(q1.params.scale.to(at::kFloat), l.rows.size(0));
+    return finish(l, l.rows * s, y).to(x.scalar_type());
 }
 
 } // namespace qs::quant

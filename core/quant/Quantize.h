@@ -76,8 +76,16 @@ at::Tensor fakeQuantize(const at::Tensor& x, const QuantSpec& spec);
 
 QuantizedTensor quantize(const at::Tensor& x, const QuantSpec& spec, const QuantParams& params);
 QuantizedTensor quantize(const at::Tensor& x, const QuantSpec& spec);
-// Back to real values in `dtype`; equals fakeQuantize() of the same input and parameters.
+// Back to real values in `dtype`. Equals fakeQuantize() of the same input and parameters for
+// fp32 inputs; for bf16/fp16 inputs Quark's FP8 per-tensor/channel fake quantization divides and
+// multiplies in the input dtype while its dequantization runs in fp32, and so do we.
 at::Tensor dequantize(const QuantizedTensor& q, const QuantSpec& spec,
                       at::ScalarType dtype = at::kFloat);
+
+// Quark ProgressiveSpec (the int4_fp8 weight): quantize with `first` (statistics from x), take
+// the first stage's grid values (x / s1 rounded, not rescaled), fake-quantize those with
+// `second` (statistics from them), then undo the first scale: result = second(first(x)) * s1.
+at::Tensor fakeQuantizeProgressive(const at::Tensor& x, const QuantSpec& first,
+                                   const QuantSpec& second);
 
 } // namespace qs::quant

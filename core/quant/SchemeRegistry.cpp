@@ -95,19 +95,23 @@ std::vector<Entry> makeEntries() {
     // ---- Quark 0.11+ QuantizationSchemeCollection ----
     for (int g : {32, 64, 128}) {
         const std::string gs = std::to_string(g);
-        e.push_back({{"int4_wo_" + gs, "INT4 weight-only, symmetric, per group of " + gs, false,
-                      false},
-                     0, [g](int) { return make(intGroup(D::Int4, g, true)); }});
+        e.push_back(
+            {{"int4_wo_" + gs, "INT4 weight-only, symmetric, per group of " + gs, false, false},
+             0,
+             [g](int) { return make(intGroup(D::Int4, g, true)); }});
     }
     add("int4_wo_per_channel", "INT4 weight-only, symmetric, per output channel",
         [](int) { return make(intChannel(D::Int4, true)); });
     add("int4_wa_64", "INT4 weight per group of 64 + INT4 dynamic activations per group of 64",
-        [](int) { return make(intGroup(D::Int4, 64, true), intGroup(D::Int4, 64, true, -1, true)); });
+        [](int) {
+            return make(intGroup(D::Int4, 64, true), intGroup(D::Int4, 64, true, -1, true));
+        });
     for (int g : {32, 64, 128}) {
         const std::string gs = std::to_string(g);
-        e.push_back({{"uint4_wo_" + gs, "UINT4 weight-only, asymmetric, per group of " + gs, false,
-                      false},
-                     0, [g](int) { return make(intGroup(D::Uint4, g, false)); }});
+        e.push_back(
+            {{"uint4_wo_" + gs, "UINT4 weight-only, asymmetric, per group of " + gs, false, false},
+             0,
+             [g](int) { return make(intGroup(D::Uint4, g, false)); }});
     }
     add("uint4_wo_per_channel", "UINT4 weight-only, asymmetric, per output channel",
         [](int) { return make(intChannel(D::Uint4, false)); });
@@ -119,8 +123,7 @@ std::vector<Entry> makeEntries() {
         [](int) { return make(fp8Channel(), perToken(D::Fp8E4M3)); });
     add("mxfp4", "MXFP4 weight (static) + MXFP4 activations (dynamic)",
         [](int) { return make(block(D::MxFp4, false), block(D::MxFp4, true)); });
-    add("mxfp4_weight_only", "MXFP4 weight-only",
-        [](int) { return make(block(D::MxFp4, false)); });
+    add("mxfp4_weight_only", "MXFP4 weight-only", [](int) { return make(block(D::MxFp4, false)); });
     add("mxfp6_e3m2", "MXFP6 E3M2 weight (static) + activations (dynamic)",
         [](int) { return make(block(D::MxFp6E3M2, false), block(D::MxFp6E3M2, true)); });
     add("mxfp6_e2m3", "MXFP6 E2M3 weight (static) + activations (dynamic)",
@@ -146,49 +149,67 @@ std::vector<Entry> makeEntries() {
 
     // ---- legacy names (Quark < 0.11 LLM PTQ example), kept as aliases ----
     auto legacyGroup = [&](const char* name, const char* desc, D d, bool sym) {
-        add(name, desc, [d, sym](int g) { return make(intGroup(d, g, sym, 1)); }, true, true);
+        add(
+            name, desc, [d, sym](int g) { return make(intGroup(d, g, sym, 1)); }, true, true);
     };
     legacyGroup("w_int4_per_group_sym", "= int4_wo_<group_size> (default 128)", D::Int4, true);
     legacyGroup("w_int4_per_group_asym", "INT4 weight per group, asymmetric", D::Int4, false);
     legacyGroup("w_uint4_per_group_asym", "= uint4_wo_<group_size> (default 128)", D::Uint4, false);
     legacyGroup("w_uint4_per_group_sym", "UINT4 weight per group, symmetric", D::Uint4, true);
     legacyGroup("w_int2_per_group_asym", "INT2 weight per group, asymmetric", D::Int2, false);
-    add("w_uint4_a_bfloat16_per_group_asym", "UINT4 weight per group (asym) + bf16 activations",
+    add(
+        "w_uint4_a_bfloat16_per_group_asym", "UINT4 weight per group (asym) + bf16 activations",
         [](int g) { return make(intGroup(D::Uint4, g, false, 1), block(D::BFloat16, false)); },
         true, true);
-    add("w_int4_per_channel_sym", "= int4_wo_per_channel",
+    add(
+        "w_int4_per_channel_sym", "= int4_wo_per_channel",
         [](int) { return make(intChannel(D::Int4, true)); }, true);
-    add("w_int4_per_channel_asym", "INT4 weight per channel, asymmetric",
+    add(
+        "w_int4_per_channel_asym", "INT4 weight per channel, asymmetric",
         [](int) { return make(intChannel(D::Int4, false)); }, true);
-    add("w_uint4_per_channel_sym", "UINT4 weight per channel, symmetric",
+    add(
+        "w_uint4_per_channel_sym", "UINT4 weight per channel, symmetric",
         [](int) { return make(intChannel(D::Uint4, true)); }, true);
-    add("w_uint4_per_channel_asym", "= uint4_wo_per_channel",
+    add(
+        "w_uint4_per_channel_asym", "= uint4_wo_per_channel",
         [](int) { return make(intChannel(D::Uint4, false)); }, true);
-    add("w_int8_per_tensor_sym", "INT8 weight-only per tensor",
+    add(
+        "w_int8_per_tensor_sym", "INT8 weight-only per tensor",
         [](int) { return make(intTensor(D::Int8, true, false)); }, true);
-    add("w_int8_a_int8_per_tensor_sym", "= int8",
+    add(
+        "w_int8_a_int8_per_tensor_sym", "= int8",
         [](int) { return make(intTensor(D::Int8, true, false), intTensor(D::Int8, true, false)); },
         true);
-    add("w_int8_a_int8_per_tensor_sym_dynamic", "INT8 weight + activations per tensor, dynamic",
+    add(
+        "w_int8_a_int8_per_tensor_sym_dynamic", "INT8 weight + activations per tensor, dynamic",
         [](int) { return make(intTensor(D::Int8, true, true), intTensor(D::Int8, true, true)); },
         true);
-    add("w_int8_a_int8_per_token_dynamic", "INT8 weight per channel + activations per token",
+    add(
+        "w_int8_a_int8_per_token_dynamic", "INT8 weight per channel + activations per token",
         [](int) { return make(intChannel(D::Int8, true), perToken(D::Int8)); }, true);
-    add("w_int8_per_channel_a_int8_per_tensor_sym",
+    add(
+        "w_int8_per_channel_a_int8_per_tensor_sym",
         "INT8 weight per channel + activations per tensor (static)",
         [](int) { return make(intChannel(D::Int8, true), intTensor(D::Int8, true, false)); }, true);
-    add("w_int8_per_channel_a_int8_per_tensor_sym_dynamic",
+    add(
+        "w_int8_per_channel_a_int8_per_tensor_sym_dynamic",
         "INT8 weight per channel + activations per tensor (dynamic)",
         [](int) { return make(intChannel(D::Int8, true), intTensor(D::Int8, true, true)); }, true);
-    add("w_int8_per_group_sym", "INT8 weight per group of 128, symmetric",
+    add(
+        "w_int8_per_group_sym", "INT8 weight per group of 128, symmetric",
         [](int) { return make(intGroup(D::Int8, 128, true, 1)); }, true);
-    add("w_uint8_per_group_asym", "UINT8 weight per group of 128, asymmetric",
+    add(
+        "w_uint8_per_group_asym", "UINT8 weight per group of 128, asymmetric",
         [](int) { return make(intGroup(D::Uint8, 128, false, 1)); }, true);
-    add("w_uint8_a_uint8_per_tensor_asym", "UINT8 weight + activations per tensor, asymmetric",
-        [](int) { return make(intTensor(D::Uint8, false, false), intTensor(D::Uint8, false, false)); },
+    add(
+        "w_uint8_a_uint8_per_tensor_asym", "UINT8 weight + activations per tensor, asymmetric",
+        [](int) {
+            return make(intTensor(D::Uint8, false, false), intTensor(D::Uint8, false, false));
+        },
         true);
     auto observed = [&](const char* name, const char* desc, D d, ObserverKind o) {
-        add(name, desc,
+        add(
+            name, desc,
             [d, o](int) { return make(intTensor(d, true, false, o), intTensor(d, true, false)); },
             true);
     };
@@ -200,13 +221,17 @@ std::vector<Entry> makeEntries() {
              D::Uint8, ObserverKind::Percentile);
     observed("w_uint8_per_tensor_mse", "UINT8 (symmetric) per tensor, MSE observer", D::Uint8,
              ObserverKind::Mse);
-    add("w_fp8_a_fp8", "= fp8", [](int) { return make(fp8Tensor(false), fp8Tensor(false)); }, true);
-    add("w_fp8_a_fp8_o_fp8", "FP8 weight + input + output per tensor",
+    add(
+        "w_fp8_a_fp8", "= fp8", [](int) { return make(fp8Tensor(false), fp8Tensor(false)); }, true);
+    add(
+        "w_fp8_a_fp8_o_fp8", "FP8 weight + input + output per tensor",
         [](int) { return make(fp8Tensor(false), fp8Tensor(false), fp8Tensor(false)); }, true);
-    add("w_fp8_per_channel_sym", "FP8 weight per channel + input/output per tensor",
+    add(
+        "w_fp8_per_channel_sym", "FP8 weight per channel + input/output per tensor",
         [](int) { return make(fp8Channel(), fp8Tensor(false), fp8Tensor(false)); }, true);
     auto mxLegacy = [&](const char* name, const char* desc, D w, std::optional<D> a) {
-        add(name, desc,
+        add(
+            name, desc,
             [w, a](int) {
                 return make(block(w, false),
                             a ? std::optional<QuantSpec>(block(*a, true)) : std::nullopt);
@@ -225,16 +250,22 @@ std::vector<Entry> makeEntries() {
     mxLegacy("w_mxint8", "MXINT8 weight-only", D::MxInt8, std::nullopt);
     mxLegacy("w_mx6", "MX6 weight-only", D::Mx6, std::nullopt);
     mxLegacy("w_mx6_a_mx6", "= mx6", D::Mx6, D::Mx6);
-    add("w_mxfp4_a_fp8", "= mxfp4_fp8",
+    add(
+        "w_mxfp4_a_fp8", "= mxfp4_fp8",
         [](int) { return make(block(D::MxFp4, false), fp8Tensor(false)); }, true, false, 32);
-    add("w_bfp16", "BFP16 weight-only", [](int) { return make(block(D::Bfp16, false)); }, true);
-    add("w_bfp16_a_bfp16", "= bfp16",
+    add(
+        "w_bfp16", "BFP16 weight-only", [](int) { return make(block(D::Bfp16, false)); }, true);
+    add(
+        "w_bfp16_a_bfp16", "= bfp16",
         [](int) { return make(block(D::Bfp16, false), block(D::Bfp16, true)); }, true);
-    add("fp4_block16_scale_e4m3", "= nvfp4",
+    add(
+        "fp4_block16_scale_e4m3", "= nvfp4",
         [](int) { return make(block(D::NvFp4, false), block(D::NvFp4, true)); }, true);
-    add("w_fp4_scale_fp8", "NVFP4-style weight-only (FP4/16 + FP8 scale)",
+    add(
+        "w_fp4_scale_fp8", "NVFP4-style weight-only (FP4/16 + FP8 scale)",
         [](int) { return make(block(D::NvFp4, false)); }, true);
-    add("w_fp4_a_fp4_scale_fp8", "NVFP4-style weight + dynamic activations",
+    add(
+        "w_fp4_a_fp4_scale_fp8", "NVFP4-style weight + dynamic activations",
         [](int) { return make(block(D::NvFp4, false), block(D::NvFp4, true)); }, true);
     // Names Quark's own deprecation table maps onto the ones above.
     const std::pair<const char*, const char*> renamed[] = {
@@ -252,7 +283,8 @@ std::vector<Entry> makeEntries() {
         for (const Entry& existing : std::vector<Entry>(e)) {
             if (existing.info.name == target) {
                 e.push_back({{oldName, std::string("= ") + target, true, false},
-                             existing.fixedGroupSize, existing.build});
+                             existing.fixedGroupSize,
+                             existing.build});
                 break;
             }
         }

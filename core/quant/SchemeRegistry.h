@@ -14,8 +14,8 @@ namespace qs::quant {
 struct SchemeName {
     std::string name;
     std::string description;
-    bool legacy;          // an older Quark name kept as an alias
-    bool takesGroupSize;  // legacy per-group names whose group size came from --group_size
+    bool legacy;         // an older Quark name kept as an alias
+    bool takesGroupSize; // legacy per-group names whose group size came from --group_size
 };
 
 // Every accepted name, current names first, in a stable order (CLI help, GUI combo box).

@@ -10,8 +10,8 @@ namespace {
 using G = Granularity;
 using S = ScaleType;
 
-constexpr unsigned kIntGran = bit(G::PerTensor) | bit(G::PerChannel) | bit(G::PerGroup) |
-                              bit(G::PerToken);
+constexpr unsigned kIntGran =
+    bit(G::PerTensor) | bit(G::PerChannel) | bit(G::PerGroup) | bit(G::PerToken);
 constexpr unsigned kGroupOnly = bit(G::PerGroup);
 constexpr unsigned kFloatScales = bit(S::Float) | bit(S::Float32);
 
@@ -21,8 +21,26 @@ std::vector<TypeTraits> makeTable() {
     std::vector<TypeTraits> t;
     auto intRow = [&](DataType type, const char* name, const char* desc, int bits, double qmin,
                       double qmax, unsigned scales, PackFormat pack) {
-        t.push_back({type, name, desc, bits, double(bits), Encoding::Int, Kernel::IntAffine, qmin,
-                     qmax, 0.0, 0, bits, 0, type, 0, kIntGran, scales, true, pack, name});
+        t.push_back({type,
+                     name,
+                     desc,
+                     bits,
+                     double(bits),
+                     Encoding::Int,
+                     Kernel::IntAffine,
+                     qmin,
+                     qmax,
+                     0.0,
+                     0,
+                     bits,
+                     0,
+                     type,
+                     0,
+                     kIntGran,
+                     scales,
+                     true,
+                     pack,
+                     name});
     };
     intRow(DataType::Int2, "int2", "signed 2-bit integer [-2, 1]", 2, -2, 1, kFloatScales,
            PackFormat::None);
@@ -39,12 +57,29 @@ std::vector<TypeTraits> makeTable() {
 
     auto floatRow = [&](DataType type, const char* name, const char* desc, int bits, double fmax,
                         int ebits, int mbits, int emax, unsigned gran, PackFormat pack) {
-        t.push_back({type, name, desc, bits, double(bits), Encoding::Float, Kernel::MiniFloat,
-                     -fmax, fmax, fmax, ebits, mbits, emax, type, 0, gran,
-                     kFloatScales | bit(S::E8M0), false, pack, name});
+        t.push_back({type,
+                     name,
+                     desc,
+                     bits,
+                     double(bits),
+                     Encoding::Float,
+                     Kernel::MiniFloat,
+                     -fmax,
+                     fmax,
+                     fmax,
+                     ebits,
+                     mbits,
+                     emax,
+                     type,
+                     0,
+                     gran,
+                     kFloatScales | bit(S::E8M0),
+                     false,
+                     pack,
+                     name});
     };
-    floatRow(DataType::Fp8E4M3, "fp8_e4m3", "OCP FP8 E4M3 (fn: max 448, no inf)", 8, 448.0, 4, 3,
-             8, kIntGran, PackFormat::Bytes);
+    floatRow(DataType::Fp8E4M3, "fp8_e4m3", "OCP FP8 E4M3 (fn: max 448, no inf)", 8, 448.0, 4, 3, 8,
+             kIntGran, PackFormat::Bytes);
     floatRow(DataType::Fp8E5M2, "fp8_e5m2", "OCP FP8 E5M2 (max 57344)", 8, 57344.0, 5, 2, 15,
              kIntGran, PackFormat::Bytes);
     floatRow(DataType::Fp6E3M2, "fp6_e3m2", "OCP FP6 E3M2 (max 28)", 6, 28.0, 3, 2, 4, kGroupOnly,
@@ -54,12 +89,29 @@ std::vector<TypeTraits> makeTable() {
     floatRow(DataType::Fp4, "fp4", "OCP FP4 E2M1 (max 6)", 4, 6.0, 2, 1, 2, kGroupOnly,
              PackFormat::Fp4Nibbles);
 
-    auto mxRow = [&](DataType type, const char* name, const char* desc, DataType element,
-                     int bits, double qmin, double qmax, double fmax, int ebits, int mbits,
-                     int emax, PackFormat pack, const char* quark) {
-        t.push_back({type, name, desc, bits, bits + 8.0 / 32.0, Encoding::Mx, Kernel::MxBlock,
-                     qmin, qmax, fmax, ebits, mbits, emax, element, 32, kGroupOnly, bit(S::E8M0),
-                     false, pack, quark});
+    auto mxRow = [&](DataType type, const char* name, const char* desc, DataType element, int bits,
+                     double qmin, double qmax, double fmax, int ebits, int mbits, int emax,
+                     PackFormat pack, const char* quark) {
+        t.push_back({type,
+                     name,
+                     desc,
+                     bits,
+                     bits + 8.0 / 32.0,
+                     Encoding::Mx,
+                     Kernel::MxBlock,
+                     qmin,
+                     qmax,
+                     fmax,
+                     ebits,
+                     mbits,
+                     emax,
+                     element,
+                     32,
+                     kGroupOnly,
+                     bit(S::E8M0),
+                     false,
+                     pack,
+                     quark});
     };
     mxRow(DataType::MxFp4, "mxfp4", "OCP MX FP4 E2M1, 32 per E8M0 scale", DataType::Fp4, 4, -6, 6,
           6, 2, 1, 2, PackFormat::Fp4Nibbles, "fp4");
@@ -71,26 +123,111 @@ std::vector<TypeTraits> makeTable() {
           DataType::Fp8E4M3, 8, -448, 448, 448, 4, 3, 8, PackFormat::Bytes, "fp8_e4m3");
     mxRow(DataType::MxFp8E5M2, "mxfp8_e5m2", "OCP MX FP8 E5M2, 32 per E8M0 scale",
           DataType::Fp8E5M2, 8, -57344, 57344, 57344, 5, 2, 15, PackFormat::Bytes, "fp8_e5m2");
-    // MX INT8 elements are 1.6 fixed point: code/64, codes saturate at +-127 (Quark fake_quantize_mx).
-    mxRow(DataType::MxInt8, "mxint8", "OCP MX INT8 (code/64), 32 per E8M0 scale", DataType::Int8,
-          8, -127, 127, 0, 0, 8, 0, PackFormat::Bytes, "mx");
+    // MX INT8 elements are 1.6 fixed point: code/64, codes saturate at +-127 (Quark
+    // fake_quantize_mx).
+    mxRow(DataType::MxInt8, "mxint8", "OCP MX INT8 (code/64), 32 per E8M0 scale", DataType::Int8, 8,
+          -127, 127, 0, 0, 8, 0, PackFormat::Bytes, "mx");
 
-    t.push_back({DataType::NvFp4, "nvfp4", "NVFP4: FP4 E2M1, 16 per FP8 E4M3 scale, FP32 tensor scale",
-                 4, 4.0 + 8.0 / 16.0, Encoding::NvFp4, Kernel::NvFp4, -6, 6, 6, 2, 1, 2,
-                 DataType::Fp4, 16, kGroupOnly, bit(S::E4M3), false, PackFormat::Fp4Nibbles,
+    t.push_back({DataType::NvFp4,
+                 "nvfp4",
+                 "NVFP4: FP4 E2M1, 16 per FP8 E4M3 scale, FP32 tensor scale",
+                 4,
+                 4.0 + 8.0 / 16.0,
+                 Encoding::NvFp4,
+                 Kernel::NvFp4,
+                 -6,
+                 6,
+                 6,
+                 2,
+                 1,
+                 2,
+                 DataType::Fp4,
+                 16,
+                 kGroupOnly,
+                 bit(S::E4M3),
+                 false,
+                 PackFormat::Fp4Nibbles,
                  "fp4"});
-    t.push_back({DataType::Mx6, "mx6", "Quark MX6: 32-element blocks, shared exponent + prime bit",
-                 6, 6.0, Encoding::BlockFloat, Kernel::Mx6, 0, 0, 0, 0, 0, 0, DataType::Mx6, 32,
-                 kGroupOnly, bit(S::Pow2), false, PackFormat::None, "mx6"});
-    t.push_back({DataType::Bfp16, "bfp16", "Quark BFP16: int8 mantissas, 8 per shared exponent", 8,
-                 9.0, Encoding::BlockFloat, Kernel::Bfp16, -128, 127, 0, 0, 0, 0, DataType::Bfp16,
-                 8, kGroupOnly, bit(S::Pow2), false, PackFormat::None, "bfp16"});
-    t.push_back({DataType::BFloat16, "bf16", "bfloat16 pass-through (cast)", 16, 16.0,
-                 Encoding::PassThrough, Kernel::Cast, 0, 0, 0, 8, 7, 127, DataType::BFloat16, 0,
-                 bit(G::PerTensor), bit(S::Float), false, PackFormat::None, "bfloat16"});
-    t.push_back({DataType::Float16, "fp16", "float16 pass-through (cast)", 16, 16.0,
-                 Encoding::PassThrough, Kernel::Cast, 0, 0, 0, 5, 10, 15, DataType::Float16, 0,
-                 bit(G::PerTensor), bit(S::Float), false, PackFormat::None, "float16"});
+    t.push_back({DataType::Mx6,
+                 "mx6",
+                 "Quark MX6: 32-element blocks, shared exponent + prime bit",
+                 6,
+                 6.0,
+                 Encoding::BlockFloat,
+                 Kernel::Mx6,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0,
+                 0,
+                 DataType::Mx6,
+                 32,
+                 kGroupOnly,
+                 bit(S::Pow2),
+                 false,
+                 PackFormat::None,
+                 "mx6"});
+    t.push_back({DataType::Bfp16,
+                 "bfp16",
+                 "Quark BFP16: int8 mantissas, 8 per shared exponent",
+                 8,
+                 9.0,
+                 Encoding::BlockFloat,
+                 Kernel::Bfp16,
+                 -128,
+                 127,
+                 0,
+                 0,
+                 0,
+                 0,
+                 DataType::Bfp16,
+                 8,
+                 kGroupOnly,
+                 bit(S::Pow2),
+                 false,
+                 PackFormat::None,
+                 "bfp16"});
+    t.push_back({DataType::BFloat16,
+                 "bf16",
+                 "bfloat16 pass-through (cast)",
+                 16,
+                 16.0,
+                 Encoding::PassThrough,
+                 Kernel::Cast,
+                 0,
+                 0,
+                 0,
+                 8,
+                 7,
+                 127,
+                 DataType::BFloat16,
+                 0,
+                 bit(G::PerTensor),
+                 bit(S::Float),
+                 false,
+                 PackFormat::None,
+                 "bfloat16"});
+    t.push_back({DataType::Float16,
+                 "fp16",
+                 "float16 pass-through (cast)",
+                 16,
+                 16.0,
+                 Encoding::PassThrough,
+                 Kernel::Cast,
+                 0,
+                 0,
+                 0,
+                 5,
+                 10,
+                 15,
+                 DataType::Float16,
+                 0,
+                 bit(G::PerTensor),
+                 bit(S::Float),
+                 false,
+                 PackFormat::None,
+                 "float16"});
     return t;
 }
 
@@ -108,7 +245,9 @@ const TypeTraits& traits(DataType type) {
     throw std::logic_error("quant: data type missing from the traits table");
 }
 
-std::string dataTypeName(DataType type) { return traits(type).name; }
+std::string dataTypeName(DataType type) {
+    return traits(type).name;
+}
 
 std::optional<DataType> dataTypeFromName(std::string_view name) {
     for (const auto& row : allTypeTraits())
@@ -130,15 +269,21 @@ std::vector<std::string> dataTypeNames() {
     return out;
 }
 
-bool isInteger(DataType type) { return traits(type).encoding == Encoding::Int; }
-bool isMiniFloat(DataType type) { return traits(type).encoding == Encoding::Float; }
-bool hasFixedBlock(DataType type) { return traits(type).blockSize > 0; }
+bool isInteger(DataType type) {
+    return traits(type).encoding == Encoding::Int;
+}
+bool isMiniFloat(DataType type) {
+    return traits(type).encoding == Encoding::Float;
+}
+bool hasFixedBlock(DataType type) {
+    return traits(type).blockSize > 0;
+}
 
 std::string typeHelpText() {
     std::string out;
     char line[256];
-    std::snprintf(line, sizeof line, "%-11s %5s  %-22s %-6s %s\n", "type", "bits", "range",
-                  "block", "granularities");
+    std::snprintf(line, sizeof line, "%-11s %5s  %-22s %-6s %s\n", "type", "bits", "range", "block",
+                  "granularities");
     out += line;
     for (const auto& row : allTypeTraits()) {
         char range[64];

@@ -25,8 +25,12 @@ enum class PackFormat : uint8_t {
     Fp6Bytes,   // 4 values in 3 bytes, little-endian 24-bit (Quark Pack_fp6)
 };
 
-constexpr unsigned bit(Granularity g) { return 1u << static_cast<unsigned>(g); }
-constexpr unsigned bit(ScaleType s) { return 1u << static_cast<unsigned>(s); }
+constexpr unsigned bit(Granularity g) {
+    return 1u << static_cast<unsigned>(g);
+}
+constexpr unsigned bit(ScaleType s) {
+    return 1u << static_cast<unsigned>(s);
+}
 
 struct TypeTraits {
     DataType type;
@@ -39,12 +43,12 @@ struct TypeTraits {
     // Integer rows: code range. Float rows: -floatMax, +floatMax. Block rows: element range.
     double qmin;
     double qmax;
-    double floatMax;  // largest finite magnitude of the element format (0 for integers)
-    int ebits;        // element exponent bits (0 for integers)
-    int mbits;        // element mantissa bits (integers: value bits, as in Quark)
-    int emax;         // Quark get_dtype_params emax, used for the E8M0 shared exponent
-    DataType element; // element format of MX/NVFP4 rows, the row itself otherwise
-    int blockSize;    // fixed block/group size (32 MX, 16 NVFP4, 8 BFP16, 32 MX6), 0 = free
+    double floatMax;        // largest finite magnitude of the element format (0 for integers)
+    int ebits;              // element exponent bits (0 for integers)
+    int mbits;              // element mantissa bits (integers: value bits, as in Quark)
+    int emax;               // Quark get_dtype_params emax, used for the E8M0 shared exponent
+    DataType element;       // element format of MX/NVFP4 rows, the row itself otherwise
+    int blockSize;          // fixed block/group size (32 MX, 16 NVFP4, 8 BFP16, 32 MX6), 0 = free
     unsigned granularities; // bit(Granularity) mask of what QuantSpec may choose
     unsigned scaleTypes;    // bit(ScaleType) mask
     bool allowsAsymmetric;  // integers only

@@ -5,6 +5,7 @@
 #include "QuantTestHelpers.h"
 
 #include "quant/Quantize.h"
+#include "quant/SchemeRegistry.h"
 #include "quant/TypeTraits.h"
 #include "util/Error.h"
 
@@ -33,12 +34,13 @@ const RefFormat& refFormatOf(DataType element) {
     }
 }
 
-bool isFp8(DataType d) { return d == DataType::Fp8E4M3 || d == DataType::Fp8E5M2; }
+bool isFp8(DataType d) {
+    return d == DataType::Fp8E4M3 || d == DataType::Fp8E5M2;
+}
 
 // Groups of `len` consecutive elements of a row-major [rows, cols] tensor, zero-padding the
 // last group of each row (Quark reshape_to_blocks).
-template <typename F>
-void forGroups(const std::vector<float>& x, int64_t cols, int64_t len, F f) {
+template <typename F> void forGroups(const std::vector<float>& x, int64_t cols, int64_t len, F f) {
     const int64_t rows = int64_t(x.size()) / cols;
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t start = 0; start < cols; start += len)
@@ -81,7 +83,8 @@ private Q_SLOTS:
         const auto xv = values(x);
         for (DataType d : {DataType::Fp8E4M3, DataType::Fp8E5M2}) {
             const float fmax = float(traits(d).floatMax);
-            for (Granularity g : {Granularity::PerTensor, Granularity::PerChannel, Granularity::PerToken}) {
+            for (Granularity g :
+                 {Granularity::PerTensor, Granularity::PerChannel, Granularity::PerToken}) {
                 const QuantSpec s = spec(d, g);
                 const int64_t len = g == Granularity::PerTensor ? 240 : 40;
                 std::vector<float> ref(xv.size());
@@ -116,7 +119,9 @@ private Q_SLOTS:
                     scale = FLT_EPSILON;
                 for (int64_t i = b; i < b + n; ++i) {
                     const float y = xv[i] / scale;
-                    ref[i] = (isFp8(d) ? refFp8(y, refFormatOf(d)) : refElement(y, refFormatOf(d))) * scale;
+                    ref[i] =
+                        (isFp8(d) ? refFp8(y, refFormatOf(d)) : refElement(y, refFormatOf(d))) *
+                        scale;
                 }
             });
             const at::Tensor got = fakeQuantize(x, s);
@@ -142,12 +147,14 @@ private Q_SLOTS:
                 for (int64_t i = b; i < b + n; ++i) {
                     if (d == DataType::MxInt8) {
                         const float s64 = std::max(scale / 64, FLT_MIN);
-                        const float q = std::clamp(std::nearbyint(xv[i] * (1.0f / s64)) + 0.0f, -127.0f, 127.0f);
+                        const float q = std::clamp(std::nearbyint(xv[i] * (1.0f / s64)) + 0.0f,
+                                                   -127.0f, 127.0f);
                         ref[i] = q * s64;
                     } else {
                         const float y = xv[i] / scale;
                         ref[i] = (isFp8(t.element) ? refFp8(y, refFormatOf(t.element))
-                                                   : refElement(y, refFormatOf(t.element))) * scale;
+                                                   : refElement(y, refFormatOf(t.element))) *
+                                 scale;
                     }
                 }
             });
@@ -274,7 +281,9 @@ private Q_SLOTS:
         std::vector<float> bfp(xv.size());
         forGroups(xv, 64, 8, [&](int64_t b, int64_t n) {
             float amax = groupAmax(xv, b, n);
-            auto scaleOf = [&](float a) { return a == 0 ? FLT_EPSILON : std::ldexp(1.0f, expOf(a) - 6); };
+            auto scaleOf = [&](float a) {
+                return a == 0 ? FLT_EPSILON : std::ldexp(1.0f, expOf(a) - 6);
+            };
             bool over = false;
             for (int64_t i = b; i < b + n; ++i) {
                 const float q = std::nearbyint(xv[i] / scaleOf(amax));
@@ -291,7 +300,8 @@ private Q_SLOTS:
         h[0] = 1.0f;
         h[1] = 0.5f;
         h[2] = -1.0f;
-        const auto hb = values(fakeQuantize(tensorOf(h, {1, 8}), QuantSpec::defaults(DataType::Bfp16)));
+        const auto hb =
+            values(fakeQuantize(tensorOf(h, {1, 8}), QuantSpec::defaults(DataType::Bfp16)));
         QCOMPARE(hb[0], 1.0f);
         QCOMPARE(hb[1], 0.5f);
         QCOMPARE(hb[2], -1.0f);
@@ -300,7 +310,8 @@ private Q_SLOTS:
 
     void casts() {
         const float tieBf16 = 1.0f + std::ldexp(1.0f, -8); // halfway between 1 and 1 + 2^-7
-        const at::Tensor x = tensorOf({tieBf16, 1.0f + 3 * std::ldexp(1.0f, -8), 70000.0f, 0.1f}, {4});
+        const at::Tensor x =
+            tensorOf({tieBf16, 1.0f + 3 * std::ldexp(1.0f, -8), 70000.0f, 0.1f}, {4});
         const auto bf = values(fakeQuantize(x, QuantSpec::defaults(DataType::BFloat16)));
         for (int i = 0; i < 4; ++i)
             QCOMPARE(bf[i], roundBf16(values(x)[i]));
@@ -308,7 +319,7 @@ private Q_SLOTS:
         const auto h = values(fakeQuantize(x, QuantSpec::defaults(DataType::Float16)));
         QCOMPARE(h[0], 1.0f + std::ldexp(1.0f, -8)); // exactly representable in fp16
         QVERIFY(std::isinf(h[2]));                   // beyond 65504
-        QCOMPARE(h[3], 0.0999755859375f);             // nearest fp16 to 0.1
+        QCOMPARE(h[3], 0.0999755859375f);            // nearest fp16 to 0.1
     }
 
     void bf16InputsFp8PerTensor() {
@@ -327,8 +338,47 @@ private Q_SLOTS:
         }
     }
 
+    void progressiveInt4Fp8() {
+        // int4_fp8 weights: FP8 per tensor (s1 = amax / 448), then INT4 per channel on the FP8
+        // grid values, then times s1.
+        const QuantScheme sch = resolveScheme("int4_fp8");
+        const at::Tensor x = sample(4, 64, 9);
+        const auto xv = values(x);
+        float amax = 0;
+        for (float v : xv)
+            amax = std::max(amax, std::fabs(v));
+        const float s1 = amax / 448.0f;
+        std::vector<float> ref(xv.size());
+        for (int r = 0; r < 4; ++r) {
+            std::vector<float> grid(64);
+            float mn = 0, mx = 0;
+            for (int i = 0; i < 64; ++i) {
+                grid[i] = refFp8(xv[r * 64 + i] / s1, kRefE4M3);
+                mn = std::min(mn, grid[i]);
+                mx = std::max(mx, grid[i]);
+            }
+            const float s = std::max(std::max(-mn, mx) / 7.5f, FLT_EPSILON);
+            for (int i = 0; i < 64; ++i) {
+                // + zp (0) as Quark adds the zero point before clamping: -0 becomes +0.
+                const float q =
+                    std::clamp(std::nearbyint(grid[i] * (1.0f / s)) + 0.0f, -8.0f, 7.0f);
+                ref[r * 64 + i] = (q * s) * s1;
+            }
+        }
+        const at::Tensor got = fakeQuantizeProgressive(x, *sch.weightPreStage, sch.weight);
+        const int64_t diff = firstDifference(got, tensorOf(ref, {4, 64}));
+        if (diff >= 0)
+            qWarning("first difference at %lld: got %.9g ref %.9g x %.9g", (long long)diff,
+                     double(values(got)[diff]), double(ref[diff]), double(xv[diff]));
+        QCOMPARE(diff, int64_t(-1));
+        QVERIFY_THROWS_EXCEPTION(
+            qs::Error,
+            fakeQuantizeProgressive(x, QuantSpec::defaults(DataType::MxFp4), sch.weight));
+    }
+
     void nonFiniteFp8() {
-        const at::Tensor x = tensorOf({1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 3.0f}, {2, 2});
+        const at::Tensor x =
+            tensorOf({1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 3.0f}, {2, 2});
         const QuantSpec s = spec(DataType::Fp8E4M3, Granularity::PerChannel);
         const auto out = values(fakeQuantize(x, s));
         QVERIFY(std::isnan(out[0]) && std::isnan(out[1])); // NaN poisons its channel's scale

@@ -38,7 +38,8 @@ double specDecode(unsigned code, const Fmt& f) {
     if (f.nanOnly && e == (1u << f.ebits) - 1 && m == (1u << f.mbits) - 1)
         v = std::numeric_limits<double>::quiet_NaN();
     else if (f.infNan && e == (1u << f.ebits) - 1)
-        v = m == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+        v = m == 0 ? std::numeric_limits<double>::infinity()
+                   : std::numeric_limits<double>::quiet_NaN();
     else if (e == 0)
         v = m * std::pow(2.0, 1 - f.bias - f.mbits);
     else
@@ -76,8 +77,12 @@ double bruteRound(double x, const Fmt& f) {
     return std::signbit(x) ? -best : best;
 }
 
-float nextUp(float x) { return std::nextafter(x, std::numeric_limits<float>::infinity()); }
-float nextDown(float x) { return std::nextafter(x, -std::numeric_limits<float>::infinity()); }
+float nextUp(float x) {
+    return std::nextafter(x, std::numeric_limits<float>::infinity());
+}
+float nextDown(float x) {
+    return std::nextafter(x, -std::numeric_limits<float>::infinity());
+}
 
 // Inputs that probe every tie, both neighbours of each tie, values past the maximum, tiny values
 // and a log-uniform random sample.
@@ -167,10 +172,13 @@ private Q_SLOTS:
             for (float x : probeInputs(f)) {
                 const float got = roundFp8(x, *f.f);
                 const auto ref = static_cast<float>(bruteRound(x, f));
-                QVERIFY2(sameBits(got, ref) || (got == 0 && ref == 0 && std::signbit(got) == std::signbit(x)),
+                QVERIFY2(sameBits(got, ref) ||
+                             (got == 0 && ref == 0 && std::signbit(got) == std::signbit(x)),
                          qPrintable(QString("%1: x=%2 got=%3 ref=%4")
-                                        .arg(f.name).arg(double(x), 0, 'g', 9)
-                                        .arg(double(got), 0, 'g', 9).arg(double(ref), 0, 'g', 9)));
+                                        .arg(f.name)
+                                        .arg(double(x), 0, 'g', 9)
+                                        .arg(double(got), 0, 'g', 9)
+                                        .arg(double(ref), 0, 'g', 9)));
             }
         }
     }
@@ -200,8 +208,10 @@ private Q_SLOTS:
                 if (ref == 0.0f)
                     ref = 0.0f; // Quark's kernel returns +0 for anything that rounds to zero
                 QVERIFY2(sameBits(got, ref), qPrintable(QString("%1 x=%2 got=%3 ref=%4")
-                                                            .arg(f.name).arg(double(x))
-                                                            .arg(double(got)).arg(double(ref))));
+                                                            .arg(f.name)
+                                                            .arg(double(x))
+                                                            .arg(double(got))
+                                                            .arg(double(ref))));
             }
         }
         const float inf = std::numeric_limits<float>::infinity();

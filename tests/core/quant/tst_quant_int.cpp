@@ -74,7 +74,7 @@ QuantSpec intSpec(DataType d, Granularity g, bool sym, int groupSize = 0) {
     return s;
 }
 
-const DataType kIntTypes[] = {DataType::Int2, DataType::Int3, DataType::Int4,
+const DataType kIntTypes[] = {DataType::Int2,  DataType::Int3, DataType::Int4,
                               DataType::Uint4, DataType::Int8, DataType::Uint8};
 
 } // namespace
@@ -108,7 +108,8 @@ private Q_SLOTS:
                     const auto ref = refFake2d(xv, g.len, t.qmin, t.qmax, sym, &rp);
                     const QuantParams p = computeParams(spec, observeRange(x, spec));
                     const at::Tensor generic = fakeQuantize(x, spec, p);
-                    QVERIFY2(firstDifference(generic, tensorOf(ref, {8, 64})) < 0, qPrintable(what));
+                    QVERIFY2(firstDifference(generic, tensorOf(ref, {8, 64})) < 0,
+                             qPrintable(what));
                     const at::Tensor dynamic = fakeQuantize(x, spec);
                     QVERIFY2(firstDifference(dynamic, generic) < 0, qPrintable(what));
                     // Parameters and codes.
@@ -175,7 +176,8 @@ private Q_SLOTS:
                     const at::Tensor got = fakeQuantize(x, spec);
                     QVERIFY(firstDifference(got, tensorOf(ref, {2, 16})) < 0);
                     if (sym && t.qmin < 0) // symmetric signed: |x^| within one step of |c|
-                        QVERIFY(std::fabs(values(got)[0] - c) <= std::fabs(c) / float(-t.qmin) + 1e-6f);
+                        QVERIFY(std::fabs(values(got)[0] - c) <=
+                                std::fabs(c) / float(-t.qmin) + 1e-6f);
                 }
             }
         }
@@ -217,9 +219,10 @@ private Q_SLOTS:
         QuantParams p;
         p.scale = at::scalar_tensor(0.1f);
         p.zeroPoint = at::scalar_tensor(0, at::kInt);
-        const at::Tensor inf = tensorOf({std::numeric_limits<float>::infinity(),
-                                         -std::numeric_limits<float>::infinity()}, {2});
-        const auto sat = values(fakeQuantize(inf, intSpec(DataType::Int8, Granularity::PerTensor, true), p));
+        const at::Tensor inf = tensorOf(
+            {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}, {2});
+        const auto sat =
+            values(fakeQuantize(inf, intSpec(DataType::Int8, Granularity::PerTensor, true), p));
         QCOMPARE(sat[0], 127 * 0.1f);
         QCOMPARE(sat[1], -128 * 0.1f);
     }
@@ -312,8 +315,10 @@ private Q_SLOTS:
                         QCOMPARE(firstDifference(fast.fake, generic), int64_t(-1));
                         QCOMPARE(fast.scale.sizes(), p.scale.sizes());
                         QCOMPARE(firstDifference(fast.scale, p.scale), int64_t(-1));
-                        QVERIFY2(at::equal(fast.zeroPoint, p.zeroPoint.to(at::kInt)), qPrintable(what));
-                        QVERIFY2(at::equal(fast.codes, quantize(x, spec, p).codes), qPrintable(what));
+                        QVERIFY2(at::equal(fast.zeroPoint, p.zeroPoint.to(at::kInt)),
+                                 qPrintable(what));
+                        QVERIFY2(at::equal(fast.codes, quantize(x, spec, p).codes),
+                                 qPrintable(what));
                         ++checked;
                     }
                 }

@@ -27,7 +27,9 @@ QuantSpec int8Tensor(ObserverKind o = ObserverKind::MinMax, bool sym = true) {
     return s;
 }
 
-at::Tensor gaussian(int64_t n, uint32_t seed) { return randomWeights({n}, seed, 12.0f); }
+at::Tensor gaussian(int64_t n, uint32_t seed) {
+    return randomWeights({n}, seed, 12.0f);
+}
 
 } // namespace
 
@@ -99,7 +101,8 @@ private Q_SLOTS:
 
     void percentileAsymmetricClipsBothTails() {
         at::Tensor x = gaussian(10000, 4) + 1.0f;
-        PercentileObserver obs(int8Tensor(ObserverKind::Percentile, false), {4200, 99.0, true, 2048, 2045, 1});
+        PercentileObserver obs(int8Tensor(ObserverKind::Percentile, false),
+                               {4200, 99.0, true, 2048, 2045, 1});
         obs.observe(x);
         const auto [lo, hi] = obs.clipRange();
         const auto v = values(x);
@@ -155,7 +158,8 @@ private Q_SLOTS:
     }
 
     void histogramWidensAcrossCalls() {
-        PercentileObserver obs(int8Tensor(ObserverKind::Percentile), {100, 100.0, true, 2048, 2045, 1});
+        PercentileObserver obs(int8Tensor(ObserverKind::Percentile),
+                               {100, 100.0, true, 2048, 2045, 1});
         obs.observe(tensorOf({1.0f, 2.0f}, {2}));
         QCOMPARE(obs.counts().size(), size_t(100));
         obs.observe(tensorOf({5.0f}, {1}));
@@ -181,7 +185,8 @@ private Q_SLOTS:
                 amax = std::max(amax, std::fabs(xv[t * 16 + i]));
             const float sc = std::max(amax / 127.5f, FLT_EPSILON);
             for (int i = 0; i < 16; ++i) {
-                const float q = std::clamp(std::nearbyint(xv[t * 16 + i] * (1.0f / sc)), -128.0f, 127.0f);
+                const float q =
+                    std::clamp(std::nearbyint(xv[t * 16 + i] * (1.0f / sc)), -128.0f, 127.0f);
                 QCOMPARE(out[t * 16 + i], q * sc);
             }
         }

@@ -64,15 +64,17 @@ private Q_SLOTS:
                 for (int64_t r = 0; r < 5; ++r) {
                     const auto last = uint32_t(packed[r][3].item<int32_t>());
                     for (int i = 0; i < 8; ++i) {
-                        const int elem = (order == PackOrder::Reorder ? std::array<int, 8>{0, 2, 4, 6, 1, 3, 5, 7}
-                                                                      : std::array<int, 8>{0, 1, 2, 3, 4, 5, 6, 7})[i];
+                        const int elem = (order == PackOrder::Reorder
+                                              ? std::array<int, 8>{0, 2, 4, 6, 1, 3, 5, 7}
+                                              : std::array<int, 8>{0, 1, 2, 3, 4, 5, 6, 7})[i];
                         if (24 + elem >= 27)
                             QCOMPARE((last >> (4 * i)) & 0xFu, 0u);
                     }
                 }
             }
         }
-        QVERIFY_THROWS_EXCEPTION(qs::Error, unpackInt4(at::zeros({2, 3}, at::kInt), PackOrder::Order, true, 30));
+        QVERIFY_THROWS_EXCEPTION(
+            qs::Error, unpackInt4(at::zeros({2, 3}, at::kInt), PackOrder::Order, true, 30));
     }
 
     void int3Layout() {
@@ -111,7 +113,8 @@ private Q_SLOTS:
 
     void e8m0Tensors() {
         const at::Tensor s = tensorOf({1.0f, 0.5f, std::ldexp(1.0f, -127), std::ldexp(1.0f, 127),
-                                       std::numeric_limits<float>::quiet_NaN()}, {5});
+                                       std::numeric_limits<float>::quiet_NaN()},
+                                      {5});
         const at::Tensor codes = e8m0FromScale(s);
         QCOMPARE(intValues(codes), (std::vector<int32_t>{127, 126, 0, 254, 255}));
         QVERIFY(firstDifference(scaleFromE8m0(codes), s) < 0);
@@ -135,7 +138,9 @@ private Q_SLOTS:
                 QuantizedTensor back = q;
                 back.codes = unpackCodes(packed, t.type, 64, order);
                 QVERIFY2(at::equal(back.codes.to(q.codes.scalar_type()), q.codes), t.name);
-                QVERIFY2(firstDifference(dequantize(back, spec), fakeQuantize(x, spec, q.params)) < 0, t.name);
+                QVERIFY2(firstDifference(dequantize(back, spec), fakeQuantize(x, spec, q.params)) <
+                             0,
+                         t.name);
             }
             // Storage width: int4/fp4 nibbles, fp6 three bytes per four, int3 three per eight.
             const at::Tensor packed = packCodes(q);

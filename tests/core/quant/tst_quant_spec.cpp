@@ -19,8 +19,7 @@ using nlohmann::json;
 namespace {
 
 // Runs f, expects a qs::Error whose field() is `field`; returns its message.
-template <typename F>
-std::string expectError(F&& f, const std::string& field) {
+template <typename F> std::string expectError(F&& f, const std::string& field) {
     try {
         f();
     } catch (const qs::Error& e) {
@@ -40,8 +39,8 @@ class TestQuantSpec : public QObject {
 private Q_SLOTS:
     void traitsTableIsComplete() {
         const std::vector<std::string> expected = {
-            "int2",       "int3",       "int4",       "uint4",      "int8",  "uint8",
-            "fp8_e4m3",   "fp8_e5m2",   "fp6_e3m2",   "fp6_e2m3",   "fp4",   "mxfp4",
+            "int2",       "int3",       "int4",       "uint4",      "int8",   "uint8",
+            "fp8_e4m3",   "fp8_e5m2",   "fp6_e3m2",   "fp6_e2m3",   "fp4",    "mxfp4",
             "mxfp6_e3m2", "mxfp6_e2m3", "mxfp8_e4m3", "mxfp8_e5m2", "mxint8", "nvfp4",
             "mx6",        "bfp16",      "bf16",       "fp16"};
         QCOMPARE(dataTypeNames(), expected);
@@ -294,13 +293,32 @@ private Q_SLOTS:
             const QuantScheme back = QuantScheme::fromQuarkLayerConfig(s.toQuarkLayerConfig());
             QVERIFY2(back == s, n.name.c_str());
         }
-        for (const char* required :
-             {"int4_wo_32", "int4_wo_64", "int4_wo_128", "uint4_wo_32", "uint4_wo_64",
-              "uint4_wo_128", "int4_wo_per_channel", "uint4_wo_per_channel", "int8", "fp8",
-              "ptpc_fp8", "mxfp4", "mxfp4_weight_only", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_fp8",
-              "nvfp4", "bfp16", "mx6", "int4_fp8", "w_int4_per_group_sym",
-              "w_uint4_per_group_asym", "w_int8_a_int8_per_tensor_sym", "w_fp8_a_fp8",
-              "w_mxfp4_a_mxfp4", "w_mxfp4_a_fp8"})
+        for (const char* required : {"int4_wo_32",
+                                     "int4_wo_64",
+                                     "int4_wo_128",
+                                     "uint4_wo_32",
+                                     "uint4_wo_64",
+                                     "uint4_wo_128",
+                                     "int4_wo_per_channel",
+                                     "uint4_wo_per_channel",
+                                     "int8",
+                                     "fp8",
+                                     "ptpc_fp8",
+                                     "mxfp4",
+                                     "mxfp4_weight_only",
+                                     "mxfp6_e3m2",
+                                     "mxfp6_e2m3",
+                                     "mxfp4_fp8",
+                                     "nvfp4",
+                                     "bfp16",
+                                     "mx6",
+                                     "int4_fp8",
+                                     "w_int4_per_group_sym",
+                                     "w_uint4_per_group_asym",
+                                     "w_int8_a_int8_per_tensor_sym",
+                                     "w_fp8_a_fp8",
+                                     "w_mxfp4_a_mxfp4",
+                                     "w_mxfp4_a_fp8"})
             QCOMPARE(resolveScheme(required).name, std::string(required));
     }
 

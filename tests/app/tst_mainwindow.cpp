@@ -1,0 +1,280 @@
+// The real main window over the real engine, offscreen: the demo model is
+// written and opened, a bad folder gives an error box and leaves the window
+// usable, stories260K is evaluated through the eval panel and matches the
+// reference perplexity of docs/evaluation.md, recent models are remembered (at
+// most 10), and the GUI thread keeps turning while the engine works.
+#include "EvalPanel.h"
+#include "LayerTreePanel.h"
+#include "MainWindow.h"
+#include "ModelSummaryView.h"
+#include "ModuleTreeModel.h"
+#include "StartPage.h"
+#include "TestSupport.h"
+#include "WorkbenchPage.h"
+#include "engine/Engine.h"
+
+#include <QAction>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QLabel>
+#include <QListWidget>
+#include <QLocale>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTimer>
+#include <QtTest>
+
+#include <cmath>
+
+namespace {
+
+QMessageBox* visibleBox(const QWidget& window, const QString& objectName) {
+    for (QMessageBox* box : window.findChildren<QMessageBox*>(objectName))
+        if (box->isVisible())
+            return box;
+    return nullptr;
+}
+
+QString shapeOf(const qs::MainWindow& window, const QString& module) {
+    const qs::ModuleTreeModel* model = window.workbenchPage()->layerTree()->model();
+    const QModelIndex index = model->indexOf(module);
+    return index.isValid()
+               ? index.sibling(index.row(), qs::ModuleTreeModel::ShapeColumn).data().toString()
+               : QStringLiteral("<missing>");
+}
+
+QAction* menuAction(const QMainWindow& window, const QString& text) {
+    for (QAction* menu : window.menuBar()->actions())
+        for (QAction* action : menu->menu()->actions())
+            if (action->text().remove(QLatin1Char('&')) == text)
+                return action;
+    return nullptr;
+}
+
+// Records the longest pause between ticks of a 10 ms timer: a blocked GUI
+// thread shows up here.
+class StallMeter : public QObject {
+public:
+    StallMeter() {
+        m_clock.start();
+        connect(&m_timer, &QTimer::timeout, this,
+                [this] { m_longest = std::max(m_longest, m_clock.restart()); });
+        m_timer.start(10);
+    }
+    qint64 longestMs() const { return m_longest; }
+
+private:
+    QTimer m_timer;
+    QElapsedTimer m_clock;
+    qint64 m_longest = 0;
+};
+
+} // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase() {
+        QLocale::setDefault(QLocale::c());
+        // Settings and the demo model go to a private folder, never the user's.
+        const QString home = qs::test::tempDir(QStringLiteral("mainwindow"));
+        qputenv("XDG_CONFIG_HOME", QFile::encodeName(home + QStringLiteral("/config")));
+        qputenv("XDG_DATA_HOME", QFile::encodeName(home + QStringLiteral("/data")));
+        QCoreApplication::setOrganizationName(QStringLiteral("QuantscopeTest"));
+        QCoreApplication::setApplicationName(QStringLiteral("tst_mainwindow"));
+        QVERIFY(qs::MainWindow::demoModelDirectory().startsWith(home));
+        m_stories = qs::test::sharedPath(QStringLiteral("models/stories260K"));
+    }
+
+    void startsOnTheStartPage() {
+        qs::MainWindow window;
+        window.show();
+        QVERIFY(!window.isWorkbenchShown());
+        QVERIFY(window.startPage()->isVisible());
+    }
+
+    void demoModelIsWrittenThenOpened() {
+        const QString demo = qs::MainWindow::demoModelDirectory();
+        QVERIFY(!QFileInfo::exists(demo + QStringLiteral("/config.json")));
+        qs::MainWindow window;
+        window.show();
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        QSignalSpy written(window.engine(), &qs::Engine::syntheticModelWritten);
+        StallMeter stalls;
+        QTest::mouseClick(window.startPage()->openDemoButton(), Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 120000);
+        QCOMPARE(written.count(), 1);
+        QVERIFY(window.isWorkbenchShown());
+        QVERIFY(QFileInfo::exists(demo + QStringLiteral("/config.json")));
+        QCOMPARE(QDir::cleanPath(shown[0][0].toString()), QDir::cleanPath(demo));
+        // SyntheticModelOptions asked for: llama, hidden 256, 4 layers (default
+        // intermediate 688).
+        QCOMPARE(shapeOf(window, QStringLiteral("model.layers.0.self_attn.q_proj")),
+                 QStringLiteral("[256, 256]"));
+        QCOMPARE(shapeOf(window, QStringLiteral("model.layers.3.mlp.down_proj")),
+                 QStringLiteral("[256, 688]"));
+        QCOMPARE(shapeOf(window, QStringLiteral("model.layers.4")), QStringLiteral("<missing>"));
+        QCOMPARE(window.workbenchPage()->summary()->value(QStringLiteral("hidden_size")),
+                 QStringLiteral("256"));
+        QCOMPARE(window.recentModels().value(0), QDir::cleanPath(demo));
+        QVERIFY2(stalls.longestMs() < 1000,
+                 qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(stalls.longestMs())));
+
+        // Second time: the model is there, so it is opened without being written
+        // again.
+        QSignalSpy shownAgain(&window, &qs::MainWindow::modelShown);
+        window.openDemoModel();
+        QTRY_COMPARE_WITH_TIMEOUT(shownAgain.count(), 1, 60000);
+        QCOMPARE(written.count(), 1);
+    }
+
+    void badFolderShowsAnErrorAndStaysUsable() {
+        const QString empty = qs::test::tempDir(QStringLiteral("not-a-model"));
+        qs::MainWindow window;
+        window.show();
+        QSignalSpy failed(&window, &qs::MainWindow::modelOpenFailed);
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(empty);
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
+        QTRY_VERIFY(visibleBox(window, QStringLiteral("errorBox")) != nullptr);
+        QMessageBox* box = visibleBox(window, QStringLiteral("errorBox"));
+        QCOMPARE(box->text(), failed[0][0].toString());
+        QVERIFY2(box->text().contains(QStringLiteral("config.json")), qPrintable(box->text()));
+        QVERIFY(!window.isWorkbenchShown());
+        QVERIFY(window.startPage()->openFolderButton()->isEnabled());
+        box->accept();
+
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QVERIFY(window.isWorkbenchShown());
+        QCOMPARE(shapeOf(window, QStringLiteral("model.layers.0.self_attn.q_proj")),
+                 QStringLiteral("[64, 64]"));
+        // A failure with a model open keeps that model on screen.
+        window.openModel(empty);
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 2, 60000);
+        QVERIFY(window.isWorkbenchShown());
+        QCOMPARE(shapeOf(window, QStringLiteral("model.layers.0.self_attn.q_proj")),
+                 QStringLiteral("[64, 64]"));
+    }
+
+    void evaluationMatchesTheReference() {
+        qs::MainWindow window;
+        window.show();
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+
+        qs::EvalPanel* eval = window.workbenchPage()->evalPanel();
+        eval->setDataPath(qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
+        eval->seqLenBox()->setValue(256);
+        eval->maxWindowsBox()->setValue(0);
+        QVERIFY(eval->runButton()->isEnabled());
+        StallMeter stalls;
+        QTest::mouseClick(eval->runButton(), Qt::LeftButton);
+        QVERIFY(eval->isRunning());
+        QTRY_VERIFY_WITH_TIMEOUT(!eval->isRunning(), 300000);
+        // docs/evaluation.md: stories260K, tinystories-eval.txt, seq_len 256, all
+        // 44 windows, perplexity 5.7471 from an independent plain-PyTorch
+        // implementation.
+        bool ok = false;
+        const double ppl = eval->resultLabel(QStringLiteral("perplexity"))->text().toDouble(&ok);
+        QVERIFY2(ok, qPrintable(eval->statusLabel()->text()));
+        QVERIFY2(std::abs(ppl - 5.7471) / 5.7471 < 2e-4, qPrintable(QString::number(ppl, 'f', 6)));
+        QCOMPARE(eval->resultLabel(QStringLiteral("windows"))->text(),
+                 QStringLiteral("44 × 256 tokens"));
+        QVERIFY2(stalls.longestMs() < 1000,
+                 qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(stalls.longestMs())));
+        QCOMPARE(QSettings().value(QStringLiteral("eval/dataPath")).toString(), eval->dataPath());
+    }
+
+    void evaluationFailureIsReported() {
+        qs::MainWindow window;
+        window.show();
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        qs::EvalPanel* eval = window.workbenchPage()->evalPanel();
+        const QString missing =
+            qs::test::tempDir(QStringLiteral("eval")) + QStringLiteral("/no.txt");
+        eval->setDataPath(missing);
+        QTest::mouseClick(eval->runButton(), Qt::LeftButton);
+        QTRY_VERIFY_WITH_TIMEOUT(!eval->isRunning(), 60000);
+        QTRY_VERIFY(visibleBox(window, QStringLiteral("errorBox")) != nullptr);
+        QVERIFY(eval->statusLabel()->text().startsWith(QStringLiteral("Failed")));
+        QVERIFY(eval->runButton()->isEnabled());
+    }
+
+    void recentModelsAreCappedAndDeduplicated() {
+        QStringList many;
+        for (int i = 0; i < qs::MainWindow::MaxRecentModels + 2; ++i)
+            many << QStringLiteral("/nonexistent/model-%1").arg(i);
+        QSettings().setValue(QStringLiteral("recentModels"), many);
+        qs::MainWindow window;
+        QCOMPARE(window.startPage()->recentList()->count(), qs::MainWindow::MaxRecentModels);
+        QCOMPARE(window.recentModels(), many.mid(0, qs::MainWindow::MaxRecentModels));
+
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        window.openModel(m_stories + QStringLiteral("/")); // same folder, other spelling
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+        const QStringList recent = window.recentModels();
+        QCOMPARE(recent.size(), qs::MainWindow::MaxRecentModels);
+        QCOMPARE(recent.first(), QDir::cleanPath(m_stories));
+        QCOMPARE(recent.count(QDir::cleanPath(m_stories)), 1);
+        QCOMPARE(recent.value(1), many.first());
+    }
+
+    void closeModelReturnsToTheStartPage() {
+        qs::MainWindow window;
+        window.show();
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QAction* close = menuAction(window, QStringLiteral("Close Model"));
+        QVERIFY(close);
+        close->trigger();
+        QVERIFY(!window.isWorkbenchShown());
+        QCOMPARE(window.workbenchPage()->layerTree()->model()->nodeCount(), 0);
+        QVERIFY(!window.workbenchPage()->evalPanel()->runButton()->isEnabled());
+    }
+
+    void windowSizeIsRemembered() {
+        {
+            qs::MainWindow window;
+            window.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&window));
+            window.resize(1000, 700);
+            QTRY_COMPARE(window.size(), QSize(1000, 700));
+            window.close(); // saves geometry and dock state
+        }
+        qs::MainWindow again;
+        QCOMPARE(again.size(), QSize(1000, 700));
+        again.resetLayout();
+        QCOMPARE(again.size(), QSize(1400, 900));
+    }
+
+    void aboutNamesQtAndTheRuntime() {
+        qs::MainWindow window;
+        window.show();
+        QAction* about = menuAction(window, QStringLiteral("About Quantscope"));
+        QVERIFY(about);
+        about->trigger();
+        QTRY_VERIFY(visibleBox(window, QStringLiteral("aboutBox")) != nullptr);
+        const QString text = visibleBox(window, QStringLiteral("aboutBox"))->text();
+        QVERIFY2(text.contains(QString::fromLatin1(qVersion())), qPrintable(text));
+        QVERIFY2(text.contains(qs::Engine::runtimeDescription().toHtmlEscaped()), qPrintable(text));
+    }
+
+private:
+    QString m_stories;
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"
