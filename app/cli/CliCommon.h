@@ -36,5 +36,7 @@ int runEval(const QStringList& args);
 int runGenerate(const QStringList& args);
 int runSynth(const QStringList& args);
 int runTokenize(const QStringList& args);
+int runAnalyze(const QStringList& args);
+int runQuantize(const QStringList& args);
 
 } // namespace qs::cli

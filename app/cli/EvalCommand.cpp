@@ -1,5 +1,7 @@
 #include "CliCommon.h"
 
+#include "QuantOptions.h"
+#include "calib/QuantizationRun.h"
 #include "eval/TextEvaluation.h"
 
 #include <cstdio>
@@ -17,9 +19,11 @@ int runEval(const QStringList& args) {
     parser.addOption({"tokenizer", "auto, sentencepiece or hf.", "KIND", "auto"});
     parser.addOption({"json", "Machine-readable output."});
     addThreadsOption(parser);
-    if (!parseOrHelp(parser, args,
+    addQuantOptions(parser, "calib-seq-len");
+    if (!parseOrHelp(parser, expandMultiValueFlags(args),
                      "Perplexity of a model on a text: tokenized once with BOS, cut into "
-                     "non-overlapping windows, NLL of tokens 1..L-1 of each window."))
+                     "non-overlapping windows, NLL of tokens 1..L-1 of each window. With scheme "
+                     "flags or --recipe, of the fake-quantized model (calibrated block by block)."))
         return 0;
     const QString dir = singlePositional(parser, "MODEL_DIR");
     if (!parser.isSet("data"))
@@ -31,8 +35,24 @@ int runEval(const QStringList& args) {
     req.maxWindows = intOption(parser, "max-windows", 0, int64_t(1) << 40);
     req.device = parser.value("device").toStdString();
     req.dtype = parser.value("dtype").toStdString();
-    const PerplexityResult r = evaluateModelOnText(
-        dir.toStdString(), req, {}, TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString()));
+    const TokenizerBackend backend =
+        TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString());
+    PerplexityResult r;
+    if (hasQuantOptions(parser)) {
+        QuantizationRequest q;
+        q.modelDir = dir.toStdString();
+        q.recipe = recipeFromOptions(parser, "calib-seq-len");
+        q.recipe.evaluation.dataPath = req.dataPath;
+        q.recipe.evaluation.seqLen = req.seqLen;
+        q.recipe.evaluation.maxWindows = req.maxWindows;
+        saveRecipeIfAsked(parser, q.recipe);
+        q.compute = parseComputeOptions(req.device, req.dtype);
+        q.evaluate = true;
+        q.tokenizer = backend;
+        r = *runQuantization(q).perplexity;
+    } else {
+        r = evaluateModelOnText(dir.toStdString(), req, {}, backend);
+    }
     if (parser.isSet("json")) {
         printJson({{"tokens", r.tokens},
                    {"windows", r.windows},

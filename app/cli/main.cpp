@@ -19,7 +19,9 @@ const char* kUsage =
     "\n"
     "Commands:\n"
     "  inspect MODEL_DIR [--json]              architecture, config and module tree (headers only)\n"
-    "  eval MODEL_DIR --data TEXT [...]        perplexity (docs/evaluation.md protocol)\n"
+    "  eval MODEL_DIR --data TEXT [...]        perplexity (fp, or fake-quantized with scheme flags)\n"
+    "  analyze MODEL_DIR --quant-scheme S ...  per-layer quantization error report (--json)\n"
+    "  quantize MODEL_DIR --quant-scheme S --out DIR  fake-quantized checkpoint + recipe\n"
     "  generate MODEL_DIR --prompt TEXT [...]  greedy continuation\n"
     "  synth --arch llama|opt --out DIR [...]  write a synthetic Hugging Face checkpoint\n"
     "  tokenize MODEL_DIR --data TEXT|--text S token ids as eval sees them\n"
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
         {"generate", qs::cli::runGenerate},
         {"synth", qs::cli::runSynth},
         {"tokenize", qs::cli::runTokenize},
+        {"analyze", qs::cli::runAnalyze},
+        {"quantize", qs::cli::runQuantize},
     };
     const QString name = args[1];
     auto it = commands.find(name);

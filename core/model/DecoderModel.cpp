@@ -8,8 +8,10 @@ namespace qs {
 
 at::Tensor DecoderBlock::applyLinear(LinearLayer& layer, const at::Tensor& x,
                                      const ForwardContext& ctx) {
-    const at::Tensor input = ctx.hook ? ctx.hook->onInput(layer, x) : x;
-    return at::linear(input, layer.weight, layer.bias);
+    if (!ctx.hook)
+        return at::linear(x, layer.weight, layer.bias);
+    const at::Tensor input = ctx.hook->onInput(layer, x);
+    return ctx.hook->onOutput(layer, input, at::linear(input, layer.weight, layer.bias));
 }
 
 DecoderModel::DecoderModel(ModelConfig config, std::shared_ptr<const Checkpoint> checkpoint,

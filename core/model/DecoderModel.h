@@ -20,11 +20,17 @@ struct LinearLayer {
     at::Tensor bias;   // undefined when the layer has none
 };
 
-// Observes and may replace a linear's input (activation capture, activation fake-quantization).
+// Observes and may replace a linear's input and output: activation capture, activation and
+// output (KV-cache) fake quantization, per-layer error measurement.
 class LinearHook {
 public:
     virtual ~LinearHook() = default;
-    virtual at::Tensor onInput(const LinearLayer& layer, const at::Tensor& input) = 0;
+    virtual at::Tensor onInput(const LinearLayer& layer, const at::Tensor& input) { return input; }
+    // `input` is what the linear actually consumed (after onInput).
+    virtual at::Tensor onOutput(const LinearLayer& layer, const at::Tensor& input,
+                                const at::Tensor& output) {
+        return output;
+    }
 };
 
 // Per-forward state shared by all blocks: rotary tables, attention mask, the optional hook.

@@ -1,0 +1,94 @@
+#include "analysis/LayerReport.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace qs {
+
+namespace {
+
+nlohmann::json number(double v) {
+    // JSON has no infinities or NaN: write null (an exact match has an infinite SQNR).
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json numbers(const std::vector<float>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (float x : v)
+        a.push_back(number(x));
+    return a;
+}
+
+} // namespace
+
+nlohmann::json toJson(const ErrorMetrics& m) {
+    if (!m.valid)
+        return nullptr;
+    return {{"mse", number(m.mse)},
+            {"sqnr_db", number(m.sqnrDb)},
+            {"cosine", number(m.cosine)},
+            {"max_abs", number(m.maxAbs)},
+            {"mean_relative_error", number(m.meanRelative)}};
+}
+
+nlohmann::json toJson(const Histogram& h) {
+    if (h.counts.empty())
+        return nullptr;
+    return {{"lo", number(h.lo)}, {"hi", number(h.hi)}, {"counts", h.counts}};
+}
+
+std::vector<std::pair<std::string, double>> AnalysisReport::outlierRanking() const {
+    std::vector<std::pair<std::string, double>> r;
+    for (const LayerReport& l : layers)
+        r.emplace_back(l.name, l.outlierScore);
+    std::stable_sort(r.begin(), r.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    return r;
+}
+
+nlohmann::json AnalysisReport::toJson(bool withChannels) const {
+    nlohmann::json layersJson = nlohmann::json::object();
+    for (const LayerReport& l : layers) {
+        nlohmann::json input = {{"tokens", l.input.tokens},
+                                {"absmax", number(l.inputAbsmax)},
+                                {"max_kurtosis", number(l.maxKurtosis)},
+                                {"outlier_score", number(l.outlierScore)},
+                                {"histogram", qs::toJson(l.input.histogram)},
+                                {"quantized_histogram", qs::toJson(l.input.quantizedHistogram)}};
+        if (withChannels) {
+            input["channels"] = {{"min", numbers(l.input.min)},
+                                 {"max", numbers(l.input.max)},
+                                 {"absmax", numbers(l.input.absmax)},
+                                 {"percentile", numbers(l.input.percentile)},
+                                 {"percentile_level", l.input.percentileLevel},
+                                 {"kurtosis", numbers(l.input.kurtosis)}};
+            input["token_absmax"] = numbers(l.input.tokenAbsmax);
+        }
+        layersJson[l.name] = {{"kind", l.kind},
+                              {"block", l.block},
+                              {"shape", l.shape},
+                              {"quantized", l.quantized},
+                              {"scheme", l.scheme},
+                              {"note", l.note},
+                              {"weight_error", qs::toJson(l.weight)},
+                              {"output_error_local", qs::toJson(l.outputLocal)},
+                              {"output_error_accumulated", qs::toJson(l.outputAccumulated)},
+                              {"input_quantization_error", qs::toJson(l.inputQuantization)},
+                              {"input_drift", qs::toJson(l.inputDrift)},
+                              {"input", input},
+                              {"weight_histogram", qs::toJson(l.weightHistogram)},
+                              {"weight_quantized_histogram", qs::toJson(l.weightQuantizedHistogram)}};
+    }
+    nlohmann::json ranking = nlohmann::json::array();
+    for (const auto& [name, score] : outlierRanking())
+        ranking.push_back({{"layer", name}, {"outlier_score", number(score)}});
+    return {{"model", model},
+            {"calibration_samples", calibrationSamples},
+            {"seq_len", seqLen},
+            {"seconds", seconds},
+            {"recipe", recipe},
+            {"layers", layersJson},
+            {"outlier_ranking", ranking}};
+}
+
+} // namespace qs

@@ -1,0 +1,80 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qs {
+
+// Error of a quantized tensor `a` against its reference `r`. sqnrDb is +inf when the error is
+// exactly zero (written as null in JSON). meanRelative is Quark's debug-tool metric
+// mean(|a - r| / (|r| + eps)).
+struct ErrorMetrics {
+    bool valid = false;
+    double mse = 0.0;
+    double sqnrDb = 0.0;
+    double cosine = 0.0;
+    double maxAbs = 0.0;
+    double meanRelative = 0.0;
+};
+
+struct Histogram {
+    double lo = 0.0;
+    double hi = 0.0;
+    std::vector<int64_t> counts; // equal-width bins over [lo, hi]
+};
+
+// Statistics of a linear's input activations per input channel, on the full-precision model.
+struct ChannelStatistics {
+    int64_t tokens = 0;               // tokens observed
+    std::vector<float> min, max, absmax;
+    std::vector<float> percentile;    // |x| percentile per channel (on a token subsample)
+    double percentileLevel = 99.0;
+    std::vector<float> kurtosis;      // excess kurtosis per channel
+    std::vector<float> tokenAbsmax;   // absmax over channels of the first sample's tokens
+    Histogram histogram;              // all values (subsample)
+    Histogram quantizedHistogram;     // after the layer's input quantizer, when it has one
+};
+
+// Everything the analysis knows about one linear layer.
+struct LayerReport {
+    std::string name;
+    std::string kind;
+    int block = -1;
+    std::vector<int64_t> shape; // [out, in]
+    std::string scheme;         // scheme name or summary; empty when not quantized
+    bool quantized = false;
+    std::string note;           // why it is not quantized (excluded, unfit shape), if so
+    ErrorMetrics weight;
+    ErrorMetrics outputLocal;       // quantized layer on full-precision inputs vs fp layer
+    ErrorMetrics outputAccumulated; // quantized model's output here vs the fp model's
+    ErrorMetrics inputQuantization; // the input quantizer's output vs its input (Quark "io")
+    ErrorMetrics inputDrift;        // quantized model's input here vs the fp model's
+    ChannelStatistics input;
+    Histogram weightHistogram;
+    Histogram weightQuantizedHistogram;
+    double outlierScore = 0.0; // max channel absmax / median channel absmax of the input
+    double inputAbsmax = 0.0;
+    double maxKurtosis = 0.0;
+};
+
+struct AnalysisReport {
+    std::string model;
+    nlohmann::json recipe;
+    int64_t calibrationSamples = 0;
+    int64_t seqLen = 0;
+    double seconds = 0.0;
+    std::vector<LayerReport> layers; // model order
+    // Layers by descending outlier score.
+    std::vector<std::pair<std::string, double>> outlierRanking() const;
+    nlohmann::json toJson(bool withChannels = true) const;
+};
+
+nlohmann::json toJson(const ErrorMetrics& m);
+nlohmann::json toJson(const Histogram& h);
+
+} // namespace qs

@@ -1,0 +1,258 @@
+#include "recipe/AlgorithmCatalog.h"
+
+#include "util/Error.h"
+
+#include <cmath>
+#include <limits>
+
+namespace qs {
+
+namespace {
+
+using nlohmann::json;
+
+enum class ParamType { Bool, Int, Number, String, StringList, ObjectList, Object };
+
+struct ParamDef {
+    const char* name;
+    ParamType type;
+    bool nullable;
+    double min = -std::numeric_limits<double>::infinity(); // Int / Number only
+    double max = std::numeric_limits<double>::infinity();
+    std::vector<std::string> choices = {}; // String / StringList entries, empty = any
+};
+
+struct AlgorithmDef {
+    const char* name;
+    const char* quarkName;
+    std::vector<ParamDef> params;
+};
+
+const std::vector<AlgorithmDef>& catalog() {
+    using T = ParamType;
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    static const std::vector<AlgorithmDef> defs = {
+        {"gptq",
+         "gptq",
+         {{"block_size", T::Int, false, 1, 1 << 20},
+          {"damp_percent", T::Number, false, 0.0, 1.0},
+          {"desc_act", T::Bool, false},
+          {"static_groups", T::Bool, false},
+          {"inside_layer_modules", T::StringList, false},
+          {"model_decoder_layers", T::String, false}}},
+        {"awq",
+         "awq",
+         {{"scaling_layers", T::ObjectList, false}, {"model_decoder_layers", T::String, false}}},
+        {"smoothquant",
+         "smooth",
+         {{"alpha", T::Number, false, 0.0, 1.0},
+          {"scale_clamp_min", T::Number, false, 0.0, inf},
+          {"scaling_layers", T::ObjectList, false},
+          {"model_decoder_layers", T::String, false}}},
+        {"autosmoothquant",
+         "autosmoothquant",
+         {{"scaling_layers", T::ObjectList, true},
+          {"model_decoder_layers", T::String, true},
+          {"compute_scale_loss", T::String, true, -inf, inf, {"MSE", "MAE"}}}},
+        {"rotation",
+         "rotation",
+         {{"scaling_layers", T::Object, true},
+          {"r1", T::Bool, false},
+          {"r2", T::Bool, false},
+          {"r3", T::Bool, false},
+          {"r4", T::Bool, false},
+          {"rotation_size", T::Int, true, 1, 1 << 20},
+          {"random_r1", T::Bool, false},
+          {"random_r2", T::Bool, false},
+          {"backbone", T::String, false},
+          {"model_decoder_layers", T::String, false},
+          {"v_proj", T::String, false},
+          {"o_proj", T::String, false},
+          {"self_attn", T::String, false},
+          {"mlp", T::String, false},
+          {"online_r1_rotation", T::Bool, true},
+          {"online_config", T::Object, true},
+          {"trainable", T::Bool, false},
+          {"train_smooth", T::Bool, true},
+          {"smooth_positions", T::StringList, true, -inf, inf, {"r1", "r2", "r4"}}}},
+    };
+    return defs;
+}
+
+const AlgorithmDef* findAlgorithm(const std::string& name) {
+    for (const auto& def : catalog())
+        if (name == def.name)
+            return &def;
+    return nullptr;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names)
+        out += (out.empty() ? "" : ", ") + n;
+    return out;
+}
+
+std::string typeName(ParamType t) {
+    switch (t) {
+    case ParamType::Bool:
+        return "true/false";
+    case ParamType::Int:
+        return "an integer";
+    case ParamType::Number:
+        return "a number";
+    case ParamType::String:
+        return "a string";
+    case ParamType::StringList:
+        return "a list of strings";
+    case ParamType::ObjectList:
+        return "a list of objects";
+    case ParamType::Object:
+        return "an object";
+    }
+    return "?";
+}
+
+void checkChoice(const ParamDef& def, const std::string& value, const std::string& source,
+                 const std::string& field) {
+    if (def.choices.empty())
+        return;
+    for (const auto& c : def.choices)
+        if (c == value)
+            return;
+    throw Error(source, field, "'" + value + "' is not one of " + joined(def.choices));
+}
+
+void checkParam(const ParamDef& def, const json& v, const std::string& source,
+                const std::string& field) {
+    if (v.is_null()) {
+        if (!def.nullable)
+            throw Error(source, field, "must not be null (expected " + typeName(def.type) + ")");
+        return;
+    }
+    auto wrongType = [&] {
+        throw Error(source, field,
+                    "expected " + typeName(def.type) + ", got " + std::string(v.type_name()));
+    };
+    auto checkRange = [&](double x) {
+        if (!std::isfinite(x) || x < def.min || x > def.max)
+            throw Error(source, field,
+                        "value " + v.dump() + " outside [" + json(def.min).dump() + ", " +
+                            json(def.max).dump() + "]");
+    };
+    switch (def.type) {
+    case ParamType::Bool:
+        if (!v.is_boolean())
+            wrongType();
+        break;
+    case ParamType::Int:
+        if (!v.is_number_integer())
+            wrongType();
+        checkRange(v.is_number_unsigned() ? double(v.get<uint64_t>()) : double(v.get<int64_t>()));
+        break;
+    case ParamType::Number:
+        if (!v.is_number())
+            wrongType();
+        checkRange(v.get<double>());
+        break;
+    case ParamType::String:
+        if (!v.is_string())
+            wrongType();
+        checkChoice(def, v.get<std::string>(), source, field);
+        break;
+    case ParamType::StringList:
+        if (!v.is_array())
+            wrongType();
+        for (size_t i = 0; i < v.size(); ++i) {
+            const std::string itemField = field + "[" + std::to_string(i) + "]";
+            if (!v[i].is_string())
+                throw Error(source, itemField,
+                            "expected a string, got " + std::string(v[i].type_name()));
+            checkChoice(def, v[i].get<std::string>(), source, itemField);
+        }
+        break;
+    case ParamType::ObjectList:
+        if (!v.is_array())
+            wrongType();
+        for (size_t i = 0; i < v.size(); ++i)
+            if (!v[i].is_object())
+                throw Error(source, field + "[" + std::to_string(i) + "]",
+                            "expected an object, got " + std::string(v[i].type_name()));
+        break;
+    case ParamType::Object:
+        if (!v.is_object())
+            wrongType();
+        break;
+    }
+}
+
+} // namespace
+
+const std::vector<std::string>& knownAlgorithmNames() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const auto& def : catalog())
+            out.push_back(def.name);
+        return out;
+    }();
+    return names;
+}
+
+void validateAlgorithmParams(const std::string& name, const json& params, const std::string& source,
+                             const std::string& fieldPrefix) {
+    const AlgorithmDef* def = findAlgorithm(name);
+    if (!def)
+        throw Error(source, fieldPrefix + ".name",
+                    "unknown algorithm '" + name + "' (known: " + joined(knownAlgorithmNames()) +
+                        ")");
+    if (!params.is_object())
+        throw Error(source, fieldPrefix, "algorithm parameters must be a JSON object");
+    for (const auto& item : params.items()) {
+        const std::string field = fieldPrefix + "." + item.key();
+        const ParamDef* param = nullptr;
+        for (const auto& p : def->params)
+            if (item.key() == p.name)
+                param = &p;
+        if (!param) {
+            std::vector<std::string> valid;
+            for (const auto& p : def->params)
+                valid.push_back(p.name);
+            throw Error(source, field,
+                        "unknown parameter of " + name + " (known: " + joined(valid) + ")");
+        }
+        checkParam(*param, item.value(), source, field);
+    }
+    // Quark's own cross-field rules, so a recipe Quark would refuse is refused here first.
+    auto flag = [&](const char* key, bool fallback) {
+        return params.contains(key) && params[key].is_boolean() ? params[key].get<bool>()
+                                                                : fallback;
+    };
+    if (name == "gptq" && flag("desc_act", true) && !flag("static_groups", true))
+        throw Error(source, fieldPrefix + ".static_groups",
+                    "desc_act needs static_groups (Quark refuses desc_act without it)");
+    if (name == "rotation") {
+        if (flag("train_smooth", false) && !flag("trainable", false))
+            throw Error(source, fieldPrefix + ".train_smooth", "needs trainable: true");
+        if (flag("trainable", false) && flag("r3", false))
+            throw Error(source, fieldPrefix + ".r3", "r3 cannot be trainable (as in Quark)");
+        if (!flag("r1", true) && params.contains("online_r1_rotation") &&
+            !params["online_r1_rotation"].is_null())
+            throw Error(source, fieldPrefix + ".online_r1_rotation", "has no effect without r1");
+    }
+}
+
+std::string quarkAlgorithmName(const std::string& name) {
+    const AlgorithmDef* def = findAlgorithm(name);
+    return def ? def->quarkName : name;
+}
+
+std::optional<std::string> algorithmFromQuarkName(const std::string& quarkName) {
+    if (quarkName == "quarot")
+        return std::string("rotation");
+    for (const auto& def : catalog())
+        if (quarkName == def.quarkName)
+            return std::string(def.name);
+    return std::nullopt;
+}
+
+} // namespace qs

@@ -1,0 +1,32 @@
+// The quantization algorithms a recipe may name, with the parameters each takes. Parameter names
+// and types follow Quark's algorithm dataclasses (quark/torch/quantization/config/config.py:
+// GPTQConfig, AWQConfig, SmoothQuantConfig, AutoSmoothQuantConfig, RotationConfig) so a Quark
+// algo_config maps one to one. The engine does not run these algorithms yet; recipes keep them
+// so they survive a round trip and are validated early.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// "gptq", "awq", "smoothquant", "autosmoothquant", "rotation".
+const std::vector<std::string>& knownAlgorithmNames();
+
+// Checks `params` (a JSON object without "name") against the algorithm's parameter table.
+// Throws qs::Error(source, fieldPrefix + "." + key, reason) for unknown algorithms (field
+// fieldPrefix + ".name"), unknown parameters, wrong JSON types, out-of-range values and the
+// combinations Quark itself rejects (gptq desc_act without static_groups).
+void validateAlgorithmParams(const std::string& name, const nlohmann::json& params,
+                             const std::string& source, const std::string& fieldPrefix);
+
+// Quark's algo_config "name" for one of ours ("smoothquant" is Quark's "smooth"), and back.
+// algorithmFromQuarkName also knows Quark's deprecated "quarot" (= rotation) and returns nullopt
+// for algorithms we do not know (gptaq, qronos, svdquant, ...).
+std::string quarkAlgorithmName(const std::string& name);
+std::optional<std::string> algorithmFromQuarkName(const std::string& quarkName);
+
+} // namespace qs

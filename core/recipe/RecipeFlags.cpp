@@ -1,0 +1,77 @@
+#include "recipe/RecipeFlags.h"
+
+#include "quant/SchemeRegistry.h"
+#include "recipe/LayerPattern.h"
+#include "recipe/SchemeJson.h"
+#include "util/Error.h"
+
+namespace qs {
+
+namespace {
+
+constexpr const char* kSource = "command line";
+
+quant::QuantScheme schemeFromFlag(const std::string& name, const std::string& flag) {
+    try {
+        return quant::resolveScheme(name);
+    } catch (const Error& e) {
+        throw Error(kSource, flag, e.reason());
+    }
+}
+
+} // namespace
+
+const std::vector<std::string>& kvCacheDtypeChoices() {
+    static const std::vector<std::string> choices = {"fp8", "none"};
+    return choices;
+}
+
+Recipe recipeFromFlags(const QuantFlags& flags) {
+    Recipe recipe;
+    applyFlags(recipe, flags);
+    return recipe;
+}
+
+void applyFlags(Recipe& recipe, const QuantFlags& flags) {
+    Recipe r = recipe;
+    if (!flags.quantScheme.empty())
+        r.global = schemeFromFlag(flags.quantScheme, "--quant_scheme");
+    if (!flags.excludeLayers.empty()) {
+        for (const auto& pattern : flags.excludeLayers)
+            validateLayerPattern(pattern, kSource, "--exclude_layers");
+        r.exclude = flags.excludeLayers;
+    }
+    if (!flags.layerQuantSchemes.empty()) {
+        r.layerOverrides.clear();
+        for (const auto& [pattern, scheme] : flags.layerQuantSchemes) {
+            validateLayerPattern(pattern, kSource, "--layer_quant_scheme");
+            r.layerOverrides.push_back({pattern, schemeFromFlag(scheme, "--layer_quant_scheme")});
+        }
+    }
+    if (flags.kvCacheDtype == "fp8")
+        r.kvCache = fp8KvCacheSpec();
+    else if (flags.kvCacheDtype == "none")
+        r.kvCache.reset();
+    else if (!flags.kvCacheDtype.empty())
+        throw Error(kSource, "--kv_cache_dtype",
+                    "unsupported KV cache type '" + flags.kvCacheDtype +
+                        "' (valid: " + joinNames(kvCacheDtypeChoices()) + ")");
+    if (!flags.calibData.empty())
+        r.calibration.dataPath = flags.calibData;
+    if (flags.numCalibData != -1) {
+        if (flags.numCalibData < 1)
+            throw Error(kSource, "--num_calib_data",
+                        "must be at least 1, got " + std::to_string(flags.numCalibData));
+        r.calibration.numSamples = flags.numCalibData;
+    }
+    if (flags.seqLen != -1) {
+        if (flags.seqLen < 1)
+            throw Error(kSource, "--seq_len",
+                        "must be at least 1, got " + std::to_string(flags.seqLen));
+        r.calibration.seqLen = flags.seqLen;
+    }
+    r.validate(kSource);
+    recipe = std::move(r);
+}
+
+} // namespace qs
