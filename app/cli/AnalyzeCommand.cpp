@@ -2,6 +2,9 @@
 #include "QuantOptions.h"
 
 #include "calib/QuantizationRun.h"
+#include "calib/SensitivityRun.h"
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstdio>
@@ -32,6 +35,13 @@ int runAnalyze(const QStringList& args) {
     parser.addOption({"top", "Outlier layers listed in the text summary.", "N", "10"});
     parser.addOption({"no-channels", "Leave per-channel arrays out of the JSON report."});
     parser.addOption({"json", "The full per-layer report as JSON, keyed by layer name."});
+    parser.addOption({"sensitivity", "Also measure each layer quantized alone and the recipe with "
+                                     "all but that layer, as perplexity on --data (2 runs per "
+                                     "layer: keep the evaluation set small)."});
+    parser.addOption({"data", "Evaluation text for --sensitivity.", "TEXT"});
+    parser.addOption({"eval-seq-len", "Evaluation window for --sensitivity (default 512 or max "
+                                      "positions).", "N", "0"});
+    parser.addOption({"max-windows", "Evaluation windows for --sensitivity.", "N", "4"});
     addThreadsOption(parser);
     if (!parseOrHelp(parser, expandMultiValueFlags(args),
                      "Per-layer quantization analysis on calibration data: weight error, output "
@@ -50,9 +60,30 @@ int runAnalyze(const QStringList& args) {
                                     parser.value("dtype").toStdString());
     q.analyze = true;
     q.tokenizer = TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString());
+    std::optional<SensitivityResult> sens;
+    if (parser.isSet("sensitivity")) {
+        if (!parser.isSet("data"))
+            throw UsageError{"--sensitivity needs --data TEXT (the evaluation set)"};
+        QuantizationRequest s = q;
+        s.recipe.evaluation.dataPath = parser.value("data").toStdString();
+        s.recipe.evaluation.seqLen = intOption(parser, "eval-seq-len", 0, 1 << 24);
+        s.recipe.evaluation.maxWindows = intOption(parser, "max-windows", 1, 1 << 24);
+        sens = runSensitivity(s);
+    }
     const QuantizationOutcome out = runQuantization(q);
     if (parser.isSet("json")) {
-        printJson(out.report.toJson(!parser.isSet("no-channels")));
+        nlohmann::json j = out.report.toJson(!parser.isSet("no-channels"));
+        if (sens) {
+            nlohmann::json rows = nlohmann::json::array();
+            for (const SensitivityRow& r : sens->rows)
+                rows.push_back({{"layer", r.layer},
+                                {"alone_perplexity", r.alonePerplexity},
+                                {"all_but_perplexity", r.allButPerplexity}});
+            j["sensitivity"] = {{"fp_perplexity", sens->fpPerplexity},
+                                {"full_perplexity", sens->fullPerplexity},
+                                {"layers", rows}};
+        }
+        printJson(j);
         return 0;
     }
     std::printf("%-42s %-14s %9s %9s %9s %10s %8s\n", "layer", "scheme", "w SQNR", "local", "accum",
@@ -69,6 +100,18 @@ int runAnalyze(const QStringList& args) {
         std::printf("  %2zu. %-42s %8.1f\n", i + 1, ranking[i].first.c_str(), ranking[i].second);
     for (const std::string& s : out.skipped)
         std::printf("not quantized (unfit): %s\n", s.c_str());
+    if (sens) {
+        std::printf("\nsensitivity (perplexity; fp %.4f, whole recipe %.4f), most harmful first:\n",
+                    sens->fpPerplexity, sens->fullPerplexity);
+        std::vector<SensitivityRow> rows = sens->rows;
+        std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+            return a.alonePerplexity > b.alonePerplexity;
+        });
+        std::printf("  %-42s %12s %12s\n", "layer", "alone", "all but");
+        for (const SensitivityRow& r : rows)
+            std::printf("  %-42s %12.4f %12.4f\n", r.layer.c_str(), r.alonePerplexity,
+                        r.allButPerplexity);
+    }
     return 0;
 }
 

@@ -276,8 +276,11 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
                     rep.maxKurtosis = *std::max_element(rep.input.kurtosis.begin(), rep.input.kurtosis.end());
                 }
             }
-            result.layers.push_back(std::move(rep));
         }
+        if (m_options.onBlockReports)
+            m_options.onBlockReports(bi, reports);
+        for (LayerReport& rep : reports)
+            result.layers.push_back(std::move(rep));
         result.blockSeconds.push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } // the block and its quantizers are released here

@@ -24,6 +24,8 @@ struct PipelineOptions {
     std::string unfitPolicy = "error";
     bool analyze = false;           // per-layer report (a full-precision reference stream too)
     int64_t maxBatchTokens = 8192;  // tokens per forward batch (activation memory bound)
+    // Called after each block with its layers' reports, so views can fill in as blocks finish.
+    std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
 };
 
 struct PipelineResult {

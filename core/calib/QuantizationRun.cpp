@@ -124,6 +124,7 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     };
     options.unfitPolicy = recipe.unfitPolicy;
     options.analyze = req.analyze;
+    options.onBlockReports = req.onBlockReports;
     CalibrationPipeline pipeline(*model, options);
     pipeline.checkShapes(tree);
 

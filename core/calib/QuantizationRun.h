@@ -22,6 +22,8 @@ struct QuantizationRequest {
     bool evaluate = false;  // perplexity of the fake-quantized model on recipe.evaluation
     std::string outDir;     // write a fake-quantized checkpoint here (empty: none)
     TokenizerBackend tokenizer = TokenizerBackend::Auto;
+    // Streams each block's layer reports as the block finishes (GUI runs).
+    std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
 };
 
 struct QuantizationOutcome {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "engine/RunTypes.h"
 #include "eval/PerplexityResult.h"
 #include "model/ModelInfo.h"
 #include "synth/SyntheticModel.h"
@@ -26,6 +27,10 @@ public:
     int openModel(const QString& directory);
     int writeSyntheticModel(const SyntheticModelOptions& options);
     int evaluate(const EvalRequest& request); // on the model last opened
+    // Analyze / Quantize / Evaluate / Sensitivity on the model last opened. Analyze streams
+    // layerReports() block by block; Sensitivity streams sensitivityRow(); all end with
+    // runFinished() (or failed / cancelled).
+    int run(const RunRequest& request);
     // Asks the job to stop; it ends with cancelled(job) within one block of work.
     void cancel(int job);
     void cancelAll();
@@ -42,6 +47,9 @@ Q_SIGNALS:
     void modelOpened(int job, const qs::ModelInfo& info);
     void syntheticModelWritten(int job, const QString& directory);
     void evaluated(int job, const qs::PerplexityResult& result);
+    void layerReports(int job, int block, const std::vector<qs::LayerReport>& layers);
+    void sensitivityRow(int job, const qs::SensitivityRow& row);
+    void runFinished(int job, const qs::RunSummary& summary);
     void failed(int job, const QString& message);
     void cancelled(int job);
     void jobFinished(int job);
@@ -59,3 +67,6 @@ private:
 
 Q_DECLARE_METATYPE(qs::ModelInfo)
 Q_DECLARE_METATYPE(qs::PerplexityResult)
+Q_DECLARE_METATYPE(qs::RunSummary)
+Q_DECLARE_METATYPE(qs::SensitivityRow)
+Q_DECLARE_METATYPE(std::vector<qs::LayerReport>)

@@ -212,10 +212,10 @@ json Recipe::toJson() const {
 
 Recipe Recipe::fromJson(const json& j, const std::string& source) {
     const ObjectReader root(j, source, "");
+    readFormat(root, source);
     root.allowOnly({"format", "version", "global", "layer_overrides", "layer_type_overrides",
                     "exclude", "kv_cache", "algorithms", "calibration", "evaluation",
                     "export_targets", "unfit_policy", "provenance"});
-    readFormat(root, source);
 
     Recipe r;
     if (const json* g = root.find("global"))

@@ -88,12 +88,12 @@ private Q_SLOTS:
         row("[!]]x", "ax", true);
         row("a*b*c", "a.b.b.c", true);
         row("a*b*c", "a.c.b", false);
-        row(R"(re:.*layers\.(0|1)\.mlp\..*)", "model.layers.1.mlp.down_proj", true);
-        row(R"(re:.*layers\.(0|1)\.mlp\..*)", "model.layers.11.mlp.down_proj", false);
-        row(R"(re:.*k_proj)", "model.layers.0.self_attn.k_proj", true);
-        row(R"(re:.*k_proj)", "model.layers.0.self_attn.k_proj_x", false);
-        row(R"(re:model)", "model.layers.0.self_attn.k_proj", false);
-        row(R"(re:lm_head)", "lm_head", true);
+        row("re:.*layers\\.(0|1)\\.mlp\\..*", "model.layers.1.mlp.down_proj", true);
+        row("re:.*layers\\.(0|1)\\.mlp\\..*", "model.layers.11.mlp.down_proj", false);
+        row("re:.*k_proj", "model.layers.0.self_attn.k_proj", true);
+        row("re:.*k_proj", "model.layers.0.self_attn.k_proj_x", false);
+        row("re:model", "model.layers.0.self_attn.k_proj", false);
+        row("re:lm_head", "lm_head", true);
     }
     void patternMatching() {
         QFETCH(QString, pattern);
@@ -195,6 +195,21 @@ private Q_SLOTS:
         const QByteArray text = f.readAll();
         QVERIFY(text.startsWith("{\n  \"format\": \"quantscope-recipe\",\n  \"version\": 1,"));
 
+        // A non-standard KV spec is written in full; a named scheme whose numerics no longer
+        // match its name is written in full too (and comes back unnamed but equal).
+        Recipe odd;
+        odd.kvCache = fp8KvCacheSpec();
+        odd.kvCache->isDynamic = true;
+        odd.global = scheme("int4_wo_128");
+        odd.global->weight.groupSize = 256;
+        const json oddJson = odd.toJson();
+        QVERIFY(oddJson["kv_cache"].is_object());
+        QCOMPARE(oddJson["kv_cache"]["is_dynamic"], json(true));
+        QVERIFY(oddJson["global"].is_object());
+        const Recipe oddBack = Recipe::fromJson(oddJson, "odd");
+        QVERIFY(oddBack == odd);
+        QVERIFY(oddBack.global->name.empty());
+
         // Defaults survive a minimal document.
         const Recipe minimal =
             Recipe::fromJson(json{{"format", "quantscope-recipe"}, {"version", 1}}, "m");
@@ -210,51 +225,50 @@ private Q_SLOTS:
         auto row = [](const char* name, const char* ptr, const char* value, const char* field) {
             QTest::newRow(name) << QString(ptr) << QString(value) << QString(field);
         };
-        row("unknown top key", "/globl", R"("int8")", "globl");
+        row("unknown top key", "/globl", "\"int8\"", "globl");
         row("future version", "/version", "2", "version");
-        row("wrong format", "/format", R"("quark")", "format");
-        row("unknown scheme name", "/global", R"("int5_wo_128")", "global");
+        row("wrong format", "/format", "\"quark\"", "format");
+        row("unknown scheme name", "/global", "\"int5_wo_128\"", "global");
         row("scheme wrong type", "/global", "42", "global");
-        row("unknown dtype", "/global", R"({"weight": {"dtype": "int5", "qscheme": "per_tensor"}})",
+        row("unknown dtype", "/global",
+            "{\"weight\": {\"dtype\": \"int5\", \"qscheme\": \"per_tensor\"}}",
             "global.weight.dtype");
         row("bad group size", "/layer_overrides/2/scheme",
-            R"({"weight": {"dtype": "int4", "qscheme": "per_group", "ch_axis": -1,
-                "group_size": -5}})",
+            "{\"weight\": {\"dtype\": \"int4\", \"qscheme\": \"per_group\", \"ch_axis\": -1,"
+            " \"group_size\": -5}}",
             "layer_overrides[2].scheme.weight.group_size");
         row("unknown scheme key", "/layer_overrides/2/scheme",
-            R"({"weight": {"dtype": "int4", "qscheme": "per_tensor", "bits": 4}})",
+            "{\"weight\": {\"dtype\": \"int4\", \"qscheme\": \"per_tensor\", \"bits\": 4}}",
             "layer_overrides[2].scheme.weight.bits");
-        row("bad regex", "/layer_overrides/1/pattern", R"("re:([a-")",
-            "layer_overrides[1].pattern");
-        row("override without scheme", "/layer_overrides/0", R"({"pattern": "*q_proj"})",
+        row("bad regex", "/layer_overrides/1/pattern", "\"re:([a-\"", "layer_overrides[1].pattern");
+        row("override without scheme", "/layer_overrides/0", "{\"pattern\": \"*q_proj\"}",
             "layer_overrides[0].scheme");
         row("override unknown key", "/layer_overrides/0",
-            R"({"pattern": "*q_proj", "scheme": "int8", "shceme": 1})",
+            "{\"pattern\": \"*q_proj\", \"scheme\": \"int8\", \"shceme\": 1}",
             "layer_overrides[0].shceme");
-        row("bad exclude regex", "/exclude/1", R"("re:(")", "exclude[1]");
+        row("bad exclude regex", "/exclude/1", "\"re:(\"", "exclude[1]");
         row("exclude not strings", "/exclude/0", "3", "exclude[0]");
-        row("type key with dots", "/layer_type_overrides/mlp.down_proj", R"("int8")",
+        row("type key with dots", "/layer_type_overrides/mlp.down_proj", "\"int8\"",
             "layer_type_overrides.mlp.down_proj");
-        row("kv cache dtype", "/kv_cache", R"("int8")", "kv_cache");
+        row("kv cache dtype", "/kv_cache", "\"int8\"", "kv_cache");
         row("negative samples", "/calibration/num_samples", "-1", "calibration.num_samples");
         row("zero samples", "/calibration/num_samples", "0", "calibration.num_samples");
         row("negative seed", "/calibration/seed", "-3", "calibration.seed");
-        row("string seq len", "/calibration/seq_len", R"("512")", "calibration.seq_len");
+        row("string seq len", "/calibration/seq_len", "\"512\"", "calibration.seq_len");
         row("calibration extra key", "/calibration/samples", "12", "calibration.samples");
         row("negative windows", "/evaluation/max_windows", "-1", "evaluation.max_windows");
-        row("unknown algorithm", "/algorithms/0/name", R"("gptqq")", "algorithms[0].name");
-        row("algorithm param type", "/algorithms/0/damp_percent", R"("x")",
+        row("unknown algorithm", "/algorithms/0/name", "\"gptqq\"", "algorithms[0].name");
+        row("algorithm param type", "/algorithms/0/damp_percent", "\"x\"",
             "algorithms[0].damp_percent");
         row("algorithm param range", "/algorithms/0/damp_percent", "1.5",
             "algorithms[0].damp_percent");
         row("unknown algorithm param", "/algorithms/0/blocksize", "128", "algorithms[0].blocksize");
-        row("duplicate algorithm", "/algorithms/1", R"({"name": "gptq"})", "algorithms[1].name");
+        row("duplicate algorithm", "/algorithms/1", "{\"name\": \"gptq\"}", "algorithms[1].name");
         row("gptq desc_act without static groups", "/algorithms/0/static_groups", "false",
             "algorithms[0].static_groups");
-        row("unknown export target", "/export_targets/0", R"("tflite")", "export_targets[0]");
-        row("unfit policy", "/unfit_policy", R"("ignore")", "unfit_policy");
-        row("bad hash", "/provenance/model_config_hash", R"("xyz")",
-            "provenance.model_config_hash");
+        row("unknown export target", "/export_targets/0", "\"tflite\"", "export_targets[0]");
+        row("unfit policy", "/unfit_policy", "\"ignore\"", "unfit_policy");
+        row("bad hash", "/provenance/model_config_hash", "\"xyz\"", "provenance.model_config_hash");
     }
     void validationErrors() {
         QFETCH(QString, pointer);

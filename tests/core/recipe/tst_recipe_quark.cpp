@@ -29,19 +29,23 @@ quant::QuantScheme scheme(const char* name) {
 }
 
 json int4G128Spec() {
-    return json::parse(R"({"ch_axis": -1, "dtype": "int4", "group_size": 128,
-        "is_dynamic": false, "is_scale_quant": false, "mx_element_dtype": null,
-        "observer_cls": "PerGroupMinMaxObserver", "qscheme": "per_group",
-        "round_method": "half_even", "scale_calculation_mode": null, "scale_format": null,
-        "scale_type": "float", "symmetric": true})");
+    return json::parse(
+        "{\"ch_axis\": -1, \"dtype\": \"int4\", \"group_size\": 128,"
+        " \"is_dynamic\": false, \"is_scale_quant\": false, \"mx_element_dtype\": null,"
+        " \"observer_cls\": \"PerGroupMinMaxObserver\", \"qscheme\": \"per_group\","
+        " \"round_method\": \"half_even\", \"scale_calculation_mode\": null, \"scale_format\": "
+        "null,"
+        " \"scale_type\": \"float\", \"symmetric\": true}");
 }
 
 json fp8Spec() {
-    return json::parse(R"({"ch_axis": null, "dtype": "fp8_e4m3", "group_size": null,
-        "is_dynamic": false, "is_scale_quant": false, "mx_element_dtype": null,
-        "observer_cls": "PerTensorMinMaxObserver", "qscheme": "per_tensor",
-        "round_method": "half_even", "scale_calculation_mode": null, "scale_format": null,
-        "scale_type": "float", "symmetric": null})");
+    return json::parse(
+        "{\"ch_axis\": null, \"dtype\": \"fp8_e4m3\", \"group_size\": null,"
+        " \"is_dynamic\": false, \"is_scale_quant\": false, \"mx_element_dtype\": null,"
+        " \"observer_cls\": \"PerTensorMinMaxObserver\", \"qscheme\": \"per_tensor\","
+        " \"round_method\": \"half_even\", \"scale_calculation_mode\": null, \"scale_format\": "
+        "null,"
+        " \"scale_type\": \"float\", \"symmetric\": null}");
 }
 
 json layer(const json& weight, const json& input, const json& output) {
@@ -264,12 +268,12 @@ private Q_SLOTS:
         lqc["*mlp*"] = layer(int4G128Spec(), nullptr, nullptr);
         lqc["*self_attn*"] = layer(nullptr, nullptr, nullptr); // quantizes nothing: exclusion
         config["quantization_config"]["algo_config"] = json::parse(
-            R"([{"name": "awq", "model_decoder_layers": "model.layers", "scaling_layers":
-                 [{"prev_op": "post_attention_layernorm", "layers": ["mlp.gate_proj"],
-                   "inp": "mlp.gate_proj", "module2inspect": "mlp"}]},
-                {"name": "smooth", "alpha": 0.5, "scale_clamp_min": 0.001,
-                 "scaling_layers": [], "model_decoder_layers": "model.layers",
-                 "num_attention_heads": 8}])");
+            "[{\"name\": \"awq\", \"model_decoder_layers\": \"model.layers\", \"scaling_layers\":"
+            " [{\"prev_op\": \"post_attention_layernorm\", \"layers\": [\"mlp.gate_proj\"],"
+            " \"inp\": \"mlp.gate_proj\", \"module2inspect\": \"mlp\"}]},"
+            " {\"name\": \"smooth\", \"alpha\": 0.5, \"scale_clamp_min\": 0.001,"
+            " \"scaling_layers\": [], \"model_decoder_layers\": \"model.layers\","
+            " \"num_attention_heads\": 8}]");
         const Recipe r = recipeFromQuarkConfig(config, "config.json");
         QCOMPARE(r.layerOverrides.size(), size_t(3));
         QCOMPARE(r.layerOverrides[0].pattern, std::string("*mlp*"));
@@ -293,43 +297,43 @@ private Q_SLOTS:
         auto row = [](const char* name, const char* ptr, const char* value, const char* field) {
             QTest::newRow(name) << QString(ptr) << QString(value) << QString(field);
         };
-        row("custom awq export", "/quantization_config/quant_method", R"("awq")",
+        row("custom awq export", "/quantization_config/quant_method", "\"awq\"",
             "quantization_config.quant_method");
-        row("fx graph mode", "/quantization_config/quant_mode", R"("fx_graph_mode")",
+        row("fx graph mode", "/quantization_config/quant_mode", "\"fx_graph_mode\"",
             "quantization_config.quant_mode");
         row("softmax quantization", "/quantization_config/softmax_quant_spec",
-            R"({"dtype": "fp8_e4m3", "qscheme": "per_tensor"})",
+            "{\"dtype\": \"fp8_e4m3\", \"qscheme\": \"per_tensor\"}",
             "quantization_config.softmax_quant_spec");
         row("post-rope kv", "/quantization_config/kv_cache_post_rope", "true",
             "quantization_config.kv_cache_post_rope");
         row("conv layer type", "/quantization_config/layer_type_quant_config/Conv2d",
-            R"({"weight": {"dtype": "int8", "qscheme": "per_tensor"}})",
+            "{\"weight\": {\"dtype\": \"int8\", \"qscheme\": \"per_tensor\"}}",
             "quantization_config.layer_type_quant_config.Conv2d");
-        row("mla kv group", "/quantization_config/export/kv_cache_group", R"(["*kv_b_proj"])",
+        row("mla kv group", "/quantization_config/export/kv_cache_group", "[\"*kv_b_proj\"]",
             "quantization_config.export.kv_cache_group");
-        row("unknown algorithm", "/quantization_config/algo_config", R"([{"name": "gptaq"}])",
+        row("unknown algorithm", "/quantization_config/algo_config", "[{\"name\": \"gptaq\"}]",
             "quantization_config.algo_config[0].name");
         row("algorithm param type", "/quantization_config/algo_config",
-            R"([{"name": "gptq", "damp_percent": "high"}])",
+            "[{\"name\": \"gptq\", \"damp_percent\": \"high\"}]",
             "quantization_config.algo_config[0].damp_percent");
         row("bias quantization", "/quantization_config/global_quant_config/bias",
-            R"({"dtype": "int8", "qscheme": "per_tensor"})",
+            "{\"dtype\": \"int8\", \"qscheme\": \"per_tensor\"}",
             "quantization_config.global_quant_config.bias");
-        row("unknown dtype", "/quantization_config/global_quant_config/weight/dtype", R"("int5")",
+        row("unknown dtype", "/quantization_config/global_quant_config/weight/dtype", "\"int5\"",
             "quantization_config.global_quant_config.weight.dtype");
         row("min kv scale", "/quantization_config/export/min_kv_scale", "0.5",
             "quantization_config.export.min_kv_scale");
         row("weight merge groups", "/quantization_config/export/weight_merge_groups",
-            R"([["*q_proj", "*k_proj", "*v_proj"]])",
+            "[[\"*q_proj\", \"*k_proj\", \"*v_proj\"]]",
             "quantization_config.export.weight_merge_groups");
         row("shared scales", "/quantization_config/shared_scale_groups",
-            R"([["q_proj", "k_proj"]])", "quantization_config.shared_scale_groups");
-        row("unknown setting", "/quantization_config/fancy_new_thing", R"({"a": 1})",
+            "[[\"q_proj\", \"k_proj\"]]", "quantization_config.shared_scale_groups");
+        row("unknown setting", "/quantization_config/fancy_new_thing", "{\"a\": 1}",
             "quantization_config.fancy_new_thing");
         row("kv specs differ",
-            "/quantization_config/layer_quant_config/*v_proj/output_tensors/dtype", R"("fp8_e5m2")",
+            "/quantization_config/layer_quant_config/*v_proj/output_tensors/dtype", "\"fp8_e5m2\"",
             "quantization_config.layer_quant_config.*v_proj.output_tensors");
-        row("bad exclude regex", "/quantization_config/exclude/0", R"("re:(")",
+        row("bad exclude regex", "/quantization_config/exclude/0", "\"re:(\"",
             "quantization_config.exclude[0]");
     }
     void importRefusals() {
@@ -526,9 +530,9 @@ private Q_SLOTS:
             "b7539f1f24d4541487ff422ac3f48a831c3f62287822f7b3e2d41ccc1f3613d6";
         QCOMPARE(modelConfigHash(text), reference);
         const std::string reordered =
-            R"({"name":"café","model_type":"llama","tie_word_embeddings":true,)"
-            R"("rope_theta":10000.0,"rms_norm_eps":1e-05,)"
-            R"("architectures":["LlamaForCausalLM"],"hidden_size":64,"vocab_size":512})";
+            "{\"name\":\"café\",\"model_type\":\"llama\",\"tie_word_embeddings\":true,"
+            "\"rope_theta\":10000.0,\"rms_norm_eps\":1e-05,"
+            "\"architectures\":[\"LlamaForCausalLM\"],\"hidden_size\":64,\"vocab_size\":512}";
         QCOMPARE(modelConfigHash(reordered), reference);
         std::string changed = reordered;
         changed.replace(changed.find("512"), 3, "513");

@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// Sensitivity of the perplexity to each quantized linear (calib/SensitivityRun.h measures it):
+//  alone:    only this layer quantized (KV-cache quantization off);
+//  all-but:  the whole recipe except this layer. Torch-free value types.
+struct SensitivityRow {
+    std::string layer;
+    double alonePerplexity = 0.0;
+    double allButPerplexity = 0.0;
+};
+
+struct SensitivityResult {
+    double fpPerplexity = 0.0;   // nothing quantized, same evaluation windows
+    double fullPerplexity = 0.0; // the whole recipe
+    std::vector<SensitivityRow> rows; // in model order
+};
+
+} // namespace qs
