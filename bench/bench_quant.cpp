@@ -4,13 +4,14 @@
 // asserts nothing: these machines are shared and noisy.
 //
 // usage: quantscope-bench-quant [--threads N] [--shapes 11008x4096[,4096x4096]] [--reps 7]
-//                               [--warmup 2] [--no-chained] [--json]
+//                               [--warmup 2] [--chained-reps 3] [--no-chained] [--json]
 //
 // Paths, per spec (int4 g128 sym = Quark int4_wo_128's weight, uint4 g128 asym, int8 per-channel):
 //   fast     fakeQuantizeFast(x, spec, false, out) into a preallocated, pre-touched `out`
 //   generic  fakeQuantize(x, spec): the public API (dispatches to the fused loop, allocates)
 //   chained  observeRange + computeParams + fakeQuantize(x, spec, params): plain ATen ops, what
-//            the fused loop replaces (docs/pitfalls.md measured ~0.5 GB/s for it)
+//            the fused loop replaces (docs/pitfalls.md measured ~0.5 GB/s for it); 20x slower,
+//            so it gets --chained-reps repetitions after one warm-up
 //   memcpy   std::memcpy of the same bytes into a pre-touched buffer, split over the same
 //            threads with at::parallel_for (one call when N = 1)
 #include "quant/FastGroupQuant.h"
@@ -41,16 +42,17 @@ struct Options {
     std::vector<std::pair<int64_t, int64_t>> shapes{{11008, 4096}};
     int reps = 7;
     int warmup = 2;
+    int chainedReps = 3;
     bool chained = true;
     bool json = false;
 };
 
-[[noreturn]] void usage(const char* why) {
-    std::fprintf(stderr,
+[[noreturn]] void usage(const char* why, int code = 2) {
+    std::fprintf(code ? stderr : stdout,
                  "%s\nusage: quantscope-bench-quant [--threads N] [--shapes RxC[,RxC...]] "
-                 "[--reps 7] [--warmup 2] [--no-chained] [--json]\n",
+                 "[--reps 7] [--warmup 2] [--chained-reps 3] [--no-chained] [--json]\n",
                  why);
-    std::exit(2);
+    std::exit(code);
 }
 
 std::vector<std::pair<int64_t, int64_t>> parseShapes(const std::string& text) {
@@ -89,17 +91,19 @@ Options parseOptions(int argc, char** argv) {
             o.reps = std::atoi(value().c_str());
         else if (a == "--warmup")
             o.warmup = std::atoi(value().c_str());
+        else if (a == "--chained-reps")
+            o.chainedReps = std::atoi(value().c_str());
         else if (a == "--no-chained")
             o.chained = false;
         else if (a == "--json")
             o.json = true;
         else if (a == "-h" || a == "--help")
-            usage("Quantization-core throughput against memcpy.");
+            usage("Quantization-core throughput against memcpy.", 0);
         else
             usage(("unknown argument " + a).c_str());
     }
-    if (o.threads < 1 || o.reps < 1 || o.warmup < 0)
-        usage("--threads and --reps must be >= 1, --warmup >= 0");
+    if (o.threads < 1 || o.reps < 1 || o.chainedReps < 1 || o.warmup < 0)
+        usage("--threads, --reps and --chained-reps must be >= 1, --warmup >= 0");
     return o;
 }
 
@@ -152,9 +156,10 @@ int main(int argc, char** argv) {
 
     nlohmann::json results = nlohmann::json::array();
     if (!o.json)
-        std::printf("# quantscope-bench-quant: median of %d after %d warm-up(s); GB/s = fp32 "
-                    "weight bytes read per second; ratio = GB/s / memcpy GB/s (same threads)\n",
-                    o.reps, o.warmup);
+        std::printf("# quantscope-bench-quant: median of %d after %d warm-up(s) (chained: %d after "
+                    "%d); GB/s = fp32 weight bytes read per second; ratio = GB/s / memcpy GB/s "
+                    "(same threads)\n",
+                    o.reps, o.warmup, o.chainedReps, std::min(o.warmup, 1));
     for (const auto& [rows, cols] : o.shapes) {
         const at::Tensor x = at::randn({rows, cols}, at::kFloat) * 0.02;
         const double bytes = static_cast<double>(x.numel()) * sizeof(float);
@@ -214,7 +219,7 @@ int main(int argc, char** argv) {
                         g_sink = qs::quant::fakeQuantize(x, s.spec).data_ptr<float>()[0];
                     }));
                 if (o.chained)
-                    row(s.name, "chained", medianSeconds(o.warmup, o.reps, [&] {
+                    row(s.name, "chained", medianSeconds(std::min(o.warmup, 1), o.chainedReps, [&] {
                             const qs::quant::QuantParams p = qs::quant::computeParams(
                                 s.spec, qs::quant::observeRange(x, s.spec));
                             g_sink = qs::quant::fakeQuantize(x, s.spec, p).data_ptr<float>()[0];

@@ -1,14 +1,15 @@
 #include "LayerTreePanel.h"
 
 #include "DisplayFormat.h"
+#include "LayerTreeModel.h"
 #include "ModuleFilterProxyModel.h"
-#include "ModuleTreeModel.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -30,7 +31,7 @@ int visibleRows(const QAbstractItemModel* model, const QModelIndex& parent) {
 } // namespace
 
 LayerTreePanel::LayerTreePanel(QWidget* parent)
-    : QWidget(parent), m_model(new ModuleTreeModel(this)),
+    : QWidget(parent), m_model(new LayerTreeModel(this)),
       m_proxy(new ModuleFilterProxyModel(this)), m_filter(new QLineEdit(this)),
       m_count(new QLabel(this)), m_view(new QTreeView(this)) {
     m_proxy->setSourceModel(m_model);
@@ -47,7 +48,19 @@ LayerTreePanel::LayerTreePanel(QWidget* parent)
     m_view->setSelectionMode(QAbstractItemView::SingleSelection);
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_view->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_view->setSortingEnabled(false); // the module order is the model's forward order
+    // Sorting by Name is the model's forward order (the Name column sorts by tree position);
+    // metric columns sort numerically with unreported layers last.
+    m_view->setSortingEnabled(true);
+    m_view->sortByColumn(ModuleTreeModel::NameColumn, Qt::AscendingOrder);
+    m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_view, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        const QString name = m_view->indexAt(pos).data(ModuleTreeModel::FullNameRole).toString();
+        QMenu* menu = createContextMenu(name, this);
+        if (!menu)
+            return;
+        menu->setAttribute(Qt::WA_DeleteOnClose);
+        menu->popup(m_view->viewport()->mapToGlobal(pos));
+    });
     QHeaderView* header = m_view->header();
     header->setStretchLastSection(false);
     // Columns sized to their contents, not stretched: a wide window must not put the numbers a
@@ -80,6 +93,42 @@ void LayerTreePanel::clear() {
 
 QString LayerTreePanel::currentModule() const {
     return m_view->currentIndex().data(ModuleTreeModel::FullNameRole).toString();
+}
+
+bool LayerTreePanel::selectModule(const QString& fullName) {
+    const QModelIndex source = m_model->indexOf(fullName);
+    if (!source.isValid())
+        return false;
+    QModelIndex proxy = m_proxy->mapFromSource(source);
+    if (!proxy.isValid()) { // filtered out: show everything rather than select nothing
+        m_filter->clear();
+        proxy = m_proxy->mapFromSource(source);
+    }
+    for (QModelIndex p = proxy.parent(); p.isValid(); p = p.parent())
+        m_view->expand(p);
+    m_view->setCurrentIndex(proxy);
+    m_view->scrollTo(proxy);
+    return true;
+}
+
+QMenu* LayerTreePanel::createContextMenu(const QString& fullName, QWidget* parent) {
+    const QModelIndex index = m_model->indexOf(fullName);
+    if (!index.isValid() ||
+        !LayerTreeModel::isQuantizableKind(
+            index.data(ModuleTreeModel::KindRole).toString().toStdString()))
+        return nullptr;
+    auto* menu = new QMenu(parent);
+    QAction* exclude = menu->addAction(tr("Exclude layer"));
+    exclude->setObjectName(QStringLiteral("excludeLayerAction"));
+    exclude->setToolTip(tr("Add this layer's name to the recipe's exclude list"));
+    exclude->setEnabled(!m_model->layerValue(fullName, LayerTreeModel::ExcludedColumn).toBool());
+    connect(exclude, &QAction::triggered, this,
+            [this, fullName] { Q_EMIT excludeLayerRequested(fullName); });
+    QAction* overrideAction = menu->addAction(tr("Override scheme\u2026"));
+    overrideAction->setObjectName(QStringLiteral("overrideSchemeAction"));
+    connect(overrideAction, &QAction::triggered, this,
+            [this, fullName] { Q_EMIT overrideLayerRequested(fullName); });
+    return menu;
 }
 
 void LayerTreePanel::applyFilter(const QString& pattern) {
@@ -122,13 +171,14 @@ void LayerTreePanel::expandDefault() {
 }
 
 void LayerTreePanel::fitColumns() {
-    for (int c = 0; c < ModuleTreeModel::ColumnCount; ++c)
+    const int columns = m_model->columnCount();
+    for (int c = 0; c < columns; ++c)
         m_view->resizeColumnToContents(c);
     // Room for the deeper names of blocks the user expands later.
     const int name = ModuleTreeModel::NameColumn;
     m_view->setColumnWidth(name, m_view->columnWidth(name) + 4 * m_view->indentation());
     const int gap = fontMetrics().horizontalAdvance(QStringLiteral("0000"));
-    for (int c = name + 1; c < ModuleTreeModel::ColumnCount; ++c)
+    for (int c = name + 1; c < columns; ++c)
         m_view->setColumnWidth(c, m_view->columnWidth(c) + gap);
 }
 

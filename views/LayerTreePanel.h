@@ -6,14 +6,16 @@
 
 class QLabel;
 class QLineEdit;
+class QMenu;
 class QTreeView;
 
 namespace qs {
 
+class LayerTreeModel;
 class ModuleFilterProxyModel;
-class ModuleTreeModel;
 
-// The workbench's centre: the module tree of the open model with a name filter above it.
+// The workbench's centre: the module tree of the open model with a name filter above it, the
+// recipe's scheme per layer and the analysis metrics as heat-coloured, sortable columns.
 class LayerTreePanel : public QWidget {
     Q_OBJECT
 public:
@@ -22,15 +24,23 @@ public:
     void setTree(ModuleNode root);
     void clear();
 
-    ModuleTreeModel* model() const { return m_model; }
+    LayerTreeModel* model() const { return m_model; }
     ModuleFilterProxyModel* filterModel() const { return m_proxy; }
     QTreeView* treeView() const { return m_view; }
     QLineEdit* filterEdit() const { return m_filter; }
     // Full name of the current module, empty when none.
     QString currentModule() const;
+    // Makes the module current (expanding its parents, clearing a filter that hides it).
+    // Returns false for an unknown name.
+    bool selectModule(const QString& fullName);
+    // The context menu of a row ("Exclude layer", "Override scheme…" on linears); nullptr for
+    // rows that have none. The caller owns the menu.
+    QMenu* createContextMenu(const QString& fullName, QWidget* parent);
 
 Q_SIGNALS:
     void currentModuleChanged(const QString& fullName);
+    void excludeLayerRequested(const QString& layerName);
+    void overrideLayerRequested(const QString& layerName);
 
 private:
     void applyFilter(const QString& pattern);
@@ -38,7 +48,7 @@ private:
     void fitColumns();
     void updateCountLabel();
 
-    ModuleTreeModel* m_model;
+    LayerTreeModel* m_model;
     ModuleFilterProxyModel* m_proxy;
     QLineEdit* m_filter;
     QLabel* m_count;

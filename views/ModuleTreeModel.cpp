@@ -26,6 +26,7 @@ void ModuleTreeModel::setTree(ModuleNode root) {
     m_topLevel.clear();
     m_byName.clear();
     addChildren(m_root, -1, m_topLevel);
+    treeReset();
     endResetModel();
 }
 
@@ -72,6 +73,13 @@ QModelIndex ModuleTreeModel::indexOf(const QString& fullName) const {
     if (it == m_byName.constEnd())
         return {};
     return createIndex(m_entries[static_cast<size_t>(*it)].row, 0, static_cast<quintptr>(*it));
+}
+
+QModelIndex ModuleTreeModel::indexOfEntry(int entryNumber, int column) const {
+    if (entryNumber < 0 || static_cast<size_t>(entryNumber) >= m_entries.size())
+        return {};
+    return createIndex(m_entries[static_cast<size_t>(entryNumber)].row, column,
+                       static_cast<quintptr>(entryNumber));
 }
 
 QModelIndex ModuleTreeModel::index(int row, int column, const QModelIndex& parent) const {

@@ -45,7 +45,7 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation,
                         int role = Qt::DisplayRole) const override;
 
-private:
+protected:
     struct Entry {
         const ModuleNode* node = nullptr;
         int parent = -1; // entry index of the parent, -1 for top-level rows
@@ -55,8 +55,22 @@ private:
         QString shortName; // the name relative to the parent, e.g. "q_proj" or "layers.3"
     };
 
-    void addChildren(const ModuleNode& node, int parentEntry, std::vector<int>& childEntries);
+    // Called inside setTree()'s model reset, after the entries are rebuilt: subclasses size their
+    // per-entry data here so no view ever sees the new rows without it.
+    virtual void treeReset() {}
     const Entry* entry(const QModelIndex& index) const;
+    const std::vector<Entry>& entries() const { return m_entries; }
+    const std::vector<int>& topLevelEntries() const { return m_topLevel; }
+    // Entry number of a full name, -1 when absent.
+    int entryOf(const QString& fullName) const { return m_byName.value(fullName, -1); }
+    // Entry number behind an index of this model, -1 for an invalid index.
+    int entryNumber(const QModelIndex& index) const {
+        return entry(index) ? static_cast<int>(index.internalId()) : -1;
+    }
+    QModelIndex indexOfEntry(int entryNumber, int column) const;
+
+private:
+    void addChildren(const ModuleNode& node, int parentEntry, std::vector<int>& childEntries);
 
     ModuleNode m_root;
     std::vector<Entry> m_entries; // depth-first order, which is also the natural sort order

@@ -1,45 +1,158 @@
 #include "WorkbenchPage.h"
 
+#include "DepthChart.h"
 #include "EvalPanel.h"
+#include "LayerDetailView.h"
+#include "LayerTreeModel.h"
 #include "LayerTreePanel.h"
 #include "ModelSummaryView.h"
+
+#include "quant/SchemeRegistry.h"
 
 #include <QDockWidget>
 #include <QShowEvent>
 
+#include <algorithm>
+#include <exception>
+
 namespace qs {
+
+namespace {
+
+QDockWidget* makeDock(const QString& title, const QString& objectName, QWidget* content,
+                      QWidget* parent) {
+    auto* dock = new QDockWidget(title, parent);
+    // Object names make saveState()/restoreState() find the docks again.
+    dock->setObjectName(objectName);
+    dock->setWidget(content);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable);
+    return dock;
+}
+
+} // namespace
 
 WorkbenchPage::WorkbenchPage(QWidget* parent)
     : QMainWindow(parent), m_layerTree(new LayerTreePanel(this)),
       m_summary(new ModelSummaryView(this)), m_evalPanel(new EvalPanel(this)),
-      m_summaryDock(new QDockWidget(tr("Model"), this)),
-      m_evalDock(new QDockWidget(tr("Evaluation"), this)) {
+      m_depthChart(new DepthChart(this)), m_layerDetail(new LayerDetailView(this)),
+      m_summaryDock(makeDock(tr("Model"), QStringLiteral("modelSummaryDock"), m_summary, this)),
+      m_evalDock(makeDock(tr("Evaluation"), QStringLiteral("evaluationDock"), m_evalPanel, this)),
+      m_depthDock(makeDock(tr("Depth chart"), QStringLiteral("depthChartDock"), m_depthChart,
+                           this)),
+      m_detailDock(makeDock(tr("Layer detail"), QStringLiteral("layerDetailDock"),
+                            m_layerDetail, this)) {
     setWindowFlags(Qt::Widget); // a page inside the main window, not a window of its own
     setDockOptions(AnimatedDocks | AllowTabbedDocks);
     setCentralWidget(m_layerTree);
-
-    // Object names make saveState()/restoreState() find the docks again.
-    m_summaryDock->setObjectName(QStringLiteral("modelSummaryDock"));
-    m_summaryDock->setWidget(m_summary);
-    m_summaryDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable);
-    m_evalDock->setObjectName(QStringLiteral("evaluationDock"));
-    m_evalDock->setWidget(m_evalPanel);
-    m_evalDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable);
     addDockWidget(Qt::RightDockWidgetArea, m_summaryDock);
     addDockWidget(Qt::RightDockWidgetArea, m_evalDock);
     splitDockWidget(m_summaryDock, m_evalDock, Qt::Vertical);
+    addDockWidget(Qt::BottomDockWidgetArea, m_depthDock);
+    addDockWidget(Qt::BottomDockWidgetArea, m_detailDock);
+    splitDockWidget(m_depthDock, m_detailDock, Qt::Horizontal);
+
+    m_depthChart->setSource(m_layerTree->model());
+    connect(m_depthChart, &DepthChart::layerClicked, this, &WorkbenchPage::selectLayer);
+    connect(m_layerTree, &LayerTreePanel::currentModuleChanged, this,
+            [this](const QString& name) {
+                showLayerDetail(name);
+                m_depthChart->setSelectedLayer(name);
+                Q_EMIT layerSelected(name);
+            });
+    connect(m_layerTree, &LayerTreePanel::excludeLayerRequested, this,
+            &WorkbenchPage::excludeLayerRequested);
+    connect(m_layerTree, &LayerTreePanel::overrideLayerRequested, this,
+            &WorkbenchPage::overrideLayerRequested);
 }
 
 void WorkbenchPage::setModelInfo(const ModelInfo& info) {
     m_summary->setModelInfo(info);
     m_layerTree->setTree(info.tree);
     m_evalPanel->setModelLoaded(true);
+    m_depthChart->refresh();
+    showLayerDetail(selectedLayer());
 }
 
 void WorkbenchPage::clear() {
     m_summary->clear();
     m_layerTree->clear();
+    m_layerTree->model()->clearLayerReports();
     m_evalPanel->setModelLoaded(false);
+    m_depthChart->refresh();
+    m_layerDetail->clear();
+}
+
+void WorkbenchPage::setRecipe(const Recipe& recipe) {
+    m_layerTree->model()->setRecipe(recipe);
+}
+
+void WorkbenchPage::clearLayerReports() {
+    m_layerTree->model()->clearLayerReports();
+    m_depthChart->refresh();
+    showLayerDetail(selectedLayer());
+}
+
+void WorkbenchPage::addLayerReports(const std::vector<LayerReport>& layers) {
+    m_layerTree->model()->addLayerReports(layers);
+    m_depthChart->refresh();
+    const QString selected = selectedLayer();
+    for (const LayerReport& r : layers) {
+        if (QString::fromStdString(r.name) == selected) {
+            showLayerDetail(selected);
+            break;
+        }
+    }
+}
+
+void WorkbenchPage::setSensitivity(const SensitivityRow& row) {
+    m_layerTree->model()->setSensitivity(row);
+}
+
+QString WorkbenchPage::selectedLayer() const {
+    return m_layerTree->currentModule();
+}
+
+void WorkbenchPage::selectLayer(const QString& name) {
+    m_layerTree->selectModule(name);
+}
+
+QAbstractItemModel* WorkbenchPage::treeModel() const {
+    return m_layerTree->model();
+}
+
+LayerTreeModel* WorkbenchPage::layerTreeModel() const {
+    return m_layerTree->model();
+}
+
+QVariant WorkbenchPage::layerValue(const QString& layer, int column) const {
+    return m_layerTree->model()->layerValue(layer, column);
+}
+
+std::optional<quant::QuantScheme> WorkbenchPage::schemeOfReport(const LayerReport& r) const {
+    if (!r.quantized)
+        return std::nullopt;
+    const LayerTreeModel* model = m_layerTree->model();
+    if (model->hasRecipe()) {
+        auto scheme = model->recipe().schemeFor(r.name, r.kind);
+        if (scheme && (scheme->name.empty() ? scheme->weight.summary() : scheme->name) == r.scheme)
+            return scheme;
+    }
+    try {
+        return quant::resolveScheme(r.scheme);
+    } catch (const std::exception&) {
+        return std::nullopt; // a custom scheme the current recipe no longer gives
+    }
+}
+
+void WorkbenchPage::showLayerDetail(const QString& name) {
+    const LayerReport* report = m_layerTree->model()->report(name);
+    if (report)
+        m_layerDetail->setLayer(*report, schemeOfReport(*report));
+    else if (name.isEmpty())
+        m_layerDetail->clear();
+    else
+        m_layerDetail->clear(tr("%1: no analysis yet (select a linear layer after Analyze).")
+                                 .arg(name));
 }
 
 void WorkbenchPage::resetLayout(const QSize& windowSize) {
@@ -58,21 +171,31 @@ void WorkbenchPage::showEvent(QShowEvent* event) {
 }
 
 void WorkbenchPage::applyLayout(const QSize& windowSize) {
-    m_summaryDock->show();
-    m_evalDock->show();
+    const QList<QDockWidget*> docks = {m_summaryDock, m_evalDock, m_depthDock, m_detailDock};
+    for (QDockWidget* dock : docks)
+        dock->show();
     if (dockWidgetArea(m_summaryDock) != Qt::RightDockWidgetArea ||
-        dockWidgetArea(m_evalDock) != Qt::RightDockWidgetArea || m_summaryDock->isFloating() ||
-        m_evalDock->isFloating()) {
-        m_summaryDock->setFloating(false);
-        m_evalDock->setFloating(false);
+        dockWidgetArea(m_evalDock) != Qt::RightDockWidgetArea ||
+        dockWidgetArea(m_depthDock) != Qt::BottomDockWidgetArea ||
+        dockWidgetArea(m_detailDock) != Qt::BottomDockWidgetArea ||
+        std::any_of(docks.begin(), docks.end(), [](QDockWidget* d) { return d->isFloating(); })) {
+        for (QDockWidget* dock : docks)
+            dock->setFloating(false);
         addDockWidget(Qt::RightDockWidgetArea, m_summaryDock);
         addDockWidget(Qt::RightDockWidgetArea, m_evalDock);
         splitDockWidget(m_summaryDock, m_evalDock, Qt::Vertical);
+        addDockWidget(Qt::BottomDockWidgetArea, m_depthDock);
+        addDockWidget(Qt::BottomDockWidgetArea, m_detailDock);
+        splitDockWidget(m_depthDock, m_detailDock, Qt::Horizontal);
     }
     const int dockWidth = qMax(360, windowSize.width() * 3 / 10);
     resizeDocks({m_summaryDock}, {dockWidth}, Qt::Horizontal);
     const int height = qMax(400, windowSize.height());
     resizeDocks({m_summaryDock, m_evalDock}, {height * 9 / 20, height * 11 / 20}, Qt::Vertical);
+    // The charts get most of the lower half: the detail's four plots need the room.
+    resizeDocks({m_depthDock}, {height * 9 / 20}, Qt::Vertical);
+    const int width = qMax(800, windowSize.width());
+    resizeDocks({m_depthDock, m_detailDock}, {width * 2 / 5, width * 3 / 5}, Qt::Horizontal);
 }
 
 } // namespace qs

@@ -38,5 +38,6 @@ int runSynth(const QStringList& args);
 int runTokenize(const QStringList& args);
 int runAnalyze(const QStringList& args);
 int runQuantize(const QStringList& args);
+int runRecipe(const QStringList& args);
 
 } // namespace qs::cli

@@ -23,6 +23,7 @@ const char* kUsage =
     "  analyze MODEL_DIR --quant-scheme S ...  per-layer quantization error report (--json)\n"
     "  quantize MODEL_DIR --quant-scheme S --out DIR  fake-quantized checkpoint + recipe\n"
     "  generate MODEL_DIR --prompt TEXT [...]  greedy continuation\n"
+    "  recipe --from-quark CONFIG | --to-quark RECIPE | --check RECIPE  recipe conversion\n"
     "  synth --arch llama|opt --out DIR [...]  write a synthetic Hugging Face checkpoint\n"
     "  tokenize MODEL_DIR --data TEXT|--text S token ids as eval sees them\n"
     "\n"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
         {"tokenize", qs::cli::runTokenize},
         {"analyze", qs::cli::runAnalyze},
         {"quantize", qs::cli::runQuantize},
+        {"recipe", qs::cli::runRecipe},
     };
     const QString name = args[1];
     auto it = commands.find(name);

@@ -2,10 +2,18 @@
 
 #include "DisplayFormat.h"
 #include "EvalPanel.h"
+#include "ExportDialog.h"
+#include "JsonView.h"
 #include "LayerTreePanel.h"
+#include "RecipeDocument.h"
+#include "RecipePanel.h"
+#include "RunPanel.h"
 #include "StartPage.h"
 #include "WorkbenchPage.h"
 #include "engine/Engine.h"
+#include "quant/SchemeRegistry.h"
+#include "recipe/LayerPattern.h"
+#include "util/Error.h"
 
 #include <QAction>
 #include <QApplication>
@@ -16,6 +24,7 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -27,6 +36,9 @@
 #include <QStatusBar>
 #include <QTimer>
 #include <QToolButton>
+#include <QUndoStack>
+
+#include <utility>
 
 namespace qs {
 
@@ -37,6 +49,7 @@ const char* const GeometryKey = "window/geometry";
 const char* const WindowStateKey = "window/state";
 const char* const WorkbenchStateKey = "workbench/state";
 const char* const EvalDataPathKey = "eval/dataPath";
+const char* const RecipeFileKey = "recipe/lastFile";
 constexpr int StateVersion = 1;
 constexpr int StatusMessageMs = 8000;
 
@@ -59,7 +72,8 @@ QString droppedModelDirectory(const QMimeData* mime) {
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent), m_engine(std::make_unique<Engine>()), m_pages(new QStackedWidget(this)),
-      m_startPage(new StartPage(m_pages)), m_workbench(new WorkbenchPage(m_pages)) {
+      m_startPage(new StartPage(m_pages)), m_workbench(new WorkbenchPage(m_pages)),
+      m_recipe(new RecipeDocument(this)) {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowTitle(tr("Quantscope"));
     setAcceptDrops(true);
@@ -67,6 +81,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_pages->addWidget(m_workbench);
     setCentralWidget(m_pages);
 
+    createRecipeDocks();
     createMenus();
     createStatusBar();
     connectEngine();
@@ -84,14 +99,31 @@ MainWindow::MainWindow(QWidget* parent)
             m_engine->cancel(m_evalJob);
     });
 
+    connect(m_recipe, &RecipeDocument::recipeChanged, this, &MainWindow::onRecipeChanged);
+    connect(m_workbench, &WorkbenchPage::excludeLayerRequested, this, &MainWindow::excludeLayer);
+    connect(m_workbench, &WorkbenchPage::overrideLayerRequested, this,
+            &MainWindow::chooseLayerOverride);
+    connect(m_runPanel, &RunPanel::analyzeRequested, this,
+            [this] { startRun(RunRequest::Kind::Analyze); });
+    connect(m_runPanel, &RunPanel::quantizeRequested, this, &MainWindow::openExportDialog);
+    connect(m_runPanel, &RunPanel::evaluateRequested, this,
+            [this] { startRun(RunRequest::Kind::Evaluate); });
+    connect(m_runPanel, &RunPanel::sensitivityRequested, this,
+            [this] { startRun(RunRequest::Kind::Sensitivity); });
+    connect(m_runPanel, &RunPanel::cancelRequested, this, &MainWindow::cancelRun);
+    onRecipeChanged();
+
     QSettings settings;
+    m_recipeFile = settings.value(QLatin1String(RecipeFileKey)).toString();
     setRecentModels(settings.value(QLatin1String(RecentModelsKey)).toStringList());
     eval->setDataPath(settings.value(QLatin1String(EvalDataPathKey)).toString());
     if (!restoreGeometry(settings.value(QLatin1String(GeometryKey)).toByteArray()))
         resize(1400, 900);
     restoreState(settings.value(QLatin1String(WindowStateKey)).toByteArray(), StateVersion);
-    if (!m_workbench->restoreState(settings.value(QLatin1String(WorkbenchStateKey)).toByteArray(),
-                                   StateVersion))
+    if (m_workbench->restoreState(settings.value(QLatin1String(WorkbenchStateKey)).toByteArray(),
+                                  StateVersion))
+        m_recipeLayoutPending = false;
+    else
         m_workbench->resetLayout(size());
     statusBar()->showMessage(tr("Ready"));
 }
@@ -118,8 +150,13 @@ void MainWindow::createMenus() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(m_workbench->summaryDock()->toggleViewAction());
     view->addAction(m_workbench->evalDock()->toggleViewAction());
+    view->addAction(m_recipeDock->toggleViewAction());
+    view->addAction(m_jsonDock->toggleViewAction());
+    view->addAction(m_runDock->toggleViewAction());
     view->addSeparator();
     view->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
+
+    createRecipeMenu();
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     QAction* about = help->addAction(tr("&About Quantscope"), this, &MainWindow::showAbout);
@@ -152,6 +189,9 @@ void MainWindow::connectEngine() {
     connect(e, &Engine::failed, this, &MainWindow::onFailed);
     connect(e, &Engine::cancelled, this, &MainWindow::onCancelled);
     connect(e, &Engine::jobFinished, this, &MainWindow::onJobFinished);
+    connect(e, &Engine::layerReports, this, &MainWindow::onLayerReports);
+    connect(e, &Engine::sensitivityRow, this, &MainWindow::onSensitivityRow);
+    connect(e, &Engine::runFinished, this, &MainWindow::onRunFinished);
 }
 
 QString MainWindow::demoModelDirectory() {
@@ -208,14 +248,19 @@ void MainWindow::chooseModelFolder() {
 void MainWindow::closeModel() {
     if (m_evalJob >= 0)
         m_engine->cancel(m_evalJob);
+    cancelRun();
     m_modelDirectory.clear();
     m_workbench->clear();
+    m_recipePanel->clearModel();
+    m_runPanel->setModelLoaded(false);
     setWindowTitle(tr("Quantscope"));
     showWorkbench(false);
 }
 
 void MainWindow::showWorkbench(bool show) {
     m_pages->setCurrentWidget(show ? static_cast<QWidget*>(m_workbench) : m_startPage);
+    if (show && m_recipeLayoutPending && m_workbench->isVisible())
+        applyRecipeDockLayout();
 }
 
 bool MainWindow::isWorkbenchShown() const {
@@ -226,6 +271,9 @@ void MainWindow::resetLayout() {
     if (!isMaximized() && !isFullScreen())
         resize(1400, 900);
     m_workbench->resetLayout(size());
+    m_recipeLayoutPending = true;
+    if (m_workbench->isVisible())
+        applyRecipeDockLayout();
 }
 
 QStringList MainWindow::recentModels() const {
@@ -299,6 +347,255 @@ void MainWindow::runEvaluation() {
     updateBusy();
 }
 
+// The recipe editor, its JSON and the run panel are docks of the workbench page, so they go
+// away with it on the start page; the page is a QMainWindow, its dock API is public.
+void MainWindow::createRecipeDocks() {
+    m_recipePanel = new RecipePanel(m_recipe, m_workbench);
+    m_jsonView = new JsonView(m_workbench);
+    m_runPanel = new RunPanel(m_workbench);
+    m_recipeDock = new QDockWidget(tr("Recipe"), m_workbench);
+    m_recipeDock->setObjectName(QStringLiteral("recipeDock"));
+    m_recipeDock->setWidget(m_recipePanel);
+    m_jsonDock = new QDockWidget(tr("Recipe JSON"), m_workbench);
+    m_jsonDock->setObjectName(QStringLiteral("recipeJsonDock"));
+    m_jsonDock->setWidget(m_jsonView);
+    m_runDock = new QDockWidget(tr("Runs"), m_workbench);
+    m_runDock->setObjectName(QStringLiteral("runDock"));
+    m_runDock->setWidget(m_runPanel);
+    for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock})
+        dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable |
+                          QDockWidget::DockWidgetFloatable);
+    m_workbench->addDockWidget(Qt::LeftDockWidgetArea, m_recipeDock);
+    m_workbench->tabifyDockWidget(m_recipeDock, m_jsonDock);
+    m_workbench->addDockWidget(Qt::RightDockWidgetArea, m_runDock);
+    m_workbench->tabifyDockWidget(m_workbench->evalDock(), m_runDock);
+    m_recipeDock->raise();
+    m_runDock->raise();
+}
+
+void MainWindow::applyRecipeDockLayout() {
+    m_recipeLayoutPending = false;
+    for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock}) {
+        dock->setFloating(false);
+        dock->show();
+    }
+    if (m_workbench->dockWidgetArea(m_recipeDock) != Qt::LeftDockWidgetArea) {
+        m_workbench->addDockWidget(Qt::LeftDockWidgetArea, m_recipeDock);
+        m_workbench->tabifyDockWidget(m_recipeDock, m_jsonDock);
+    }
+    if (m_workbench->dockWidgetArea(m_runDock) != Qt::RightDockWidgetArea)
+        m_workbench->tabifyDockWidget(m_workbench->evalDock(), m_runDock);
+    m_recipeDock->raise();
+    m_runDock->raise();
+    m_workbench->resizeDocks({m_recipeDock}, {qMax(340, width() / 4)}, Qt::Horizontal);
+}
+
+void MainWindow::createRecipeMenu() {
+    QMenu* recipe = menuBar()->addMenu(tr("&Recipe"));
+    recipe->addAction(tr("&Open Recipe…"), this, &MainWindow::chooseRecipeToOpen);
+    QAction* save = recipe->addAction(tr("&Save Recipe As…"), this, &MainWindow::chooseRecipeToSave);
+    save->setShortcut(QKeySequence::SaveAs);
+    recipe->addSeparator();
+    QAction* undo = m_recipe->undoStack()->createUndoAction(this, tr("&Undo"));
+    undo->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Z));
+    QAction* redo = m_recipe->undoStack()->createRedoAction(this, tr("&Redo"));
+    redo->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z));
+    recipe->addAction(undo);
+    recipe->addAction(redo);
+    recipe->addSeparator();
+    recipe->addAction(tr("&Quantize and Export…"), this, &MainWindow::openExportDialog);
+}
+
+bool MainWindow::loadRecipe(const QString& path) {
+    try {
+        m_recipe->load(path);
+    } catch (const std::exception& e) {
+        showError(tr("Open Recipe"), QString::fromUtf8(e.what()));
+        Q_EMIT recipeLoadFailed(QString::fromUtf8(e.what()));
+        return false;
+    }
+    m_recipeFile = QFileInfo(path).absoluteFilePath();
+    statusBar()->showMessage(tr("Recipe %1 opened").arg(QDir::toNativeSeparators(path)),
+                             StatusMessageMs);
+    return true;
+}
+
+bool MainWindow::saveRecipe(const QString& path) {
+    try {
+        m_recipe->save(path);
+    } catch (const std::exception& e) {
+        showError(tr("Save Recipe"), QString::fromUtf8(e.what()));
+        return false;
+    }
+    m_recipeFile = QFileInfo(path).absoluteFilePath();
+    statusBar()->showMessage(tr("Recipe saved to %1").arg(QDir::toNativeSeparators(path)),
+                             StatusMessageMs);
+    return true;
+}
+
+void MainWindow::chooseRecipeToOpen() {
+    auto* dialog = new QFileDialog(this, tr("Open Recipe"), QFileInfo(m_recipeFile).absolutePath(),
+                                   tr("Recipes (*.json);;All files (*)"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setFileMode(QFileDialog::ExistingFile);
+    connect(dialog, &QFileDialog::fileSelected, this, &MainWindow::loadRecipe);
+    dialog->open();
+}
+
+void MainWindow::chooseRecipeToSave() {
+    auto* dialog = new QFileDialog(this, tr("Save Recipe As"), m_recipeFile,
+                                   tr("Recipes (*.json);;All files (*)"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setAcceptMode(QFileDialog::AcceptSave);
+    dialog->setDefaultSuffix(QStringLiteral("json"));
+    connect(dialog, &QFileDialog::fileSelected, this, &MainWindow::saveRecipe);
+    dialog->open();
+}
+
+void MainWindow::excludeLayer(const QString& layerName) {
+    try {
+        m_recipe->excludeLayer(layerName);
+    } catch (const std::exception& e) {
+        showError(tr("Exclude Layer"), QString::fromUtf8(e.what()));
+    }
+}
+
+void MainWindow::chooseLayerOverride(const QString& layerName) {
+    QStringList schemes;
+    for (const quant::SchemeName& s : quant::schemeNames())
+        if (!s.legacy)
+            schemes << QString::fromStdString(s.name);
+    auto* dialog = new QInputDialog(this);
+    dialog->setObjectName(QStringLiteral("overrideDialog"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("Override Scheme"));
+    dialog->setLabelText(tr("Scheme for %1:").arg(layerName));
+    dialog->setComboBoxItems(schemes);
+    dialog->setComboBoxEditable(false);
+    const std::optional<quant::QuantScheme> current =
+        m_recipe->recipe().schemeFor(layerName.toStdString(), layerKindOf(layerName.toStdString()));
+    if (current && !current->name.empty())
+        dialog->setTextValue(QString::fromStdString(current->name));
+    connect(dialog, &QInputDialog::textValueSelected, this,
+            [this, layerName](const QString& scheme) {
+                try {
+                    m_recipe->addOverride(RecipeDocument::exactLayerPattern(layerName), scheme);
+                } catch (const std::exception& e) {
+                    showError(tr("Override Scheme"), QString::fromUtf8(e.what()));
+                }
+            });
+    dialog->open();
+}
+
+void MainWindow::onRecipeChanged() {
+    const Recipe& recipe = m_recipe->recipe();
+    m_workbench->setRecipe(recipe);
+    m_jsonView->setRecipe(recipe);
+}
+
+bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir) {
+    if (m_runJob >= 0 || m_modelDirectory.isEmpty())
+        return false;
+    RunRequest request;
+    request.kind = kind;
+    request.recipe = m_recipe->recipe();
+    request.outDir = outDir.toStdString();
+    const EvalRequest eval = m_workbench->evalPanel()->request();
+    request.device = eval.device;
+    // The evaluation text of the recipe, else the one chosen in the evaluation panel.
+    if (request.recipe.evaluation.dataPath.empty() && !eval.dataPath.empty()) {
+        request.recipe.evaluation.dataPath = eval.dataPath;
+        request.recipe.evaluation.seqLen = eval.seqLen;
+        request.recipe.evaluation.maxWindows = eval.maxWindows;
+    }
+    QString title;
+    switch (kind) {
+    case RunRequest::Kind::Analyze:
+        m_workbench->clearLayerReports();
+        title = tr("Analyzing");
+        break;
+    case RunRequest::Kind::Quantize:
+        title = tr("Quantizing to %1").arg(QDir::toNativeSeparators(outDir));
+        break;
+    case RunRequest::Kind::Evaluate:
+        m_runPanel->showPerplexities(std::nullopt, std::nullopt);
+        title = tr("Evaluating");
+        break;
+    case RunRequest::Kind::Sensitivity:
+        m_runPanel->clearSensitivity();
+        title = tr("Measuring sensitivity");
+        break;
+    }
+    m_runKind = kind;
+    m_runJob = m_engine->run(request);
+    m_runPanel->setRunning(title);
+    m_runDock->raise();
+    updateBusy();
+    return true;
+}
+
+void MainWindow::cancelRun() {
+    if (m_runJob >= 0)
+        m_engine->cancel(m_runJob);
+}
+
+ExportDialog* MainWindow::openExportDialog() {
+    if (m_modelDirectory.isEmpty() || m_runJob >= 0)
+        return nullptr;
+    auto* dialog = new ExportDialog(m_modelDirectory, m_recipe->recipe(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        startRun(RunRequest::Kind::Quantize, dialog->outputDirectory());
+    });
+    dialog->open();
+    return dialog;
+}
+
+void MainWindow::onLayerReports(int job, int /*block*/, const std::vector<LayerReport>& layers) {
+    if (job == m_runJob)
+        m_workbench->addLayerReports(layers);
+}
+
+void MainWindow::onSensitivityRow(int job, const SensitivityRow& row) {
+    if (job != m_runJob)
+        return;
+    m_runPanel->addSensitivityRow(row);
+    m_workbench->setSensitivity(row);
+}
+
+void MainWindow::onRunFinished(int job, const RunSummary& summary) {
+    if (job != m_runJob)
+        return;
+    m_runJob = -1;
+    QString status;
+    switch (summary.kind) {
+    case RunRequest::Kind::Analyze:
+        status = tr("Analysis done");
+        break;
+    case RunRequest::Kind::Quantize:
+        status = tr("Quantized model written to %1")
+                     .arg(QDir::toNativeSeparators(QString::fromStdString(summary.outDir)));
+        break;
+    case RunRequest::Kind::Evaluate:
+        m_runPanel->showPerplexities(summary.fp, summary.quantized);
+        status = tr("Evaluation done");
+        break;
+    case RunRequest::Kind::Sensitivity:
+        if (summary.sensitivity)
+            m_runPanel->showSensitivityTotals(summary.sensitivity->fpPerplexity,
+                                              summary.sensitivity->fullPerplexity);
+        status = tr("Sensitivity done");
+        break;
+    }
+    if (!summary.skipped.empty())
+        status += tr("; %n unfit layer(s) left unquantized", nullptr,
+                     static_cast<int>(summary.skipped.size()));
+    m_runPanel->setIdle(tr("%1 in %2").arg(status, RunPanel::formatDuration(summary.seconds)));
+    statusBar()->showMessage(status, StatusMessageMs);
+    updateBusy();
+    Q_EMIT runFinished(summary);
+}
+
 void MainWindow::updateBusy() {
     const bool busy = !m_jobTitles.isEmpty();
     m_statusProgress->setVisible(busy);
@@ -324,6 +621,8 @@ void MainWindow::onProgress(int job, double fraction, const QString& message) {
         m_statusProgress->setValue(static_cast<int>(qBound(0.0, fraction, 1.0) * 1000.0 + 0.5));
     if (job == m_evalJob)
         m_workbench->evalPanel()->setProgress(fraction, message);
+    if (job == m_runJob)
+        m_runPanel->setProgress(fraction, message);
 }
 
 void MainWindow::onModelOpened(int job, const ModelInfo& info) {
@@ -333,6 +632,9 @@ void MainWindow::onModelOpened(int job, const ModelInfo& info) {
     m_modelDirectory =
         info.directory.empty() ? m_openingDirectory : QString::fromStdString(info.directory);
     m_workbench->setModelInfo(info);
+    m_workbench->setRecipe(m_recipe->recipe());
+    m_recipePanel->setModelInfo(info);
+    m_runPanel->setModelLoaded(true);
     showWorkbench(true);
     addRecentModel(m_modelDirectory);
     setWindowTitle(tr("%1 — Quantscope").arg(QFileInfo(m_modelDirectory).fileName()));
@@ -342,6 +644,8 @@ void MainWindow::onModelOpened(int job, const ModelInfo& info) {
                                       display::compactCount(info.totalParameters)),
                              StatusMessageMs);
     updateBusy();
+    if (!m_recipeAfterOpen.isEmpty())
+        loadRecipe(std::exchange(m_recipeAfterOpen, QString()));
     Q_EMIT modelShown(m_modelDirectory);
 }
 
@@ -376,6 +680,11 @@ void MainWindow::onFailed(int job, const QString& message) {
         m_evalJob = -1;
         m_workbench->evalPanel()->showFailure(message);
     }
+    if (job == m_runJob) {
+        m_runJob = -1;
+        m_runPanel->setIdle(tr("Failed: %1").arg(message));
+        Q_EMIT runFailed(message);
+    }
     updateBusy();
     statusBar()->showMessage(tr("%1 failed").arg(title), StatusMessageMs);
     showError(tr("%1 failed").arg(title), message);
@@ -390,6 +699,11 @@ void MainWindow::onCancelled(int job) {
     if (job == m_evalJob) {
         m_evalJob = -1;
         m_workbench->evalPanel()->showCancelled();
+    }
+    if (job == m_runJob) {
+        m_runJob = -1;
+        m_runPanel->setIdle(tr("Cancelled"));
+        Q_EMIT runCancelled();
     }
     updateBusy();
     statusBar()->showMessage(tr("%1 cancelled").arg(title), StatusMessageMs);
@@ -406,6 +720,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     settings.setValue(QLatin1String(WindowStateKey), saveState(StateVersion));
     settings.setValue(QLatin1String(WorkbenchStateKey), m_workbench->saveState(StateVersion));
     settings.setValue(QLatin1String(EvalDataPathKey), m_workbench->evalPanel()->dataPath());
+    settings.setValue(QLatin1String(RecipeFileKey), m_recipeFile);
     m_engine->cancelAll();
     event->accept();
 }

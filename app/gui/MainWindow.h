@@ -1,5 +1,7 @@
 #pragma once
 
+#include "engine/RunTypes.h"
+
 #include <QHash>
 #include <QMainWindow>
 #include <QStringList>
@@ -7,6 +9,7 @@
 #include <memory>
 
 class QCloseEvent;
+class QDockWidget;
 class QDragEnterEvent;
 class QDropEvent;
 class QMenu;
@@ -17,8 +20,13 @@ class QToolButton;
 namespace qs {
 
 class Engine;
+class ExportDialog;
+class JsonView;
 struct ModelInfo;
 struct PerplexityResult;
+class RecipeDocument;
+class RecipePanel;
+class RunPanel;
 class StartPage;
 class WorkbenchPage;
 
@@ -48,12 +56,39 @@ public:
     WorkbenchPage* workbenchPage() const { return m_workbench; }
     bool isWorkbenchShown() const;
     Engine* engine() const { return m_engine.get(); }
+    RecipeDocument* recipeDocument() const { return m_recipe; }
+    RecipePanel* recipePanel() const { return m_recipePanel; }
+    JsonView* recipeJsonView() const { return m_jsonView; }
+    RunPanel* runPanel() const { return m_runPanel; }
+    QDockWidget* recipeDock() const { return m_recipeDock; }
+    QDockWidget* runDock() const { return m_runDock; }
+
+    // Replaces the recipe with a recipe file (undoable); a bad file shows an error box with the
+    // qs::Error message and returns false, leaving the recipe as it was.
+    bool loadRecipe(const QString& path);
+    bool saveRecipe(const QString& path);
+    // Loads this recipe once the next model is shown (--recipe with MODEL_DIR).
+    void loadRecipeAfterOpen(const QString& path) { m_recipeAfterOpen = path; }
+
+    // Runs on the open model with the current recipe; false when no model is open or a run is
+    // going already (one run at a time). Quantize needs outDir.
+    bool startRun(RunRequest::Kind kind, const QString& outDir = QString());
+    bool isRunning() const { return m_runJob >= 0; }
+    void cancelRun();
+    // Quantize…: the export dialog (non-blocking); OK starts the Quantize run.
+    ExportDialog* openExportDialog();
 
 Q_SIGNALS:
     // The workbench shows a freshly opened model.
     void modelShown(const QString& directory);
     // Opening a model (or writing the demo model) failed; the message was shown to the user.
     void modelOpenFailed(const QString& message);
+    // A recipe run ended: finished (summary valid), failed or cancelled.
+    void runFinished(const qs::RunSummary& summary);
+    void runFailed(const QString& message);
+    void runCancelled();
+    // loadRecipe failed; the message was shown to the user.
+    void recipeLoadFailed(const QString& message);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -74,6 +109,17 @@ private:
     void showWorkbench(bool show);
     void runEvaluation();
     void updateBusy();
+    void createRecipeDocks();
+    void createRecipeMenu();
+    void chooseRecipeToOpen();
+    void chooseRecipeToSave();
+    void excludeLayer(const QString& layerName);
+    void chooseLayerOverride(const QString& layerName);
+    void onRecipeChanged();
+    void onLayerReports(int job, int block, const std::vector<LayerReport>& layers);
+    void onSensitivityRow(int job, const SensitivityRow& row);
+    void onRunFinished(int job, const RunSummary& summary);
+    void applyRecipeDockLayout();
 
     void onJobStarted(int job, const QString& title);
     void onProgress(int job, double fraction, const QString& message);
@@ -98,6 +144,19 @@ private:
     int m_demoJob = -1; // writing the demo model
     int m_evalJob = -1;
     QString m_modelDirectory; // model shown in the workbench
+
+    RecipeDocument* m_recipe;
+    RecipePanel* m_recipePanel = nullptr;
+    JsonView* m_jsonView = nullptr;
+    RunPanel* m_runPanel = nullptr;
+    QDockWidget* m_recipeDock = nullptr;
+    QDockWidget* m_jsonDock = nullptr;
+    QDockWidget* m_runDock = nullptr;
+    bool m_recipeLayoutPending = true;
+    int m_runJob = -1; // the one recipe run allowed at a time
+    RunRequest::Kind m_runKind = RunRequest::Kind::Analyze;
+    QString m_recipeAfterOpen;
+    QString m_recipeFile; // last opened or saved, for the file dialogs
 };
 
 } // namespace qs

@@ -1,10 +1,15 @@
 // quantscope: the GUI. Parses the command line, shows the main window and, for --screenshot, saves
-// a picture of it once the model (or the start page) is shown: scripts/screenshots.sh uses it.
+// a picture of it once the model (or the start page) is shown, optionally after an analysis run:
+// scripts/screenshots.sh uses it.
 #include "MainWindow.h"
+#include "RecipePanel.h"
+#include "WorkbenchPage.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QDockWidget>
+#include <QLineEdit>
 #include <QFileInfo>
 #include <QPixmap>
 #include <QSaveFile>
@@ -61,8 +66,35 @@ int main(int argc, char** argv) {
                        "MODEL_DIR or --demo (exit status 1 when it cannot be opened), else the "
                        "start page. Uses the default 1400x900 layout; for docs and tests."),
         QStringLiteral("FILE"));
+    const QCommandLineOption recipeOption(
+        QStringLiteral("recipe"),
+        QStringLiteral("Recipe file (quantscope-recipe JSON) to load, after the model when one "
+                       "is opened."),
+        QStringLiteral("FILE"));
+    const QCommandLineOption analyzeOption(
+        QStringLiteral("analyze"),
+        QStringLiteral("With --screenshot: run Analyze with the recipe once the model is shown "
+                       "and take the picture when it has finished."));
+    const QCommandLineOption selectOption(
+        QStringLiteral("select"),
+        QStringLiteral("With --screenshot: select this layer before the picture is taken."),
+        QStringLiteral("LAYER"));
+    const QCommandLineOption patternOption(
+        QStringLiteral("pattern"),
+        QStringLiteral("With --screenshot: type this pattern into the recipe's pattern editor."),
+        QStringLiteral("PATTERN"));
+    const QCommandLineOption grabOption(
+        QStringLiteral("grab"),
+        QStringLiteral("With --screenshot: what to save, \"window\" (default) or \"recipe\" "
+                       "(the recipe panel only)."),
+        QStringLiteral("PART"), QStringLiteral("window"));
     parser.addOption(demoOption);
+    parser.addOption(recipeOption);
     parser.addOption(screenshotOption);
+    parser.addOption(analyzeOption);
+    parser.addOption(selectOption);
+    parser.addOption(patternOption);
+    parser.addOption(grabOption);
     parser.process(app);
 
     const QStringList positional = parser.positionalArguments();
@@ -78,16 +110,37 @@ int main(int argc, char** argv) {
         return fail(QStringLiteral("give MODEL_DIR or --demo, not both"));
     if (parser.isSet(screenshotOption) && screenshot.isEmpty())
         return fail(QStringLiteral("--screenshot needs a file name"));
+    const QString recipe = parser.value(recipeOption);
+    if (parser.isSet(recipeOption) && recipe.isEmpty())
+        return fail(QStringLiteral("--recipe needs a file name"));
+    const bool analyze = parser.isSet(analyzeOption);
+    const QString grab = parser.value(grabOption);
+    for (const QCommandLineOption* o : {&analyzeOption, &selectOption, &patternOption, &grabOption})
+        if (parser.isSet(*o) && screenshot.isEmpty())
+            return fail(QStringLiteral("--%1 goes with --screenshot").arg(o->names().constFirst()));
+    if (grab != QLatin1String("window") && grab != QLatin1String("recipe"))
+        return fail(QStringLiteral("--grab takes window or recipe, not %1").arg(grab));
+    if (analyze && !demo && positional.isEmpty())
+        return fail(QStringLiteral("--analyze needs MODEL_DIR or --demo"));
 
     qs::MainWindow window;
     const bool opensModel = demo || !positional.isEmpty();
     if (!screenshot.isEmpty()) {
         window.resetLayout();
         // Lets the page just shown lay out and paint once before it is grabbed.
-        auto shootSoon = [&window, screenshot] {
-            QTimer::singleShot(ScreenshotSettleMs, &window, [&window, screenshot] {
+        const QString layer = parser.value(selectOption);
+        const QString pattern = parser.value(patternOption);
+        auto shootSoon = [&window, screenshot, layer, pattern, grab] {
+            if (!layer.isEmpty())
+                window.workbenchPage()->selectLayer(layer);
+            if (!pattern.isEmpty())
+                window.recipePanel()->patternEdit()->setText(pattern);
+            QTimer::singleShot(ScreenshotSettleMs, &window, [&window, screenshot, grab] {
                 QString error;
-                if (!savePng(window.grab(), screenshot, &error)) {
+                const QPixmap picture = grab == QLatin1String("recipe")
+                                            ? window.recipeDock()->grab()
+                                            : window.grab();
+                if (!savePng(picture, screenshot, &error)) {
                     std::fprintf(stderr, "quantscope: cannot write %s: %s\n",
                                  qPrintable(screenshot), qPrintable(error));
                     QCoreApplication::exit(1);
@@ -97,11 +150,29 @@ int main(int argc, char** argv) {
                 QCoreApplication::exit(0);
             });
         };
-        if (opensModel)
+        if (opensModel && analyze) {
+            QObject::connect(&window, &qs::MainWindow::modelShown, &window, [&window] {
+                if (!window.startRun(qs::RunRequest::Kind::Analyze)) {
+                    std::fprintf(stderr, "quantscope: cannot start the analysis\n");
+                    QCoreApplication::exit(1);
+                }
+            });
+            QObject::connect(&window, &qs::MainWindow::runFinished, &window, shootSoon);
+            auto runFailed = [](const QString& message) {
+                std::fprintf(stderr, "quantscope: analysis failed: %s\n", qPrintable(message));
+                QCoreApplication::exit(1);
+            };
+            QObject::connect(&window, &qs::MainWindow::runFailed, &window, runFailed);
+        } else if (opensModel) {
             QObject::connect(&window, &qs::MainWindow::modelShown, &window, shootSoon);
-        else
+        } else
             QTimer::singleShot(0, &window, shootSoon);
         QObject::connect(&window, &qs::MainWindow::modelOpenFailed, &window,
+                         [](const QString& message) {
+                             std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
+                             QCoreApplication::exit(1);
+                         });
+        QObject::connect(&window, &qs::MainWindow::recipeLoadFailed, &window,
                          [](const QString& message) {
                              std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
                              QCoreApplication::exit(1);
@@ -113,6 +184,12 @@ int main(int argc, char** argv) {
         });
     }
     window.show();
+    if (!recipe.isEmpty()) {
+        if (opensModel)
+            window.loadRecipeAfterOpen(recipe);
+        else if (!window.loadRecipe(recipe) && !screenshot.isEmpty())
+            return 1;
+    }
     if (demo)
         window.openDemoModel();
     else if (!positional.isEmpty())

@@ -1,0 +1,155 @@
+#include "DepthChart.h"
+
+#include "LayerTreeModel.h"
+#include "PlotWidget.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace qs {
+
+namespace {
+
+// Tableau 10: distinct enough for the seven projections of a Llama block.
+QColor kindColour(int i) {
+    static const QColor palette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},
+                                     {214, 39, 40},  {148, 103, 189}, {140, 86, 75},
+                                     {227, 119, 194}, {127, 127, 127}, {188, 189, 34},
+                                     {23, 190, 207}};
+    return palette[i % 10];
+}
+
+} // namespace
+
+DepthChart::DepthChart(QWidget* parent)
+    : QWidget(parent), m_metric(new QComboBox(this)), m_plot(new PlotWidget(this)) {
+    const std::pair<int, const char*> metrics[] = {
+        {LayerTreeModel::OutputSqnrAccumulatedColumn, QT_TR_NOOP("Output SQNR, accumulated (dB)")},
+        {LayerTreeModel::OutputSqnrLocalColumn, QT_TR_NOOP("Output SQNR, local (dB)")},
+        {LayerTreeModel::WeightSqnrColumn, QT_TR_NOOP("Weight SQNR (dB)")},
+        {LayerTreeModel::OutlierScoreColumn, QT_TR_NOOP("Outlier score")},
+        {LayerTreeModel::InputAbsmaxColumn, QT_TR_NOOP("Input absmax")},
+    };
+    for (const auto& [column, title] : metrics)
+        m_metric->addItem(tr(title), column);
+    connect(m_metric, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
+
+    m_plot->setAxisLabels(tr("Block"), m_metric->currentText());
+    m_plot->setIntegerX(true);
+    m_plot->setLegendVisible(true);
+    m_plot->onPointClicked([this](int series, int point) {
+        const QString layer = layerAt(series, point);
+        if (!layer.isEmpty())
+            Q_EMIT layerClicked(layer);
+    });
+
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Metric:"), this));
+    top->addWidget(m_metric);
+    top->addStretch(1);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(top);
+    layout->addWidget(m_plot, 1);
+    refresh();
+}
+
+void DepthChart::setSource(const LayerTreeModel* model) {
+    m_source = model;
+    refresh();
+}
+
+int DepthChart::metricColumn() const {
+    return m_metric->currentData().toInt();
+}
+
+void DepthChart::setMetricColumn(int column) {
+    const int i = m_metric->findData(column);
+    if (i >= 0)
+        m_metric->setCurrentIndex(i);
+}
+
+void DepthChart::setSelectedLayer(const QString& layerName) {
+    if (layerName == m_selected)
+        return;
+    m_selected = layerName;
+    refresh();
+}
+
+QString DepthChart::layerAt(int series, int point) const {
+    if (series < 0 || series >= static_cast<int>(m_names.size()))
+        return {};
+    const std::vector<QString>& names = m_names[size_t(series)];
+    return point >= 0 && point < static_cast<int>(names.size()) ? names[size_t(point)] : QString();
+}
+
+void DepthChart::refresh() {
+    m_plot->clear();
+    m_names.clear();
+    const int column = metricColumn();
+    m_plot->setAxisLabels(tr("Block"), m_metric->currentText());
+    // The absmax spans orders of magnitude between blocks: a log axis keeps the small ones legible.
+    m_plot->setLogY(column == LayerTreeModel::InputAbsmaxColumn);
+
+    struct KindSeries {
+        int firstSeen = 0;
+        QVector<double> x, y;
+        std::vector<QString> names;
+    };
+    std::map<std::string, KindSeries> byKind;
+    int skippedInfinite = 0;
+    double selX = 0, selY = 0;
+    bool selectedShown = false;
+    if (m_source) {
+        for (const LayerReport* r : m_source->reports()) {
+            if (r->block < 0)
+                continue;
+            const double v = LayerTreeModel::metricOf(*r, column);
+            if (std::isnan(v))
+                continue;
+            if (std::isinf(v)) {
+                ++skippedInfinite;
+                continue;
+            }
+            auto [it, inserted] = byKind.try_emplace(r->kind);
+            if (inserted)
+                it->second.firstSeen = static_cast<int>(byKind.size());
+            it->second.x.push_back(r->block);
+            it->second.y.push_back(v);
+            it->second.names.push_back(QString::fromStdString(r->name));
+            if (QString::fromStdString(r->name) == m_selected) {
+                selX = r->block;
+                selY = v;
+                selectedShown = true;
+            }
+        }
+    }
+    std::vector<std::pair<int, std::string>> order;
+    for (const auto& [kind, s] : byKind)
+        order.emplace_back(s.firstSeen, kind);
+    std::sort(order.begin(), order.end());
+    for (size_t i = 0; i < order.size(); ++i) {
+        KindSeries& s = byKind[order[i].second];
+        m_plot->addLineSeries(QString::fromStdString(order[i].second), s.x, s.y,
+                              kindColour(static_cast<int>(i)), true);
+        m_names.push_back(std::move(s.names));
+    }
+    if (selectedShown) {
+        m_plot->addScatter(tr("selected"), {selX}, {selY}, QColor(0, 0, 0), 11.0);
+        m_names.emplace_back(); // the highlight selects nothing
+    }
+    if (byKind.empty())
+        m_plot->setNote(tr("Run Analyze to see the metrics along the depth of the model"));
+    else if (skippedInfinite > 0)
+        m_plot->setNote(tr("%n point(s) with an exact (infinite SQNR) result not drawn", nullptr,
+                           skippedInfinite));
+    m_plot->rescaleAndReplot();
+}
+
+} // namespace qs

@@ -1,0 +1,177 @@
+#include "ExportDialog.h"
+
+#include "util/Error.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace qs {
+
+namespace {
+
+struct Format {
+    const char* id;
+    const char* label;
+    bool available;
+};
+
+const Format Formats[] = {
+    {"hf_fake", QT_TRANSLATE_NOOP("qs::ExportDialog", "Fake-quantized Hugging Face (safetensors)"),
+     true},
+    {"quark", QT_TRANSLATE_NOOP("qs::ExportDialog", "Quark HF format"), false},
+    {"gguf", QT_TRANSLATE_NOOP("qs::ExportDialog", "GGUF"), false},
+    {"onnx", QT_TRANSLATE_NOOP("qs::ExportDialog", "ONNX"), false},
+};
+
+} // namespace
+
+ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, QWidget* parent)
+    : QDialog(parent), m_modelDirectory(modelDirectory), m_recipe(recipe),
+      m_outDir(new QLineEdit(this)), m_recipePath(new QLineEdit(this)),
+      m_formats(new QListWidget(this)), m_copy(new QPushButton(tr("Copy headless command"), this)),
+      m_status(new QLabel(this)),
+      m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this)) {
+    setObjectName(QStringLiteral("exportDialog"));
+    setWindowTitle(tr("Quantize and Export"));
+
+    m_outDir->setObjectName(QStringLiteral("outputDirectory"));
+    m_outDir->setPlaceholderText(tr("folder for the quantized model"));
+    auto* browse = new QPushButton(tr("Browse…"), this);
+    connect(browse, &QPushButton::clicked, this, &ExportDialog::chooseDirectory);
+    connect(m_outDir, &QLineEdit::textChanged, this, [this] {
+        if (!m_recipePathChosen) {
+            const QString dir = outputDirectory();
+            const QSignalBlocker blocker(m_recipePath);
+            m_recipePath->setText(dir.isEmpty() ? QString() : dir + QLatin1String(".recipe.json"));
+        }
+        updateState();
+    });
+    m_recipePath->setObjectName(QStringLiteral("recipePath"));
+    connect(m_recipePath, &QLineEdit::textEdited, this, [this] {
+        m_recipePathChosen = true;
+        updateState();
+    });
+
+    for (const Format& f : Formats) {
+        auto* item = new QListWidgetItem(tr(f.label), m_formats);
+        item->setData(Qt::UserRole, QString::fromLatin1(f.id));
+        item->setCheckState(f.available ? Qt::Checked : Qt::Unchecked);
+        // Checked and not user-checkable: it is the one format there is, always written.
+        item->setFlags(f.available ? Qt::ItemIsEnabled : Qt::NoItemFlags);
+        item->setToolTip(f.available ? tr("Weights quantized and dequantized back to the "
+                                          "original dtype; loads anywhere a HF model loads")
+                                     : tr("exporter not implemented yet"));
+    }
+    m_formats->setMaximumHeight(m_formats->sizeHintForRow(0) * 4 + 2 * m_formats->frameWidth() +
+                                4);
+
+    auto* note = new QLabel(tr("The recipe is always written beside the weights as "
+                               "<b>quantscope_recipe.json</b>."),
+                            this);
+    note->setWordWrap(true);
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_copy->setToolTip(tr("Save the recipe to the file above and copy the quantscope-cli command "
+                          "that replays this export"));
+    connect(m_copy, &QPushButton::clicked, this, &ExportDialog::copyHeadlessCommand);
+    connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+
+    auto* outRow = new QHBoxLayout;
+    outRow->addWidget(m_outDir, 1);
+    outRow->addWidget(browse);
+    auto* form = new QFormLayout;
+    form->addRow(tr("Output folder:"), outRow);
+    form->addRow(tr("Formats:"), m_formats);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(note);
+    auto* headless = new QFormLayout;
+    headless->addRow(tr("Recipe file for the command:"), m_recipePath);
+    layout->addLayout(headless);
+    auto* copyRow = new QHBoxLayout;
+    copyRow->addWidget(m_copy);
+    copyRow->addStretch(1);
+    layout->addLayout(copyRow);
+    layout->addWidget(m_status);
+    layout->addWidget(m_buttons);
+    resize(620, sizeHint().height());
+    updateState();
+}
+
+QString ExportDialog::outputDirectory() const {
+    const QString text = m_outDir->text().trimmed();
+    return text.isEmpty() ? QString() : QDir::cleanPath(QFileInfo(text).absoluteFilePath());
+}
+
+void ExportDialog::setOutputDirectory(const QString& directory) {
+    m_outDir->setText(directory);
+}
+
+QString ExportDialog::recipePath() const {
+    const QString text = m_recipePath->text().trimmed();
+    return text.isEmpty() ? QString() : QDir::cleanPath(QFileInfo(text).absoluteFilePath());
+}
+
+void ExportDialog::setRecipePath(const QString& path) {
+    m_recipePathChosen = true;
+    m_recipePath->setText(path);
+    updateState();
+}
+
+QString ExportDialog::shellQuote(const QString& text) {
+    QString quoted = text;
+    quoted.replace(QLatin1Char('\''), QLatin1String("'\\''"));
+    return QLatin1Char('\'') + quoted + QLatin1Char('\'');
+}
+
+QString ExportDialog::headlessCommand() const {
+    return QStringLiteral("quantscope-cli quantize %1 --recipe %2 --out %3")
+        .arg(shellQuote(m_modelDirectory), shellQuote(recipePath()),
+             shellQuote(outputDirectory()));
+}
+
+bool ExportDialog::copyHeadlessCommand() {
+    const QString path = recipePath();
+    if (path.isEmpty() || outputDirectory().isEmpty())
+        return false;
+    try {
+        QDir().mkpath(QFileInfo(path).absolutePath());
+        m_recipe.save(path.toStdString());
+    } catch (const std::exception& e) {
+        m_status->setText(tr("Cannot write the recipe: %1").arg(QString::fromUtf8(e.what())));
+        return false;
+    }
+    const QString command = headlessCommand();
+    QApplication::clipboard()->setText(command);
+    m_status->setText(tr("Copied; the recipe was saved to %1:<br><code>%2</code>")
+                          .arg(QDir::toNativeSeparators(path).toHtmlEscaped(),
+                               command.toHtmlEscaped()));
+    return true;
+}
+
+void ExportDialog::chooseDirectory() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Output Folder"),
+                                                          outputDirectory());
+    if (!dir.isEmpty())
+        m_outDir->setText(dir);
+}
+
+void ExportDialog::updateState() {
+    const bool ready = !outputDirectory().isEmpty();
+    m_buttons->button(QDialogButtonBox::Ok)->setEnabled(ready);
+    m_copy->setEnabled(ready && !recipePath().isEmpty());
+}
+
+} // namespace qs

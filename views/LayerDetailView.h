@@ -1,0 +1,67 @@
+#pragma once
+
+#include "analysis/LayerReport.h"
+#include "quant/QuantScheme.h"
+
+#include <QString>
+#include <QVector>
+#include <QWidget>
+
+#include <optional>
+
+class QCheckBox;
+class QLabel;
+
+namespace qs {
+
+class PlotWidget;
+
+// What the analysis saw in one linear layer: its input's range per channel (min/max band,
+// absmax, a percentile; log toggle), the per-token absmax of the first calibration sample, and
+// the activation and weight histograms before and after quantization with the weight's
+// quantization grid where one grid holds for the whole tensor.
+class LayerDetailView : public QWidget {
+    Q_OBJECT
+public:
+    // The quantization grid drawn over a weight histogram, or why none is drawn.
+    struct Grid {
+        QVector<double> lines; // x positions (q * s), those inside the histogram's range
+        double scale = 0.0;
+        int levelStep = 1; // every levelStep-th level is drawn (fine grids would hide the bars)
+        QString note;
+    };
+
+    explicit LayerDetailView(QWidget* parent = nullptr);
+
+    // `scheme` is the scheme the report was made with (for the grid); nullopt when unknown.
+    void setLayer(const LayerReport& report, const std::optional<quant::QuantScheme>& scheme);
+    void clear(const QString& message = {});
+    QString layerName() const { return m_layer; }
+
+    void setLogScale(bool log);
+    bool isLogScale() const;
+
+    // Per-tensor symmetric integer weights have one grid, q * s with s = absmax / ((qmax - qmin)
+    // / 2) (the scale IntKernels computes); anything else says why no grid is drawn.
+    static Grid weightGrid(const Histogram& weight, const std::optional<quant::QuantScheme>& scheme);
+
+    PlotWidget* channelPlot() const { return m_channels; }
+    PlotWidget* tokenPlot() const { return m_tokens; }
+    PlotWidget* activationHistogram() const { return m_activations; }
+    PlotWidget* weightHistogram() const { return m_weights; }
+    QCheckBox* logScaleBox() const { return m_log; }
+
+private:
+    void drawChannels();
+
+    QLabel* m_header;
+    QCheckBox* m_log;
+    PlotWidget* m_channels;
+    PlotWidget* m_tokens;
+    PlotWidget* m_activations;
+    PlotWidget* m_weights;
+    QString m_layer;
+    std::optional<LayerReport> m_report;
+};
+
+} // namespace qs

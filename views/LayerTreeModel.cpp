@@ -1,0 +1,397 @@
+#include "LayerTreeModel.h"
+
+#include <QSet>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace qs {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double sqnrOf(const ErrorMetrics& m) {
+    return m.valid ? m.sqnrDb : kNaN;
+}
+
+const QString kDash = QStringLiteral("\u2014");
+
+} // namespace
+
+LayerTreeModel::LayerTreeModel(QObject* parent) : ModuleTreeModel(parent) {}
+
+bool LayerTreeModel::higherIsBetter(int column) {
+    return column == WeightSqnrColumn || column == OutputSqnrLocalColumn ||
+           column == OutputSqnrAccumulatedColumn;
+}
+
+bool LayerTreeModel::isQuantizableKind(const std::string& nodeKind) {
+    return nodeKind == "linear" || nodeKind == "head";
+}
+
+std::string LayerTreeModel::linearKind(const QString& layerName) {
+    return layerName.section(QLatin1Char('.'), -1).toStdString();
+}
+
+double LayerTreeModel::metricOf(const LayerReport& r, int column) {
+    switch (column) {
+    case WeightSqnrColumn:
+        return sqnrOf(r.weight);
+    case OutputSqnrLocalColumn:
+        return sqnrOf(r.outputLocal);
+    case OutputSqnrAccumulatedColumn:
+        return sqnrOf(r.outputAccumulated);
+    case InputAbsmaxColumn:
+        return r.input.tokens > 0 ? r.inputAbsmax : kNaN;
+    case OutlierScoreColumn:
+        return r.input.tokens > 0 ? r.outlierScore : kNaN;
+    case MeanRelativeErrorColumn:
+        return r.outputLocal.valid ? r.outputLocal.meanRelative : kNaN;
+    default:
+        return kNaN;
+    }
+}
+
+void LayerTreeModel::treeReset() {
+    Values none;
+    none.fill(kNaN);
+    m_values.assign(entries().size(), none);
+    m_heat.assign(entries().size(), Heat{});
+    m_leafCount.assign(entries().size(), 0);
+    m_ranges = {};
+    // Reports of a previous model do not belong to the new tree; keep those that match by name
+    // (reopening the same model keeps the analysis).
+    std::vector<int> leaves;
+    for (const QString& name : m_reportOrder) {
+        const int e = entryOf(name);
+        if (e < 0)
+            continue;
+        const LayerReport& r = m_reports[name];
+        for (int m = 0; m < kMetricCount; ++m)
+            m_values[size_t(e)][size_t(m)] = metricOf(r, kFirstMetricColumn + m);
+        leaves.push_back(e);
+    }
+    // Inside a reset no dataChanged may be sent: valuesChanged only computes when resetting.
+    m_resetting = true;
+    valuesChanged(leaves);
+    m_resetting = false;
+}
+
+void LayerTreeModel::setRecipe(const Recipe& recipe) {
+    m_recipe = recipe;
+    m_hasRecipe = true;
+    announceColumns(SchemeColumn, ExcludedColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});
+}
+
+void LayerTreeModel::clearLayerReports() {
+    m_reports.clear();
+    m_reportOrder.clear();
+    std::vector<int> leaves;
+    for (size_t e = 0; e < m_values.size(); ++e) {
+        const double sensitivity = m_values[e][SensitivityColumn - kFirstMetricColumn];
+        m_values[e].fill(kNaN);
+        if (entries()[e].children.empty() && !std::isnan(sensitivity)) {
+            m_values[e][SensitivityColumn - kFirstMetricColumn] = sensitivity;
+            leaves.push_back(static_cast<int>(e));
+        }
+    }
+    m_resetting = true; // every row changes: one announcement below instead of one per row
+    valuesChanged(leaves);
+    m_resetting = false;
+    announceColumns(kFirstMetricColumn, kFirstMetricColumn + kMetricCount - 1, {});
+}
+
+void LayerTreeModel::addLayerReports(const std::vector<LayerReport>& layers) {
+    std::vector<int> leaves;
+    for (const LayerReport& r : layers) {
+        const QString name = QString::fromStdString(r.name);
+        if (!m_reports.contains(name))
+            m_reportOrder.push_back(name);
+        m_reports.insert(name, r);
+        const int e = entryOf(name);
+        if (e < 0)
+            continue; // a layer the tree does not show (kept for the detail view)
+        for (int m = 0; m < kMetricCount - 1; ++m) // all but the sensitivity
+            m_values[size_t(e)][size_t(m)] = metricOf(r, kFirstMetricColumn + m);
+        leaves.push_back(e);
+    }
+    valuesChanged(leaves);
+}
+
+void LayerTreeModel::setSensitivity(const SensitivityRow& row) {
+    const int e = entryOf(QString::fromStdString(row.layer));
+    if (e < 0)
+        return;
+    m_values[size_t(e)][SensitivityColumn - kFirstMetricColumn] = row.alonePerplexity;
+    valuesChanged({e});
+}
+
+void LayerTreeModel::valuesChanged(const std::vector<int>& leaves) {
+    const std::vector<Entry>& all = entries();
+    // Ancestors have smaller entry numbers than their descendants (depth-first order), so
+    // visiting the touched entries from the highest number down finishes children first.
+    QSet<int> touchedSet;
+    for (int e : leaves) {
+        for (int a = e; a >= 0; a = all[size_t(a)].parent)
+            touchedSet.insert(a);
+    }
+    std::vector<int> touched(touchedSet.begin(), touchedSet.end());
+    std::sort(touched.begin(), touched.end(), std::greater<int>());
+    for (int e : touched) {
+        const Entry& entry = all[size_t(e)];
+        if (entry.children.empty()) {
+            bool any = false;
+            for (double v : m_values[size_t(e)])
+                any = any || !std::isnan(v);
+            m_leafCount[size_t(e)] = any ? 1 : 0;
+            continue;
+        }
+        Values worst;
+        worst.fill(kNaN);
+        int count = 0;
+        for (int c : entry.children) {
+            count += m_leafCount[size_t(c)];
+            for (int m = 0; m < kMetricCount; ++m) {
+                const double v = m_values[size_t(c)][size_t(m)];
+                double& w = worst[size_t(m)];
+                if (std::isnan(v))
+                    continue;
+                if (std::isnan(w))
+                    w = v;
+                else
+                    w = higherIsBetter(kFirstMetricColumn + m) ? std::min(w, v) : std::max(w, v);
+            }
+        }
+        m_values[size_t(e)] = worst;
+        m_leafCount[size_t(e)] = count;
+    }
+
+    // Column ranges over the reported layers themselves (finite values only: +inf SQNR is
+    // "no error", shown as the best colour without stretching the scale).
+    std::array<Range, kMetricCount> ranges{};
+    for (size_t e = 0; e < all.size(); ++e) {
+        if (!all[e].children.empty())
+            continue;
+        for (int m = 0; m < kMetricCount; ++m) {
+            const double v = m_values[e][size_t(m)];
+            if (!std::isfinite(v))
+                continue;
+            Range& r = ranges[size_t(m)];
+            r.lo = r.valid ? std::min(r.lo, v) : v;
+            r.hi = r.valid ? std::max(r.hi, v) : v;
+            r.valid = true;
+        }
+    }
+    const bool rangesMoved = ranges != m_ranges;
+    m_ranges = ranges;
+    if (rangesMoved) {
+        for (size_t e = 0; e < all.size(); ++e)
+            recomputeHeat(static_cast<int>(e));
+    } else {
+        for (int e : touched)
+            recomputeHeat(e);
+    }
+    if (m_resetting)
+        return;
+    const int first = kFirstMetricColumn, last = kFirstMetricColumn + kMetricCount - 1;
+    for (int e : touched)
+        Q_EMIT dataChanged(indexOfEntry(e, first), indexOfEntry(e, last));
+    if (rangesMoved)
+        announceColumns(first, last, {Qt::BackgroundRole});
+}
+
+QColor LayerTreeModel::heatColour(int metric, double value) const {
+    const Range& r = m_ranges[size_t(metric)];
+    if (std::isnan(value) || !r.valid || r.hi <= r.lo)
+        return {};
+    double t = std::isinf(value) ? (value > 0 ? 1.0 : 0.0) : (value - r.lo) / (r.hi - r.lo);
+    t = std::clamp(t, 0.0, 1.0);
+    const double goodness = higherIsBetter(kFirstMetricColumn + metric) ? t : 1.0 - t;
+    // Hue 0 (red) to 120 (green), pale enough for black text to stay readable.
+    return QColor::fromHsv(static_cast<int>(std::lround(goodness * 120.0)), 110, 255);
+}
+
+void LayerTreeModel::recomputeHeat(int e) {
+    for (int m = 0; m < kMetricCount; ++m)
+        m_heat[size_t(e)][size_t(m)] = heatColour(m, m_values[size_t(e)][size_t(m)]);
+}
+
+// dataChanged for the given columns of every row, one signal per parent.
+void LayerTreeModel::announceColumns(int first, int last, const QList<int>& roles) {
+    const std::vector<Entry>& all = entries();
+    auto announce = [&](const std::vector<int>& rows) {
+        if (rows.empty())
+            return;
+        Q_EMIT dataChanged(indexOfEntry(rows.front(), first), indexOfEntry(rows.back(), last),
+                           roles);
+    };
+    announce(topLevelEntries());
+    for (const Entry& e : all)
+        announce(e.children);
+}
+
+const LayerReport* LayerTreeModel::report(const QString& layerName) const {
+    const auto it = m_reports.constFind(layerName);
+    return it == m_reports.constEnd() ? nullptr : &*it;
+}
+
+std::vector<const LayerReport*> LayerTreeModel::reports() const {
+    std::vector<const LayerReport*> out;
+    out.reserve(m_reportOrder.size());
+    for (const QString& name : m_reportOrder)
+        out.push_back(&m_reports.find(name).value());
+    return out;
+}
+
+QString LayerTreeModel::schemeText(int e) const {
+    const Entry& entry = entries()[size_t(e)];
+    if (!isQuantizableKind(entry.node->kind) || !m_hasRecipe)
+        return kDash;
+    const auto scheme = m_recipe.schemeFor(entry.fullName.toStdString(),
+                                           linearKind(entry.fullName));
+    if (!scheme)
+        return m_recipe.isExcluded(entry.fullName.toStdString()) ? tr("none (excluded)")
+                                                                  : tr("none");
+    return QString::fromStdString(scheme->name.empty() ? scheme->weight.summary() : scheme->name);
+}
+
+QString LayerTreeModel::metricText(int column, double value) const {
+    if (std::isnan(value))
+        return {};
+    if (std::isinf(value))
+        return value > 0 ? QStringLiteral("\u221e") : QStringLiteral("-\u221e");
+    switch (column) {
+    case WeightSqnrColumn:
+    case OutputSqnrLocalColumn:
+    case OutputSqnrAccumulatedColumn:
+    case OutlierScoreColumn:
+        return QString::number(value, 'f', 2);
+    case SensitivityColumn:
+        return QString::number(value, 'f', 3);
+    default:
+        return QString::number(value, 'g', 4);
+    }
+}
+
+QVariant LayerTreeModel::layerValue(const QString& layerName, int column) const {
+    const int e = entryOf(layerName);
+    if (e < 0)
+        return {};
+    if (isMetricColumn(column)) {
+        const double v = m_values[size_t(e)][size_t(column - kFirstMetricColumn)];
+        return std::isnan(v) ? QVariant() : QVariant(v);
+    }
+    if (column == SchemeColumn)
+        return schemeText(e);
+    if (column == ExcludedColumn)
+        return m_hasRecipe && m_recipe.isExcluded(layerName.toStdString());
+    return data(indexOfEntry(e, column), Qt::DisplayRole);
+}
+
+int LayerTreeModel::columnCount(const QModelIndex&) const {
+    return LayerColumnCount;
+}
+
+QVariant LayerTreeModel::data(const QModelIndex& index, int role) const {
+    const int e = entryNumber(index);
+    if (e < 0)
+        return {};
+    const int column = index.column();
+    if (column < ModuleTreeModel::ColumnCount)
+        return role == ValueRole ? QVariant() : ModuleTreeModel::data(index, role);
+    const Entry& entry = entries()[size_t(e)];
+    const bool quantizable = isQuantizableKind(entry.node->kind);
+    if (column == SchemeColumn || column == ExcludedColumn) {
+        const bool excluded =
+            quantizable && m_hasRecipe && m_recipe.isExcluded(entry.fullName.toStdString());
+        switch (role) {
+        case Qt::DisplayRole:
+            if (column == SchemeColumn)
+                return schemeText(e);
+            return excluded ? QStringLiteral("\u2713") : QString();
+        case SortRole:
+            return column == SchemeColumn ? QVariant(schemeText(e)) : QVariant(excluded ? 1 : 0);
+        case Qt::TextAlignmentRole:
+            return column == ExcludedColumn ? QVariant::fromValue(Qt::Alignment(Qt::AlignCenter))
+                                            : QVariant();
+        case Qt::ToolTipRole:
+            return entry.fullName;
+        case FullNameRole:
+        case KindRole:
+        case ParametersRole:
+        case BlockIndexRole:
+            return ModuleTreeModel::data(index, role);
+        default:
+            return {};
+        }
+    }
+    const int metric = column - kFirstMetricColumn;
+    const double value = m_values[size_t(e)][size_t(metric)];
+    switch (role) {
+    case Qt::DisplayRole:
+        return metricText(column, value);
+    case ValueRole:
+    case SortRole:
+        return value;
+    case Qt::BackgroundRole: {
+        const QColor& c = m_heat[size_t(e)][size_t(metric)];
+        return c.isValid() ? QVariant(c) : QVariant();
+    }
+    case Qt::ForegroundRole:
+        // Heat colours are light: keep the text dark on them whatever the palette.
+        return m_heat[size_t(e)][size_t(metric)].isValid() ? QVariant(QColor(Qt::black))
+                                                           : QVariant();
+    case Qt::TextAlignmentRole:
+        return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+    case Qt::ToolTipRole:
+        if (!entry.children.empty() && m_leafCount[size_t(e)] > 0)
+            return tr("Worst of %n reported layer(s) below", nullptr, m_leafCount[size_t(e)]);
+        return entry.fullName;
+    case FullNameRole:
+    case KindRole:
+    case ParametersRole:
+    case BlockIndexRole:
+        return ModuleTreeModel::data(index, role);
+    default:
+        return {};
+    }
+}
+
+QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || section < ModuleTreeModel::ColumnCount ||
+        section >= LayerColumnCount)
+        return ModuleTreeModel::headerData(section, orientation, role);
+    static const char* const titles[] = {QT_TR_NOOP("Scheme"),
+                                         QT_TR_NOOP("Excluded"),
+                                         QT_TR_NOOP("Weight SQNR (dB)"),
+                                         QT_TR_NOOP("Output SQNR local (dB)"),
+                                         QT_TR_NOOP("Output SQNR accum. (dB)"),
+                                         QT_TR_NOOP("Input absmax"),
+                                         QT_TR_NOOP("Outlier score"),
+                                         QT_TR_NOOP("Mean rel. error"),
+                                         QT_TR_NOOP("Sensitivity (alone ppl)")};
+    static const char* const tips[] = {
+        QT_TR_NOOP("The scheme the recipe gives this layer (Recipe::schemeFor)"),
+        QT_TR_NOOP("Whether an exclude pattern of the recipe matches this layer"),
+        QT_TR_NOOP("SQNR of the quantized weight against the original"),
+        QT_TR_NOOP("SQNR of the quantized layer's output on full-precision inputs"),
+        QT_TR_NOOP("SQNR of the quantized model's output here against the fp model's"),
+        QT_TR_NOOP("Largest |x| of the layer's input on the calibration data"),
+        QT_TR_NOOP("Max channel absmax / median channel absmax of the input"),
+        QT_TR_NOOP("mean(|a - r| / (|r| + eps)) of the local output"),
+        QT_TR_NOOP("Perplexity with only this layer quantized")};
+    const int i = section - ModuleTreeModel::ColumnCount;
+    if (role == Qt::DisplayRole)
+        return tr(titles[i]);
+    if (role == Qt::ToolTipRole)
+        return tr(tips[i]) + (isMetricColumn(section)
+                                  ? tr("; blocks show the worst value of their layers")
+                                  : QString());
+    if (role == Qt::TextAlignmentRole && isMetricColumn(section))
+        return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+    return {};
+}
+
+} // namespace qs

@@ -1,0 +1,117 @@
+#pragma once
+
+#include "ModuleTreeModel.h"
+
+#include "analysis/LayerReport.h"
+#include "analysis/Sensitivity.h"
+#include "recipe/Recipe.h"
+
+#include <QColor>
+#include <QHash>
+
+#include <array>
+#include <vector>
+
+namespace qs {
+
+// The module tree with the recipe and the analysis laid over it: the scheme each linear gets,
+// whether it is excluded, and the per-layer metrics of LayerReport, streamed in block by block.
+// Inner nodes (blocks, attention, MLP) show the worst value of the layers below them, so a
+// collapsed tree still points at the bad block. Cells of metric columns carry a heat colour
+// scaled over all reported layers (red = worst, green = best), computed once per update.
+class LayerTreeModel : public ModuleTreeModel {
+    Q_OBJECT
+public:
+    enum LayerColumn {
+        SchemeColumn = ModuleTreeModel::ColumnCount,
+        ExcludedColumn,
+        WeightSqnrColumn, // first metric column
+        OutputSqnrLocalColumn,
+        OutputSqnrAccumulatedColumn,
+        InputAbsmaxColumn,
+        OutlierScoreColumn,
+        MeanRelativeErrorColumn,
+        SensitivityColumn, // last metric column
+        LayerColumnCount
+    };
+    static constexpr int kFirstMetricColumn = WeightSqnrColumn;
+    static constexpr int kMetricCount = SensitivityColumn - WeightSqnrColumn + 1;
+    enum LayerRole {
+        // double: the metric as reported, NaN when absent (also the SortRole of metric columns).
+        ValueRole = ModuleTreeModel::SortRole + 1,
+    };
+
+    explicit LayerTreeModel(QObject* parent = nullptr);
+
+    void setRecipe(const Recipe& recipe);
+    const Recipe& recipe() const { return m_recipe; }
+    bool hasRecipe() const { return m_hasRecipe; }
+
+    void clearLayerReports();
+    // Updates only the rows of these layers and their ancestors (plus the heat colours of every
+    // row when a column's range moved).
+    void addLayerReports(const std::vector<LayerReport>& layers);
+    void setSensitivity(const SensitivityRow& row);
+
+    // The report of a layer, nullptr before its block arrived.
+    const LayerReport* report(const QString& layerName) const;
+    // Reports in model order (the order they arrived).
+    std::vector<const LayerReport*> reports() const;
+    int reportCount() const { return static_cast<int>(m_reportOrder.size()); }
+
+    // Metric columns: the raw double, invalid QVariant when absent. Scheme: the name shown;
+    // Excluded: bool; other columns: the displayed text. Invalid for an unknown layer.
+    QVariant layerValue(const QString& layerName, int column) const;
+    // The number behind a metric column of a report (NaN where the report has none). Sensitivity
+    // is not part of the report and gives NaN.
+    static double metricOf(const LayerReport& report, int column);
+    static bool isMetricColumn(int column) {
+        return column >= kFirstMetricColumn && column < kFirstMetricColumn + kMetricCount;
+    }
+    // SQNR columns: higher is better; absmax, outlier score, error and perplexity: lower is.
+    static bool higherIsBetter(int column);
+    // Whether a node is a layer that recipes assign schemes to (kind "linear" or "head").
+    static bool isQuantizableKind(const std::string& nodeKind);
+    // The kind recipes use for a layer: the last component of its name ("q_proj", "fc1").
+    static std::string linearKind(const QString& layerName);
+
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
+
+protected:
+    void treeReset() override;
+
+private:
+    using Values = std::array<double, kMetricCount>;
+    using Heat = std::array<QColor, kMetricCount>;
+    struct Range {
+        double lo = 0.0, hi = 0.0;
+        bool valid = false;
+        bool operator==(const Range& o) const {
+            return valid == o.valid && (!valid || (lo == o.lo && hi == o.hi));
+        }
+    };
+
+    // Recomputes the worst-of-children values of the ancestors of `leaves`, the ranges and the
+    // heat colours, then announces the changed rows.
+    void valuesChanged(const std::vector<int>& leaves);
+    QColor heatColour(int metric, double value) const;
+    void recomputeHeat(int entryNumber);
+    void announceColumns(int first, int last, const QList<int>& roles);
+    QString schemeText(int entryNumber) const;
+    QString metricText(int column, double value) const;
+
+    Recipe m_recipe;
+    bool m_hasRecipe = false;
+    bool m_resetting = false; // computing inside a reset or a bulk change: no per-row signals
+    QHash<QString, LayerReport> m_reports;
+    std::vector<QString> m_reportOrder;
+    std::vector<Values> m_values; // per entry; NaN = absent
+    std::vector<Heat> m_heat;     // per entry; invalid colour = none
+    std::vector<int> m_leafCount; // per entry: reported layers at or below it
+    std::array<Range, kMetricCount> m_ranges;
+};
+
+} // namespace qs

@@ -1,0 +1,258 @@
+#include "PlotWidget.h"
+
+#include <qcustomplot.h>
+
+#include <QHash>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <numeric>
+
+namespace qs {
+
+struct PlotWidget::Private {
+    // Which series a plottable draws, and for each of its (x-sorted) data points the position of
+    // that point in the data the caller passed in.
+    struct Link {
+        int series = -1;
+        std::vector<int> order;
+    };
+    QHash<QCPAbstractPlottable*, Link> links;
+    QCPTextElement* title = nullptr;
+    QCPItemText* note = nullptr;
+};
+
+namespace {
+
+// Points sorted by x (stable), dropping those a log axis cannot show.
+std::vector<int> sortedPoints(const QVector<double>& x, const QVector<double>& y, bool logY) {
+    std::vector<int> order;
+    const int n = static_cast<int>(std::min(x.size(), y.size()));
+    for (int i = 0; i < n; ++i) {
+        if (std::isnan(x[i]) || std::isnan(y[i]) || (logY && !(y[i] > 0)))
+            continue;
+        order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return x[a] < x[b]; });
+    return order;
+}
+
+} // namespace
+
+PlotWidget::PlotWidget(QWidget* parent)
+    : QWidget(parent), m_plot(new QCustomPlot(this)), d(std::make_unique<Private>()) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_plot);
+    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_plot->legend->setVisible(false);
+    QFont legendFont = font();
+    legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
+    m_plot->legend->setFont(legendFont);
+    m_plot->legend->setBrush(QColor(255, 255, 255, 200));
+    m_plot->setMinimumSize(200, 150);
+    connect(m_plot, &QCustomPlot::plottableClick, this,
+            [this](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) {
+                const auto it = d->links.constFind(plottable);
+                if (it == d->links.constEnd() || dataIndex < 0 ||
+                    dataIndex >= static_cast<int>(it->order.size()))
+                    return;
+                clickPoint(it->series, it->order[size_t(dataIndex)]);
+            });
+}
+
+PlotWidget::~PlotWidget() = default;
+
+void PlotWidget::clear() {
+    m_plot->clearPlottables();
+    m_plot->clearItems();
+    d->links.clear();
+    d->note = nullptr;
+    m_series.clear();
+    m_verticalLines = 0;
+    m_note.clear();
+}
+
+void PlotWidget::setTitle(const QString& title) {
+    m_title = title;
+    if (!d->title) {
+        m_plot->plotLayout()->insertRow(0);
+        d->title = new QCPTextElement(m_plot, title, QFont(font().family(), -1, QFont::Bold));
+        m_plot->plotLayout()->addElement(0, 0, d->title);
+    }
+    d->title->setText(title);
+}
+
+void PlotWidget::setAxisLabels(const QString& x, const QString& y) {
+    m_plot->xAxis->setLabel(x);
+    m_plot->yAxis->setLabel(y);
+}
+
+void PlotWidget::setLegendVisible(bool visible) {
+    m_plot->legend->setVisible(visible);
+}
+
+void PlotWidget::setLogY(bool logY) {
+    m_logY = logY;
+    m_plot->yAxis->setScaleType(logY ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (logY)
+        m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    else
+        m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+}
+
+void PlotWidget::setIntegerX(bool integer) {
+    if (integer) {
+        QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+        ticker->setTickStep(1.0);
+        ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+        m_plot->xAxis->setTicker(ticker);
+    } else {
+        m_plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    }
+}
+
+int PlotWidget::addSeries(Series series) {
+    m_series.push_back(std::move(series));
+    return static_cast<int>(m_series.size()) - 1;
+}
+
+int PlotWidget::addLineSeries(const QString& name, const QVector<double>& x,
+                              const QVector<double>& y, const QColor& colour, bool markers) {
+    const int id = addSeries({SeriesType::Line, name, x, y, {}});
+    const std::vector<int> order = sortedPoints(x, y, m_logY);
+    QVector<double> xs, ys;
+    for (int i : order) {
+        xs.push_back(x[i]);
+        ys.push_back(y[i]);
+    }
+    QCPGraph* graph = m_plot->addGraph();
+    graph->setName(name);
+    graph->setPen(QPen(colour, 1.5));
+    if (markers)
+        graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, colour, colour, 6));
+    graph->setData(xs, ys, true);
+    d->links.insert(graph, {id, order});
+    return id;
+}
+
+int PlotWidget::addScatter(const QString& name, const QVector<double>& x, const QVector<double>& y,
+                           const QColor& colour, double size) {
+    const int id = addSeries({SeriesType::Scatter, name, x, y, {}});
+    const std::vector<int> order = sortedPoints(x, y, m_logY);
+    QVector<double> xs, ys;
+    for (int i : order) {
+        xs.push_back(x[i]);
+        ys.push_back(y[i]);
+    }
+    QCPGraph* graph = m_plot->addGraph();
+    graph->setName(name);
+    graph->setLineStyle(QCPGraph::lsNone);
+    graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colour, colour, size));
+    graph->setData(xs, ys, true);
+    d->links.insert(graph, {id, order});
+    return id;
+}
+
+int PlotWidget::setBand(const QString& name, const QVector<double>& x, const QVector<double>& lower,
+                        const QVector<double>& upper, const QColor& colour) {
+    const int id = addSeries({SeriesType::Band, name, x, lower, upper});
+    QColor edge = colour;
+    edge.setAlpha(140);
+    QColor fill = colour;
+    fill.setAlpha(60);
+    QCPGraph* low = m_plot->addGraph();
+    low->setPen(QPen(edge, 1));
+    low->setData(x, lower, true);
+    low->removeFromLegend();
+    QCPGraph* high = m_plot->addGraph();
+    high->setName(name);
+    high->setPen(QPen(edge, 1));
+    high->setBrush(fill);
+    high->setChannelFillGraph(low);
+    high->setData(x, upper, true);
+    return id;
+}
+
+int PlotWidget::addHistogram(const QString& name, double lo, double hi,
+                             const std::vector<int64_t>& counts, const QColor& colour) {
+    Series s{SeriesType::Bars, name, {}, {}, {}};
+    const int bins = static_cast<int>(counts.size());
+    const double width = bins > 0 ? (hi - lo) / bins : 1.0;
+    for (int i = 0; i < bins; ++i) {
+        s.x.push_back(lo + (i + 0.5) * width);
+        s.y.push_back(static_cast<double>(counts[size_t(i)]));
+    }
+    auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
+    bars->setName(name);
+    bars->setWidth(width);
+    QColor fill = colour;
+    fill.setAlpha(110);
+    bars->setBrush(fill);
+    bars->setPen(Qt::NoPen);
+    if (m_logY) {
+        // Empty bins have no logarithm: leave them out.
+        QVector<double> xs, ys;
+        for (int i = 0; i < bins; ++i)
+            if (s.y[i] > 0) {
+                xs.push_back(s.x[i]);
+                ys.push_back(s.y[i]);
+            }
+        bars->setData(xs, ys, true);
+    } else {
+        bars->setData(s.x, s.y, true);
+    }
+    return addSeries(std::move(s));
+}
+
+void PlotWidget::addVerticalLines(const QVector<double>& x, const QColor& colour) {
+    for (double v : x) {
+        auto* line = new QCPItemStraightLine(m_plot);
+        line->point1->setCoords(v, 0.0);
+        line->point2->setCoords(v, 1.0);
+        line->setPen(QPen(colour, 0));
+        line->setClipToAxisRect(true);
+        ++m_verticalLines;
+    }
+}
+
+void PlotWidget::setNote(const QString& text) {
+    m_note = text;
+    if (!d->note) {
+        d->note = new QCPItemText(m_plot);
+        d->note->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        d->note->position->setType(QCPItemPosition::ptAxisRectRatio);
+        d->note->position->setCoords(0.01, 0.01);
+        d->note->setColor(QColor(90, 90, 90));
+        d->note->setBrush(QColor(255, 255, 255, 190));
+        d->note->setPadding(QMargins(3, 1, 3, 1));
+    }
+    d->note->setText(text);
+    d->note->setVisible(!text.isEmpty());
+}
+
+void PlotWidget::rescaleAndReplot() {
+    m_plot->rescaleAxes();
+    // A little room around the data so points on the edge stay clickable and visible.
+    QCPRange x = m_plot->xAxis->range();
+    const double xPad = x.size() > 0 ? x.size() * 0.03 : 0.5;
+    m_plot->xAxis->setRange(x.lower - xPad, x.upper + xPad);
+    if (m_logY) {
+        m_plot->yAxis->scaleRange(1.15);
+    } else {
+        QCPRange y = m_plot->yAxis->range();
+        const double yPad = y.size() > 0 ? y.size() * 0.05 : 0.5;
+        m_plot->yAxis->setRange(y.lower - yPad, y.upper + yPad);
+    }
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void PlotWidget::clickPoint(int series, int point) {
+    if (series < 0 || series >= seriesCount() || point < 0 ||
+        point >= m_series[size_t(series)].x.size())
+        return;
+    if (m_clickHandler)
+        m_clickHandler(series, point);
+}
+
+} // namespace qs

@@ -1,0 +1,256 @@
+#include "RecipeDocument.h"
+
+#include "quant/SchemeRegistry.h"
+#include "recipe/LayerPattern.h"
+#include "util/Error.h"
+
+#include <QUndoCommand>
+#include <QUndoStack>
+
+namespace qs {
+
+const QString RecipeDocument::NoScheme = QStringLiteral("none");
+
+namespace {
+
+enum MergeId {
+    MergeCalibrationSamples = 1,
+    MergeCalibrationSeqLen,
+    MergeCalibrationSeed,
+    MergeCalibrationData,
+    MergeEvaluationData,
+    MergeEvaluationSeqLen,
+    MergeEvaluationMaxWindows,
+};
+
+std::optional<quant::QuantScheme> schemeOrNone(const QString& name) {
+    if (name.isEmpty() || name == RecipeDocument::NoScheme)
+        return std::nullopt;
+    return quant::resolveScheme(name.toStdString());
+}
+
+quant::QuantScheme requiredScheme(const QString& name) {
+    std::optional<quant::QuantScheme> scheme = schemeOrNone(name);
+    if (!scheme)
+        throw Error("recipe", "scheme", "an override needs a scheme");
+    return *scheme;
+}
+
+std::string checkedPattern(const QString& pattern, const char* field) {
+    const std::string p = pattern.trimmed().toStdString();
+    validateLayerPattern(p, "recipe", field);
+    return p;
+}
+
+} // namespace
+
+// One recipe edit: the whole recipe before and after (recipes are small), so undo is exact.
+class RecipeEditCommand : public QUndoCommand {
+public:
+    RecipeEditCommand(RecipeDocument* document, Recipe before, Recipe after, const QString& text,
+                      int mergeId)
+        : QUndoCommand(text), m_document(document), m_before(std::move(before)),
+          m_after(std::move(after)), m_mergeId(mergeId) {}
+
+    void undo() override { m_document->apply(m_before); }
+    void redo() override { m_document->apply(m_after); }
+    int id() const override { return m_mergeId; }
+    bool mergeWith(const QUndoCommand* other) override {
+        if (other->id() != id() || id() < 0)
+            return false;
+        m_after = static_cast<const RecipeEditCommand*>(other)->m_after;
+        setObsolete(m_after.toOrderedJson() == m_before.toOrderedJson());
+        return true;
+    }
+
+private:
+    RecipeDocument* m_document;
+    Recipe m_before;
+    Recipe m_after;
+    int m_mergeId;
+};
+
+RecipeDocument::RecipeDocument(QObject* parent) : QObject(parent), m_undo(new QUndoStack(this)) {
+    qRegisterMetaType<qs::Recipe>();
+}
+
+RecipeDocument::~RecipeDocument() = default;
+
+void RecipeDocument::push(const Recipe& after, const QString& text, int mergeId) {
+    // Compared as written (JSON), not by Recipe::operator==, which treats schemes with the same
+    // numerics as equal even when their names differ.
+    if (after.toOrderedJson() == m_recipe.toOrderedJson())
+        return;
+    after.validate("recipe");
+    m_undo->push(new RecipeEditCommand(this, m_recipe, after, text, mergeId));
+}
+
+void RecipeDocument::apply(const Recipe& recipe) {
+    m_recipe = recipe;
+    Q_EMIT recipeChanged(m_recipe);
+}
+
+void RecipeDocument::setRecipe(const Recipe& recipe, const QString& text) {
+    recipe.validate("recipe");
+    push(recipe, text);
+}
+
+void RecipeDocument::load(const QString& path) {
+    const Recipe loaded = Recipe::load(path.toStdString());
+    push(loaded, tr("open recipe %1").arg(path));
+}
+
+void RecipeDocument::save(const QString& path) const {
+    m_recipe.save(path.toStdString());
+}
+
+void RecipeDocument::setGlobalScheme(const QString& name) {
+    Recipe r = m_recipe;
+    r.global = schemeOrNone(name);
+    push(r, tr("global scheme %1").arg(name));
+}
+
+void RecipeDocument::addOverride(const QString& pattern, const QString& scheme) {
+    Recipe r = m_recipe;
+    r.layerOverrides.push_back({checkedPattern(pattern, "layer_overrides"),
+                                requiredScheme(scheme)});
+    push(r, tr("override %1 → %2").arg(pattern.trimmed(), scheme));
+}
+
+void RecipeDocument::editOverride(int index, const QString& pattern, const QString& scheme) {
+    if (index < 0 || index >= static_cast<int>(m_recipe.layerOverrides.size()))
+        return;
+    Recipe r = m_recipe;
+    r.layerOverrides[static_cast<size_t>(index)] = {checkedPattern(pattern, "layer_overrides"),
+                                                    requiredScheme(scheme)};
+    push(r, tr("edit override %1 → %2").arg(pattern.trimmed(), scheme));
+}
+
+void RecipeDocument::removeOverride(int index) {
+    if (index < 0 || index >= static_cast<int>(m_recipe.layerOverrides.size()))
+        return;
+    Recipe r = m_recipe;
+    const QString pattern = QString::fromStdString(r.layerOverrides[size_t(index)].pattern);
+    r.layerOverrides.erase(r.layerOverrides.begin() + index);
+    push(r, tr("remove override %1").arg(pattern));
+}
+
+void RecipeDocument::addExclusion(const QString& pattern) {
+    const std::string p = checkedPattern(pattern, "exclude");
+    if (std::find(m_recipe.exclude.begin(), m_recipe.exclude.end(), p) != m_recipe.exclude.end())
+        return; // already excluded
+    Recipe r = m_recipe;
+    r.exclude.push_back(p);
+    push(r, tr("exclude %1").arg(QString::fromStdString(p)));
+}
+
+void RecipeDocument::removeExclusion(int index) {
+    if (index < 0 || index >= static_cast<int>(m_recipe.exclude.size()))
+        return;
+    Recipe r = m_recipe;
+    const QString pattern = QString::fromStdString(r.exclude[size_t(index)]);
+    r.exclude.erase(r.exclude.begin() + index);
+    push(r, tr("remove exclusion %1").arg(pattern));
+}
+
+void RecipeDocument::excludeLayer(const QString& layerName) {
+    addExclusion(exactLayerPattern(layerName));
+}
+
+void RecipeDocument::setLayerTypeOverride(const QString& kind, const QString& scheme) {
+    const std::string k = kind.trimmed().toStdString();
+    if (k.empty())
+        throw Error("recipe", "layer_type_overrides", "no layer kind given");
+    Recipe r = m_recipe;
+    if (const std::optional<quant::QuantScheme> s = schemeOrNone(scheme))
+        r.layerTypeOverrides[k] = *s;
+    else
+        r.layerTypeOverrides.erase(k);
+    push(r, tr("%1 layers → %2").arg(kind.trimmed(), scheme));
+}
+
+void RecipeDocument::setKvCacheFp8(bool fp8) {
+    Recipe r = m_recipe;
+    r.kvCache = fp8 ? std::optional<quant::QuantSpec>(fp8KvCacheSpec()) : std::nullopt;
+    push(r, fp8 ? tr("KV cache fp8") : tr("KV cache unquantized"));
+}
+
+void RecipeDocument::setCalibrationData(const QString& path) {
+    Recipe r = m_recipe;
+    r.calibration.dataPath = path.toStdString();
+    push(r, tr("calibration data"), MergeCalibrationData);
+}
+
+void RecipeDocument::setCalibrationSamples(qint64 samples) {
+    Recipe r = m_recipe;
+    r.calibration.numSamples = samples;
+    r.validate("recipe");
+    push(r, tr("calibration samples %1").arg(samples), MergeCalibrationSamples);
+}
+
+void RecipeDocument::setCalibrationSeqLen(qint64 seqLen) {
+    Recipe r = m_recipe;
+    r.calibration.seqLen = seqLen;
+    r.validate("recipe");
+    push(r, tr("calibration sequence length %1").arg(seqLen), MergeCalibrationSeqLen);
+}
+
+void RecipeDocument::setCalibrationSeed(quint64 seed) {
+    Recipe r = m_recipe;
+    r.calibration.seed = seed;
+    push(r, tr("calibration seed %1").arg(seed), MergeCalibrationSeed);
+}
+
+void RecipeDocument::setEvaluationData(const QString& path) {
+    Recipe r = m_recipe;
+    r.evaluation.dataPath = path.toStdString();
+    push(r, tr("evaluation data"), MergeEvaluationData);
+}
+
+void RecipeDocument::setEvaluationSeqLen(qint64 seqLen) {
+    Recipe r = m_recipe;
+    r.evaluation.seqLen = seqLen;
+    r.validate("recipe");
+    push(r, tr("evaluation sequence length %1").arg(seqLen), MergeEvaluationSeqLen);
+}
+
+void RecipeDocument::setEvaluationMaxWindows(qint64 maxWindows) {
+    Recipe r = m_recipe;
+    r.evaluation.maxWindows = maxWindows;
+    r.validate("recipe");
+    push(r, tr("evaluation windows %1").arg(maxWindows), MergeEvaluationMaxWindows);
+}
+
+void RecipeDocument::setUnfitPolicy(const QString& policy) {
+    Recipe r = m_recipe;
+    r.unfitPolicy = policy.toStdString();
+    r.validate("recipe");
+    push(r, tr("unfit policy %1").arg(policy));
+}
+
+QString RecipeDocument::schemeLabel(const std::optional<quant::QuantScheme>& scheme) {
+    if (!scheme)
+        return NoScheme;
+    if (!scheme->name.empty())
+        return QString::fromStdString(scheme->name);
+    return scheme->description.empty() ? tr("custom")
+                                       : QString::fromStdString(scheme->description);
+}
+
+QString RecipeDocument::exactLayerPattern(const QString& layerName) {
+    QString pattern;
+    pattern.reserve(layerName.size());
+    for (const QChar c : layerName) {
+        // A ']' outside a set is literal already; once '[' is escaped no set can open.
+        if (c == QLatin1Char('[') || c == QLatin1Char('?') || c == QLatin1Char('*')) {
+            pattern += QLatin1Char('[');
+            pattern += c;
+            pattern += QLatin1Char(']');
+        } else {
+            pattern += c;
+        }
+    }
+    return pattern;
+}
+
+} // namespace qs

@@ -1,0 +1,468 @@
+#include "RecipePanel.h"
+
+#include "RecipeDocument.h"
+#include "RecipeExclusionsModel.h"
+#include "RecipeOverridesModel.h"
+#include "quant/SchemeRegistry.h"
+#include "recipe/AlgorithmCatalog.h"
+#include "recipe/LayerPattern.h"
+#include "util/Error.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListView>
+#include <QListWidget>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <set>
+
+namespace qs {
+
+namespace {
+
+const char* const NotImplementedTip = "not implemented in the engine yet";
+constexpr int PreviewLimit = 500; // more rows than this only slow the list down
+
+// The parameter names of an algorithm. AlgorithmCatalog keeps its table private and lists the
+// valid names only in the error for an unknown parameter, so ask it that way.
+QStringList algorithmParameters(const std::string& name) {
+    try {
+        validateAlgorithmParams(name, nlohmann::json{{"\x01", 0}}, "catalog", name);
+    } catch (const Error& e) {
+        const QString reason = QString::fromStdString(e.reason());
+        const int start = reason.indexOf(QLatin1String("(known: "));
+        if (start >= 0 && reason.endsWith(QLatin1Char(')'))) {
+            const int from = start + 8;
+            return reason.mid(from, reason.size() - from - 1)
+                .split(QStringLiteral(", "), Qt::SkipEmptyParts);
+        }
+    }
+    return {};
+}
+
+void selectData(QComboBox* box, const QString& value) {
+    const QSignalBlocker blocker(box);
+    box->setCurrentIndex(box->findData(value));
+}
+
+QSpinBox* makeSpinBox(int min, int max, QWidget* parent) {
+    auto* box = new QSpinBox(parent);
+    box->setRange(min, max);
+    box->setKeyboardTracking(false); // one edit per value entered, not per digit
+    return box;
+}
+
+} // namespace
+
+RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
+    : QWidget(parent), m_document(document), m_overrides(new RecipeOverridesModel(this)),
+      m_exclusions(new RecipeExclusionsModel(this)) {
+    setObjectName(QStringLiteral("recipePanel"));
+    auto* content = new QWidget;
+    auto* layout = new QVBoxLayout(content);
+    layout->addWidget(createSchemeGroup());
+    layout->addWidget(createPatternGroup());
+    layout->addWidget(createDataGroup());
+    layout->addWidget(createAlgorithmGroup());
+    layout->addStretch(1);
+
+    m_message = new QLabel(this);
+    m_message->setObjectName(QStringLiteral("recipeMessage"));
+    m_message->setWordWrap(true);
+    m_message->setStyleSheet(QStringLiteral("color: #b00020"));
+    m_message->hide();
+
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(m_message);
+    outer->addWidget(scroll, 1);
+
+    connect(m_document, &RecipeDocument::recipeChanged, this, &RecipePanel::followRecipe);
+    followRecipe(m_document->recipe());
+}
+
+void RecipePanel::fillSchemeBox(QComboBox* box) {
+    box->clear();
+    box->addItem(RecipeDocument::NoScheme, RecipeDocument::NoScheme);
+    box->setItemData(0, tr("No quantization"), Qt::ToolTipRole);
+    for (const bool legacy : {false, true}) {
+        if (legacy)
+            box->insertSeparator(box->count());
+        for (const quant::SchemeName& s : quant::schemeNames()) {
+            if (s.legacy != legacy)
+                continue;
+            const QString name = QString::fromStdString(s.name);
+            box->addItem(name, name);
+            box->setItemData(box->count() - 1,
+                             QString::fromStdString(s.description) +
+                                 (legacy ? tr(" (legacy Quark name)") : QString()),
+                             Qt::ToolTipRole);
+        }
+    }
+}
+
+template <typename Edit> void RecipePanel::edit(Edit&& editFn) {
+    try {
+        editFn();
+        m_message->hide();
+    } catch (const Error& e) {
+        m_message->setText(QString::fromStdString(e.what()));
+        m_message->show();
+        followRecipe(m_document->recipe()); // put the widget back to what the recipe says
+    }
+}
+
+QWidget* RecipePanel::createSchemeGroup() {
+    auto* group = new QGroupBox(tr("Quantization"));
+    m_global = new QComboBox(group);
+    m_global->setObjectName(QStringLiteral("globalScheme"));
+    fillSchemeBox(m_global);
+    m_global->setToolTip(tr("Scheme for every linear layer not excluded or overridden"));
+    connect(m_global, &QComboBox::activated, this, [this] {
+        edit([this] { m_document->setGlobalScheme(m_global->currentData().toString()); });
+    });
+
+    m_kvCache = new QComboBox(group);
+    m_kvCache->addItem(tr("none"), QStringLiteral("none"));
+    m_kvCache->addItem(tr("fp8 (E4M3, per tensor, static)"), QStringLiteral("fp8"));
+    m_kvCache->setToolTip(tr("Quantizes the output of every k_proj and v_proj"));
+    connect(m_kvCache, &QComboBox::activated, this, [this] {
+        edit([this] {
+            m_document->setKvCacheFp8(m_kvCache->currentData().toString() ==
+                                      QLatin1String("fp8"));
+        });
+    });
+
+    m_unfit = new QComboBox(group);
+    for (const std::string& policy : Recipe::knownUnfitPolicies())
+        m_unfit->addItem(QString::fromStdString(policy), QString::fromStdString(policy));
+    m_unfit->setToolTip(tr("error: stop on a layer whose shape the scheme cannot take; skip: "
+                           "leave such layers unquantized"));
+    connect(m_unfit, &QComboBox::activated, this, [this] {
+        edit([this] { m_document->setUnfitPolicy(m_unfit->currentData().toString()); });
+    });
+
+    auto* form = new QFormLayout(group);
+    form->addRow(tr("Global scheme:"), m_global);
+    form->addRow(tr("KV cache:"), m_kvCache);
+    form->addRow(tr("Unfit layers:"), m_unfit);
+    return group;
+}
+
+QWidget* RecipePanel::createPatternGroup() {
+    auto* group = new QGroupBox(tr("Overrides and exclusions"));
+    m_pattern = new QLineEdit(group);
+    m_pattern->setObjectName(QStringLiteral("layerPattern"));
+    m_pattern->setPlaceholderText(tr("*down_proj, model.layers.1[0-5].*, re:.*\\.0\\..*"));
+    m_pattern->setClearButtonEnabled(true);
+    m_pattern->setToolTip(tr("fnmatch pattern over full layer names, or re:<regex> (full "
+                             "match)"));
+    m_previewLabel = new QLabel(group);
+    m_preview = new QListWidget(group);
+    m_preview->setObjectName(QStringLiteral("patternPreview"));
+    m_preview->setMaximumHeight(110);
+    m_preview->setSelectionMode(QAbstractItemView::NoSelection);
+    connect(m_pattern, &QLineEdit::textChanged, this, &RecipePanel::updatePreview);
+
+    m_overrideScheme = new QComboBox(group);
+    fillSchemeBox(m_overrideScheme);
+    m_overrideScheme->removeItem(0); // an override always names a scheme
+    m_addOverride = new QPushButton(tr("Override"), group);
+    m_addOverride->setToolTip(tr("Give the layers matching the pattern this scheme (the last "
+                                 "matching override wins)"));
+    m_exclude = new QPushButton(tr("Exclude"), group);
+    m_exclude->setToolTip(tr("Leave the layers matching the pattern unquantized"));
+    connect(m_addOverride, &QPushButton::clicked, this, [this] {
+        edit([this] {
+            m_document->addOverride(m_pattern->text(), m_overrideScheme->currentData().toString());
+        });
+    });
+    connect(m_exclude, &QPushButton::clicked, this,
+            [this] { edit([this] { m_document->addExclusion(m_pattern->text()); }); });
+
+    m_overridesView = new QTableView(group);
+    m_overridesView->setObjectName(QStringLiteral("overridesView"));
+    m_overridesView->setModel(m_overrides);
+    m_overridesView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_overridesView->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_overridesView->horizontalHeader()->setStretchLastSection(true);
+    m_overridesView->verticalHeader()->hide();
+    m_overridesView->setMaximumHeight(120);
+    auto* removeOverride = new QPushButton(tr("Remove"), group);
+    connect(removeOverride, &QPushButton::clicked, this, [this] {
+        const QModelIndex current = m_overridesView->currentIndex();
+        if (current.isValid())
+            edit([this, current] { m_document->removeOverride(current.row()); });
+    });
+    // Picking an override puts it back into the editor, so it can be refined and re-added.
+    connect(m_overridesView, &QTableView::clicked, this, [this](const QModelIndex& index) {
+        m_pattern->setText(index.siblingAtColumn(RecipeOverridesModel::PatternColumn)
+                               .data()
+                               .toString());
+        const int scheme = m_overrideScheme->findData(
+            index.siblingAtColumn(RecipeOverridesModel::SchemeColumn).data());
+        if (scheme >= 0)
+            m_overrideScheme->setCurrentIndex(scheme);
+    });
+
+    m_exclusionsView = new QListView(group);
+    m_exclusionsView->setObjectName(QStringLiteral("exclusionsView"));
+    m_exclusionsView->setModel(m_exclusions);
+    m_exclusionsView->setMaximumHeight(100);
+    auto* removeExclusion = new QPushButton(tr("Remove"), group);
+    connect(removeExclusion, &QPushButton::clicked, this, [this] {
+        const QModelIndex current = m_exclusionsView->currentIndex();
+        if (current.isValid())
+            edit([this, current] { m_document->removeExclusion(current.row()); });
+    });
+    connect(m_exclusionsView, &QListView::clicked, this,
+            [this](const QModelIndex& index) { m_pattern->setText(index.data().toString()); });
+
+    m_typeKind = new QComboBox(group);
+    m_typeKind->setToolTip(tr("Linear kind: the last part of the layer names"));
+    m_typeScheme = new QComboBox(group);
+    fillSchemeBox(m_typeScheme);
+    m_typeScheme->setItemText(0, tr("(no type override)"));
+    auto* setType = new QPushButton(tr("Set"), group);
+    connect(setType, &QPushButton::clicked, this, [this] {
+        edit([this] {
+            m_document->setLayerTypeOverride(m_typeKind->currentText(),
+                                             m_typeScheme->currentData().toString());
+        });
+    });
+    m_typeOverrides = new QLabel(group);
+    m_typeOverrides->setWordWrap(true);
+
+    auto* actions = new QHBoxLayout;
+    actions->addWidget(m_overrideScheme, 1);
+    actions->addWidget(m_addOverride);
+    actions->addWidget(m_exclude);
+    auto* typeRow = new QHBoxLayout;
+    typeRow->addWidget(m_typeKind);
+    typeRow->addWidget(m_typeScheme, 1);
+    typeRow->addWidget(setType);
+
+    auto* layout = new QVBoxLayout(group);
+    layout->addWidget(new QLabel(tr("Layer pattern:"), group));
+    layout->addWidget(m_pattern);
+    layout->addWidget(m_previewLabel);
+    layout->addWidget(m_preview);
+    layout->addLayout(actions);
+    auto* overridesTitle = new QHBoxLayout;
+    overridesTitle->addWidget(new QLabel(tr("Overrides (last match wins):"), group), 1);
+    overridesTitle->addWidget(removeOverride);
+    layout->addLayout(overridesTitle);
+    layout->addWidget(m_overridesView);
+    auto* exclusionsTitle = new QHBoxLayout;
+    exclusionsTitle->addWidget(new QLabel(tr("Excluded (never quantized):"), group), 1);
+    exclusionsTitle->addWidget(removeExclusion);
+    layout->addLayout(exclusionsTitle);
+    layout->addWidget(m_exclusionsView);
+    layout->addWidget(new QLabel(tr("Per layer kind:"), group));
+    layout->addLayout(typeRow);
+    layout->addWidget(m_typeOverrides);
+    updatePreview();
+    return group;
+}
+
+QWidget* RecipePanel::createDataGroup() {
+    auto* group = new QGroupBox(tr("Data"));
+    m_calibData = new QLineEdit(group);
+    m_calibData->setObjectName(QStringLiteral("calibrationData"));
+    m_calibData->setPlaceholderText(tr("calibration text (UTF-8)"));
+    connect(m_calibData, &QLineEdit::editingFinished, this, [this] {
+        edit([this] { m_document->setCalibrationData(m_calibData->text().trimmed()); });
+    });
+    auto* browseCalib = new QPushButton(tr("…"), group);
+    browseCalib->setToolTip(tr("Choose the calibration text file"));
+    connect(browseCalib, &QPushButton::clicked, this, [this] {
+        const QString path = chooseTextFile(tr("Calibration Text"), m_calibData->text());
+        if (!path.isEmpty())
+            edit([this, path] { m_document->setCalibrationData(path); });
+    });
+    m_calibSamples = makeSpinBox(1, 1 << 20, group);
+    connect(m_calibSamples, &QSpinBox::valueChanged, this,
+            [this](int v) { edit([this, v] { m_document->setCalibrationSamples(v); }); });
+    m_calibSeqLen = makeSpinBox(1, 1 << 20, group);
+    connect(m_calibSeqLen, &QSpinBox::valueChanged, this,
+            [this](int v) { edit([this, v] { m_document->setCalibrationSeqLen(v); }); });
+    m_calibSeed = makeSpinBox(0, std::numeric_limits<int>::max(), group);
+    connect(m_calibSeed, &QSpinBox::valueChanged, this, [this](int v) {
+        edit([this, v] { m_document->setCalibrationSeed(static_cast<quint64>(v)); });
+    });
+
+    m_evalData = new QLineEdit(group);
+    m_evalData->setObjectName(QStringLiteral("evaluationData"));
+    m_evalData->setPlaceholderText(tr("evaluation text (UTF-8)"));
+    connect(m_evalData, &QLineEdit::editingFinished, this, [this] {
+        edit([this] { m_document->setEvaluationData(m_evalData->text().trimmed()); });
+    });
+    auto* browseEval = new QPushButton(tr("…"), group);
+    browseEval->setToolTip(tr("Choose the evaluation text file"));
+    connect(browseEval, &QPushButton::clicked, this, [this] {
+        const QString path = chooseTextFile(tr("Evaluation Text"), m_evalData->text());
+        if (!path.isEmpty())
+            edit([this, path] { m_document->setEvaluationData(path); });
+    });
+    m_evalSeqLen = makeSpinBox(0, 1 << 20, group);
+    m_evalSeqLen->setSpecialValueText(tr("model context"));
+    connect(m_evalSeqLen, &QSpinBox::valueChanged, this,
+            [this](int v) { edit([this, v] { m_document->setEvaluationSeqLen(v); }); });
+    m_evalWindows = makeSpinBox(0, 1 << 24, group);
+    m_evalWindows->setSpecialValueText(tr("all"));
+    connect(m_evalWindows, &QSpinBox::valueChanged, this,
+            [this](int v) { edit([this, v] { m_document->setEvaluationMaxWindows(v); }); });
+
+    auto* calibRow = new QHBoxLayout;
+    calibRow->addWidget(m_calibData, 1);
+    calibRow->addWidget(browseCalib);
+    auto* evalRow = new QHBoxLayout;
+    evalRow->addWidget(m_evalData, 1);
+    evalRow->addWidget(browseEval);
+    auto* form = new QFormLayout(group);
+    form->addRow(tr("Calibration:"), calibRow);
+    form->addRow(tr("Samples:"), m_calibSamples);
+    form->addRow(tr("Sequence length:"), m_calibSeqLen);
+    form->addRow(tr("Seed:"), m_calibSeed);
+    form->addRow(tr("Evaluation:"), evalRow);
+    form->addRow(tr("Eval sequence length:"), m_evalSeqLen);
+    form->addRow(tr("Eval windows:"), m_evalWindows);
+    return group;
+}
+
+QWidget* RecipePanel::createAlgorithmGroup() {
+    auto* group = new QGroupBox(tr("Algorithms"));
+    group->setToolTip(tr(NotImplementedTip));
+    auto* layout = new QVBoxLayout(group);
+    for (const std::string& name : knownAlgorithmNames()) {
+        auto* box = new QCheckBox(QString::fromStdString(name), group);
+        box->setObjectName(QStringLiteral("algorithm_") + QString::fromStdString(name));
+        box->setEnabled(false);
+        box->setToolTip(tr(NotImplementedTip));
+        auto* params = new QLabel(algorithmParameters(name).join(QStringLiteral(", ")), group);
+        params->setWordWrap(true);
+        params->setEnabled(false);
+        params->setToolTip(tr(NotImplementedTip));
+        params->setIndent(20);
+        layout->addWidget(box);
+        layout->addWidget(params);
+        m_algorithmWidgets << box << params;
+    }
+    return group;
+}
+
+void RecipePanel::setModelInfo(const ModelInfo& info) {
+    std::vector<const ModuleNode*> linears;
+    info.tree.collect("linear", linears);
+    m_linears.clear();
+    std::set<std::string> kinds;
+    for (const ModuleNode* node : linears) {
+        m_linears << QString::fromStdString(node->name);
+        kinds.insert(layerKindOf(node->name));
+    }
+    m_typeKind->clear();
+    for (const std::string& kind : kinds)
+        m_typeKind->addItem(QString::fromStdString(kind));
+    m_exclusions->setLayerNames(m_linears);
+    updatePreview();
+}
+
+void RecipePanel::clearModel() {
+    setModelInfo(ModelInfo{});
+}
+
+QStringList RecipePanel::matchingLayers(const QString& pattern) const {
+    const std::string p = pattern.trimmed().toStdString();
+    QStringList out;
+    try {
+        validateLayerPattern(p, "pattern", "pattern");
+    } catch (const Error&) {
+        return out;
+    }
+    for (const QString& layer : m_linears)
+        if (matchesLayerPattern(p, layer.toStdString()))
+            out << layer;
+    return out;
+}
+
+void RecipePanel::updatePreview() {
+    const QString pattern = m_pattern->text().trimmed();
+    m_preview->clear();
+    bool valid = !pattern.isEmpty();
+    if (valid) {
+        try {
+            validateLayerPattern(pattern.toStdString(), "pattern", "pattern");
+        } catch (const Error& e) {
+            valid = false;
+            m_previewLabel->setText(QString::fromStdString(e.reason()));
+        }
+    } else {
+        m_previewLabel->setText(tr("Type a pattern to see the layers it matches."));
+    }
+    m_addOverride->setEnabled(valid);
+    m_exclude->setEnabled(valid);
+    if (!valid)
+        return;
+    const QStringList matches = matchingLayers(pattern);
+    m_previewLabel->setText(tr("Matches %n of %1 linear layer(s):", nullptr, int(matches.size()))
+                                .arg(m_linears.size()));
+    for (int i = 0; i < matches.size() && i < PreviewLimit; ++i)
+        m_preview->addItem(matches[i]);
+    if (matches.size() > PreviewLimit)
+        m_preview->addItem(tr("… and %1 more").arg(matches.size() - PreviewLimit));
+}
+
+void RecipePanel::followRecipe(const Recipe& recipe) {
+    selectData(m_global, RecipeDocument::schemeLabel(recipe.global));
+    selectData(m_kvCache, recipe.kvCache ? QStringLiteral("fp8") : QStringLiteral("none"));
+    selectData(m_unfit, QString::fromStdString(recipe.unfitPolicy));
+    m_overrides->setRecipe(recipe);
+    m_exclusions->setRecipe(recipe);
+    QStringList types;
+    for (const auto& [kind, scheme] : recipe.layerTypeOverrides)
+        types << QStringLiteral("%1 → %2").arg(QString::fromStdString(kind),
+                                               RecipeDocument::schemeLabel(scheme));
+    m_typeOverrides->setText(types.isEmpty() ? tr("No per-kind overrides.")
+                                             : types.join(QStringLiteral("; ")));
+
+    auto setSpin = [](QSpinBox* box, int64_t value) {
+        const QSignalBlocker blocker(box);
+        box->setValue(static_cast<int>(std::min<int64_t>(value, box->maximum())));
+    };
+    auto setText = [](QLineEdit* edit, const std::string& text) {
+        const QSignalBlocker blocker(edit);
+        edit->setText(QString::fromStdString(text));
+    };
+    setText(m_calibData, recipe.calibration.dataPath);
+    setSpin(m_calibSamples, recipe.calibration.numSamples);
+    setSpin(m_calibSeqLen, recipe.calibration.seqLen);
+    setSpin(m_calibSeed, static_cast<int64_t>(recipe.calibration.seed));
+    setText(m_evalData, recipe.evaluation.dataPath);
+    setSpin(m_evalSeqLen, recipe.evaluation.seqLen);
+    setSpin(m_evalWindows, recipe.evaluation.maxWindows);
+}
+
+QString RecipePanel::chooseTextFile(const QString& title, const QString& current) {
+    const QString start = current.isEmpty() ? QString() : QFileInfo(current).absolutePath();
+    return QFileDialog::getOpenFileName(this, title, start,
+                                        tr("Text files (*.txt);;All files (*)"));
+}
+
+} // namespace qs

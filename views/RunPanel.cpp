@@ -1,0 +1,201 @@
+#include "RunPanel.h"
+
+#include "RunSensitivityModel.h"
+
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace qs {
+
+namespace {
+
+QLabel* makeValueLabel(QWidget* parent) {
+    auto* label = new QLabel(QStringLiteral("–"), parent);
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    label->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    return label;
+}
+
+QString perplexityText(const std::optional<PerplexityResult>& r) {
+    return r ? QString::number(r->perplexity, 'f', 4) : QStringLiteral("–");
+}
+
+} // namespace
+
+RunPanel::RunPanel(QWidget* parent)
+    : QWidget(parent), m_analyze(new QPushButton(tr("Analyze"), this)),
+      m_quantize(new QPushButton(tr("Quantize…"), this)),
+      m_evaluate(new QPushButton(tr("Evaluate"), this)),
+      m_sensitivity(new QPushButton(tr("Sensitivity"), this)),
+      m_cancel(new QPushButton(tr("Cancel"), this)), m_progress(new QProgressBar(this)),
+      m_status(new QLabel(this)), m_time(new QLabel(this)), m_fpPpl(makeValueLabel(this)),
+      m_quantPpl(makeValueLabel(this)), m_sensitivityTotals(new QLabel(this)),
+      m_sensitivityModel(new RunSensitivityModel(this)),
+      m_sensitivityView(new QTableView(this)), m_clock(new QTimer(this)) {
+    setObjectName(QStringLiteral("runPanel"));
+    m_analyze->setToolTip(tr("Per-layer errors and activation statistics on the calibration "
+                             "data, streamed into the layer tree block by block"));
+    m_quantize->setToolTip(tr("Write a fake-quantized checkpoint and the recipe to a folder"));
+    m_evaluate->setToolTip(tr("Perplexity of the full-precision and the quantized model on the "
+                              "recipe's evaluation text"));
+    m_sensitivity->setToolTip(tr("Perplexity with each layer quantized alone, and with all but "
+                                 "each layer quantized"));
+    connect(m_analyze, &QPushButton::clicked, this, &RunPanel::analyzeRequested);
+    connect(m_quantize, &QPushButton::clicked, this, &RunPanel::quantizeRequested);
+    connect(m_evaluate, &QPushButton::clicked, this, &RunPanel::evaluateRequested);
+    connect(m_sensitivity, &QPushButton::clicked, this, &RunPanel::sensitivityRequested);
+    connect(m_cancel, &QPushButton::clicked, this, &RunPanel::cancelRequested);
+
+    m_progress->setRange(0, 1000);
+    m_progress->setValue(0);
+    m_progress->setTextVisible(false);
+    m_status->setWordWrap(true);
+    m_status->setText(tr("Idle"));
+    m_clock->setInterval(500);
+    connect(m_clock, &QTimer::timeout, this, &RunPanel::updateTime);
+
+    auto* buttons = new QGridLayout;
+    buttons->addWidget(m_analyze, 0, 0);
+    buttons->addWidget(m_quantize, 0, 1);
+    buttons->addWidget(m_evaluate, 1, 0);
+    buttons->addWidget(m_sensitivity, 1, 1);
+    auto* progressRow = new QHBoxLayout;
+    progressRow->addWidget(m_progress, 1);
+    progressRow->addWidget(m_cancel);
+
+    auto* perplexity = new QGroupBox(tr("Perplexity"), this);
+    auto* pplForm = new QFormLayout(perplexity);
+    pplForm->addRow(tr("fp32:"), m_fpPpl);
+    pplForm->addRow(tr("Quantized:"), m_quantPpl);
+
+    auto* proxy = new QSortFilterProxyModel(this);
+    proxy->setSourceModel(m_sensitivityModel);
+    proxy->setSortRole(Qt::EditRole);
+    m_sensitivityView->setObjectName(QStringLiteral("sensitivityView"));
+    m_sensitivityView->setModel(proxy);
+    m_sensitivityView->setSortingEnabled(true);
+    m_sensitivityView->verticalHeader()->hide();
+    m_sensitivityView->horizontalHeader()->setSectionResizeMode(RunSensitivityModel::LayerColumn,
+                                                                QHeaderView::Stretch);
+    m_sensitivityView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_sensitivityTotals->setWordWrap(true);
+    auto* sensitivity = new QGroupBox(tr("Sensitivity"), this);
+    auto* sensLayout = new QVBoxLayout(sensitivity);
+    sensLayout->addWidget(m_sensitivityTotals);
+    sensLayout->addWidget(m_sensitivityView, 1);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(buttons);
+    layout->addLayout(progressRow);
+    layout->addWidget(m_time);
+    layout->addWidget(m_status);
+    layout->addWidget(perplexity);
+    layout->addWidget(sensitivity, 1);
+    updateButtons();
+}
+
+void RunPanel::setModelLoaded(bool loaded) {
+    m_modelLoaded = loaded;
+    updateButtons();
+}
+
+void RunPanel::setRunning(const QString& title) {
+    m_running = true;
+    m_fraction = 0.0;
+    m_progress->setValue(0);
+    m_status->setText(title + QStringLiteral("…"));
+    m_elapsed.start();
+    m_clock->start();
+    updateTime();
+    updateButtons();
+}
+
+void RunPanel::setIdle(const QString& status) {
+    m_running = false;
+    m_clock->stop();
+    if (m_elapsed.isValid())
+        m_time->setText(tr("Took %1").arg(formatDuration(m_elapsed.elapsed() / 1000.0)));
+    m_elapsed.invalidate();
+    m_status->setText(status);
+    updateButtons();
+}
+
+void RunPanel::setProgress(double fraction, const QString& message) {
+    if (fraction >= 0.0) {
+        m_fraction = std::min(1.0, fraction);
+        m_progress->setValue(static_cast<int>(m_fraction * 1000.0 + 0.5));
+    }
+    if (!message.isEmpty())
+        m_status->setText(message);
+    updateTime();
+}
+
+void RunPanel::updateTime() {
+    if (!m_running || !m_elapsed.isValid())
+        return;
+    const double elapsed = m_elapsed.elapsed() / 1000.0;
+    QString text = tr("Elapsed %1").arg(formatDuration(elapsed));
+    // A straight-line extrapolation; too early a fraction only gives noise.
+    if (m_fraction >= 0.02 && m_fraction < 1.0)
+        text += tr(", about %1 left").arg(formatDuration(elapsed * (1.0 - m_fraction) / m_fraction));
+    m_time->setText(text);
+}
+
+QString RunPanel::formatDuration(double seconds) {
+    const auto s = static_cast<qint64>(std::llround(std::max(0.0, seconds)));
+    if (s < 60)
+        return tr("%1 s").arg(s);
+    if (s < 3600)
+        return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1:%2:%3")
+        .arg(s / 3600)
+        .arg((s / 60) % 60, 2, 10, QLatin1Char('0'))
+        .arg(s % 60, 2, 10, QLatin1Char('0'));
+}
+
+void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
+                                const std::optional<PerplexityResult>& quantized) {
+    m_fpPpl->setText(perplexityText(fp));
+    m_quantPpl->setText(perplexityText(quantized));
+    if (fp && quantized && fp->perplexity > 0.0)
+        m_quantPpl->setToolTip(tr("%1% above fp32")
+                                   .arg(QString::number(
+                                       100.0 * (quantized->perplexity / fp->perplexity - 1.0),
+                                       'f', 2)));
+}
+
+void RunPanel::clearSensitivity() {
+    m_sensitivityModel->clear();
+    m_sensitivityTotals->clear();
+}
+
+void RunPanel::addSensitivityRow(const SensitivityRow& row) {
+    m_sensitivityModel->addRow(row);
+}
+
+void RunPanel::showSensitivityTotals(double fpPerplexity, double fullPerplexity) {
+    m_sensitivityTotals->setText(tr("fp32 %1, whole recipe %2")
+                                     .arg(QString::number(fpPerplexity, 'f', 4),
+                                          QString::number(fullPerplexity, 'f', 4)));
+}
+
+void RunPanel::updateButtons() {
+    const bool canStart = m_modelLoaded && !m_running;
+    for (QPushButton* b : {m_analyze, m_quantize, m_evaluate, m_sensitivity})
+        b->setEnabled(canStart);
+    m_cancel->setEnabled(m_running);
+}
+
+} // namespace qs

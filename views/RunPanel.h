@@ -1,0 +1,90 @@
+#pragma once
+
+#include "analysis/Sensitivity.h"
+#include "eval/PerplexityResult.h"
+
+#include <QElapsedTimer>
+#include <QWidget>
+
+#include <optional>
+
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QTableView;
+class QTimer;
+
+namespace qs {
+
+class RunSensitivityModel;
+
+// Starts recipe runs (Analyze, Quantize…, Evaluate, Sensitivity) and shows the one in progress:
+// progress bar, elapsed time and an ETA extrapolated from the progress fraction, Cancel. Shows
+// the results that are numbers: fp32 and quantized perplexity side by side, sensitivity rows.
+// The panel only asks; the owner runs the job and reports back.
+class RunPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunPanel(QWidget* parent = nullptr);
+
+    void setModelLoaded(bool loaded);
+    // A run started (title shown) or ended; buttons are disabled while one runs.
+    void setRunning(const QString& title);
+    void setIdle(const QString& status);
+    bool isRunning() const { return m_running; }
+    void setProgress(double fraction, const QString& message);
+
+    void showPerplexities(const std::optional<PerplexityResult>& fp,
+                          const std::optional<PerplexityResult>& quantized);
+    void clearSensitivity();
+    void addSensitivityRow(const SensitivityRow& row);
+    void showSensitivityTotals(double fpPerplexity, double fullPerplexity);
+
+    // "1:05" / "12 s": how elapsed and remaining times are shown.
+    static QString formatDuration(double seconds);
+
+    QPushButton* analyzeButton() const { return m_analyze; }
+    QPushButton* quantizeButton() const { return m_quantize; }
+    QPushButton* evaluateButton() const { return m_evaluate; }
+    QPushButton* sensitivityButton() const { return m_sensitivity; }
+    QPushButton* cancelButton() const { return m_cancel; }
+    QProgressBar* progressBar() const { return m_progress; }
+    QLabel* statusLabel() const { return m_status; }
+    QLabel* timeLabel() const { return m_time; }
+    QLabel* fpPerplexityLabel() const { return m_fpPpl; }
+    QLabel* quantizedPerplexityLabel() const { return m_quantPpl; }
+    RunSensitivityModel* sensitivityModel() const { return m_sensitivityModel; }
+    QTableView* sensitivityView() const { return m_sensitivityView; }
+
+Q_SIGNALS:
+    void analyzeRequested();
+    void quantizeRequested();
+    void evaluateRequested();
+    void sensitivityRequested();
+    void cancelRequested();
+
+private:
+    void updateButtons();
+    void updateTime();
+
+    QPushButton* m_analyze;
+    QPushButton* m_quantize;
+    QPushButton* m_evaluate;
+    QPushButton* m_sensitivity;
+    QPushButton* m_cancel;
+    QProgressBar* m_progress;
+    QLabel* m_status;
+    QLabel* m_time;
+    QLabel* m_fpPpl;
+    QLabel* m_quantPpl;
+    QLabel* m_sensitivityTotals;
+    RunSensitivityModel* m_sensitivityModel;
+    QTableView* m_sensitivityView;
+    QTimer* m_clock;
+    QElapsedTimer m_elapsed;
+    double m_fraction = 0.0;
+    bool m_modelLoaded = false;
+    bool m_running = false;
+};
+
+} // namespace qs
