@@ -24,6 +24,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,21 +34,46 @@ SHAPE = ["--arch", "llama", "--hidden", "1024", "--intermediate", "2816", "--hea
 MB = 1024 * 1024
 
 
+def proc_rss(pid):
+    """(RssAnon, RssFile) in MB from /proc/PID/status, or None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if line.startswith("Rss"))
+        return (int(fields["RssAnon"].split()[0]) / 1024, int(fields["RssFile"].split()[0]) / 1024)
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def measured(cmd, repeat):
-    """Wall times, peak RSS (MB) and stdout of `repeat` runs, measured per child via wait4."""
-    times, rss, outs = [], [], []
+    """Wall times, peak RSS (MB, per child via wait4), sampled peaks (every 20 ms) of RssAnon
+    (memory the process owns) and RssFile (mapped file pages: libraries and checkpoints read
+    through a mapping, clean and reclaimable) in MB, and stdout of `repeat` runs."""
+    times, rss, anon, files, outs = [], [], [], [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        out = p.stdout.read()
-        err = p.stderr.read()
-        _, status, usage = os.wait4(p.pid, 0)
-        times.append(time.perf_counter() - t0)
-        if status != 0:
-            sys.exit(f"command failed: {' '.join(cmd)}\n{err.decode(errors='replace')}")
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            t0 = time.perf_counter()
+            p = subprocess.Popen(cmd, stdout=out, stderr=err)
+            peak_anon, peak_file = 0.0, 0.0
+            while True:
+                pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                sample = proc_rss(p.pid)
+                if sample:
+                    peak_anon = max(peak_anon, sample[0])
+                    peak_file = max(peak_file, sample[1])
+                time.sleep(0.02)
+            p.returncode = status  # reaped here; keeps Popen from waiting again
+            times.append(time.perf_counter() - t0)
+            if status != 0:
+                err.seek(0)
+                sys.exit(f"command failed: {' '.join(cmd)}\n{err.read().decode(errors='replace')}")
+            out.seek(0)
+            outs.append(out.read().decode())
         rss.append(usage.ru_maxrss / 1024)
-        outs.append(out.decode())
-    return times, rss, outs
+        anon.append(peak_anon)
+        files.append(peak_file)
+    return times, rss, anon, files, outs
 
 
 def tensor_bytes(model_dir):
@@ -95,7 +121,7 @@ def main():
 
     version = subprocess.run([cli, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"# {version.splitlines()[0] if version else cli}")
-    _, rss0, _ = measured([cli, "--version"], 1)
+    _, rss0, _, _, _ = measured([cli, "--version"], 1)
     print(f"# threads {a.threads}, repeat {a.repeat} (median time, max RSS); process start-up "
           f"alone (--version, loads LibTorch): {rss0[0]:.1f} MB peak RSS")
 
@@ -112,28 +138,32 @@ def main():
             model = models[d][0]
             out = os.path.join(a.work, f"out-{scheme}-d{d}")
             shutil.rmtree(out, ignore_errors=True)
-            _, rss, outs = measured([cli, "quantize", model, "--quant-scheme", scheme, *extra,
+            _, rss, anon, files, outs = measured([cli, "quantize", model, "--quant-scheme", scheme, *extra,
                                      "--threads", str(a.threads), "--out", out, "--json"],
                                     a.repeat)
             runs = [json.loads(o) for o in outs]
             blocks = runs[0]["blocks"]
             per_block = statistics.median(r["seconds"] / r["blocks"] for r in runs)
-            results[(scheme, d)] = (max(rss), per_block, blocks)
+            results[(scheme, d)] = (max(rss), per_block, blocks, max(anon), max(files))
             if not a.keep:
                 shutil.rmtree(out, ignore_errors=True)
 
     print("## peak RSS of quantize vs depth; baseline: the depth-2 run of the same scheme")
+    print("# RSS: ru_maxrss; anon/file: sampled peaks of RssAnon (owned memory) and RssFile "
+          "(mapped files: libraries, a checkpoint read through a mapping); growth/block: "
+          "(RSS - RSS at depth 2) / bytes of one block")
     for scheme, extra in schemes.items():
         print(f"### {scheme} {' '.join(os.path.basename(x) for x in extra)}".rstrip())
-        print(f"{'depth':>5}{'model MB':>10}{'block MB':>10}{'peak RSS MB':>13}"
-              f"{'RSS-d2 MB':>11}{'model-d2 MB':>13}{'(RSS-d2)/block':>16}")
+        print(f"{'depth':>5}{'model MB':>10}{'block MB':>10}{'RSS MB':>9}{'anon MB':>9}{'file MB':>9}"
+              f"{'RSS-d2 MB':>11}{'model-d2 MB':>13}{'growth/block':>14}")
         base = results[(scheme, depths[0])][0]
         base_model = models[depths[0]][1]
         for d in depths:
             _, disk, block, _ = models[d]
-            rss = results[(scheme, d)][0]
-            print(f"{d:>5}{disk / MB:>10.1f}{block / MB:>10.1f}{rss:>13.1f}{rss - base:>11.1f}"
-                  f"{(disk - base_model) / MB:>13.1f}{(rss - base) * MB / block:>16.2f}")
+            rss, _, _, anon, filemb = results[(scheme, d)]
+            print(f"{d:>5}{disk / MB:>10.1f}{block / MB:>10.1f}{rss:>9.1f}{anon:>9.1f}{filemb:>9.1f}"
+                  f"{rss - base:>11.1f}{(disk - base_model) / MB:>13.1f}"
+                  f"{(rss - base) * MB / block:>14.2f}")
 
     print("## seconds per block (calibration + quantization, from quantize --json)")
     print(f"{'depth':>5}{'blocks':>8}" + "".join(f"{s + ' s/block':>22}" for s in schemes))

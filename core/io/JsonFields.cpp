@@ -102,6 +102,9 @@ nlohmann::json parseJsonText(const std::string& text, const std::string& source)
     } catch (const nlohmann::json::parse_error& e) {
         throw Error(source, "", std::string("invalid JSON at byte ") + std::to_string(e.byte) +
                                     ": " + e.what());
+    } catch (const nlohmann::json::exception& e) {
+        // e.g. out_of_range for a number like 1e400 that no double holds
+        throw Error(source, "", std::string("invalid JSON: ") + e.what());
     }
 }
 

@@ -35,7 +35,7 @@ uint64_t nameSeed(uint64_t seed, const std::string& name) {
 
 class Planner {
 public:
-    Planner(const SyntheticModelOptions& o, DType dtype) : m_o(o), m_dtype(dtype) {}
+    explicit Planner(DType dtype) : m_dtype(dtype) {}
     void add(const std::string& name, std::vector<int64_t> shape, double mean, double std,
              bool outliers = false) {
         TensorPlan p;
@@ -56,7 +56,6 @@ public:
     std::vector<TensorPlan>& plans() { return m_plans; }
 
 private:
-    const SyntheticModelOptions& m_o;
     DType m_dtype;
     std::vector<TensorPlan> m_plans;
 };
@@ -203,7 +202,7 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
         throw Error("synth", "dtype", "unknown dtype '" + o.dtype + "' (F32, BF16 or F16)");
     const int64_t headDim = o.hiddenSize / o.numHeads;
 
-    Planner planner(o, dtype);
+    Planner planner(dtype);
     if (o.arch == "llama")
         planLlama(planner, o, headDim);
     else

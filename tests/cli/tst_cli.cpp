@@ -2,6 +2,7 @@
 #include "TestSupport.h"
 
 #include <QJsonDocument>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QProcess>
 #include <QtTest>
@@ -91,6 +92,62 @@ private Q_SLOTS:
         const Run r = cli(args);
         QCOMPARE(r.exitCode, exitCode);
         QVERIFY2(QString::fromUtf8(r.err).contains(message), r.err.constData());
+    }
+
+    void analyzeJsonKeyedByLayer() {
+        const Run r = cli({"analyze", m_model, "--quant-scheme", "int8", "--calib-data",
+                           qs::test::sharedPath("data/tinystories-calib.txt"), "--num-calib-data", "4",
+                           "--seq-len", "64", "--json", "--no-channels"});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        const QJsonObject layers = j["layers"].toObject();
+        QCOMPARE(layers.size(), 5 * 7);
+        const QJsonObject q = layers["model.layers.0.self_attn.q_proj"].toObject();
+        QVERIFY(q["weight_error"].toObject()["sqnr_db"].toDouble() > 30.0);
+        QVERIFY(q["output_error_accumulated"].toObject()["cosine"].toDouble() > 0.99);
+        QCOMPARE(j["outlier_ranking"].toArray().size(), 35);
+    }
+
+    void quantizeReplayIsIdentical() {
+        const QString base = qs::test::tempDir("cli-quantize");
+        const Run a = cli({"quantize", m_model, "--quant-scheme", "int4_wo_32", "--exclude-layers",
+                           "*down_proj", "*layers.4.*", "--out", base + "/a"});
+        QCOMPARE(a.exitCode, 0);
+        const Run b = cli({"quantize", m_model, "--recipe", base + "/a/quantscope_recipe.json",
+                           "--out", base + "/b"});
+        QCOMPARE(b.exitCode, 0);
+        QFile fa(base + "/a/model.safetensors"), fb(base + "/b/model.safetensors");
+        QVERIFY(fa.open(QIODevice::ReadOnly) && fb.open(QIODevice::ReadOnly));
+        QCOMPARE(fa.readAll(), fb.readAll());
+        // Both exclusion patterns made it into the recorded recipe.
+        QFile recipe(base + "/a/quantscope_recipe.json");
+        QVERIFY(recipe.open(QIODevice::ReadOnly));
+        const QJsonArray exclude = QJsonDocument::fromJson(recipe.readAll()).object()["exclude"].toArray();
+        QCOMPARE(exclude.size(), 2);
+    }
+
+    void quantizedEvalAndUnfitLayers() {
+        const QStringList data{"--data", qs::test::sharedPath("data/tinystories-eval.txt"), "--seq-len",
+                               "256", "--max-windows", "4", "--json"};
+        const Run unfit = cli(QStringList{"eval", m_model, "--quant-scheme", "int4_wo_32"} + data);
+        QCOMPARE(unfit.exitCode, 1);
+        QVERIFY2(unfit.err.contains("model.layers.0.mlp.down_proj") &&
+                     unfit.err.contains("does not divide in_features 172"),
+                 unfit.err.constData());
+        const Run fp = cli(QStringList{"eval", m_model} + data);
+        const Run q = cli(QStringList{"eval", m_model, "--quant-scheme", "int4_wo_32",
+                                      "--exclude-layers", "*down_proj"} + data);
+        QCOMPARE(q.exitCode, 0);
+        const double pFp = QJsonDocument::fromJson(fp.out).object()["perplexity"].toDouble();
+        const double pQ = QJsonDocument::fromJson(q.out).object()["perplexity"].toDouble();
+        QVERIFY2(pQ > pFp * 1.01 && pQ < pFp * 1.5, qPrintable(QString("%1 vs %2").arg(pQ).arg(pFp)));
+    }
+
+    void unknownSchemeListsValidNames() {
+        const Run r = cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
+                           "--quant-scheme", "int5_magic"});
+        QVERIFY(r.exitCode != 0);
+        QVERIFY2(r.err.contains("int5_magic") && r.err.contains("int4_wo_128"), r.err.constData());
     }
 
     void corruptSafetensorsNamedInError() {

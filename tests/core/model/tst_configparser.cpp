@@ -116,7 +116,8 @@ private Q_SLOTS:
     }
 
     void notJson() {
-        for (const char* text : {"", "{", "[1,2]", "{\"model_type\": }", "\xff\xfe"}) {
+        for (const char* text : {"", "{", "[1,2]", "{\"model_type\": }", "\xff\xfe",
+                                 "{\"model_type\":\"llama\",\"vocab_size\":1e400}"}) {
             try {
                 qs::parseModelConfig(text, "/m/config.json");
                 QFAIL(text);

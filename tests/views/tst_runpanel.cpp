@@ -1,0 +1,101 @@
+// RunPanel: buttons follow the model and the one-run-at-a-time rule, progress and ETA follow the
+// fraction, perplexities show side by side, and the sensitivity table (through its sorting
+// proxy) passes QAbstractItemModelTester while rows stream in.
+#include "RunPanel.h"
+#include "RunSensitivityModel.h"
+
+#include <QAbstractItemModelTester>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QtTest>
+
+class TestRunPanel : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void buttonsFollowTheState() {
+        qs::RunPanel panel;
+        const QList<QPushButton*> starts{panel.analyzeButton(), panel.quantizeButton(),
+                                         panel.evaluateButton(), panel.sensitivityButton()};
+        for (QPushButton* b : starts)
+            QVERIFY(!b->isEnabled());
+        panel.setModelLoaded(true);
+        for (QPushButton* b : starts)
+            QVERIFY(b->isEnabled());
+        QVERIFY(!panel.cancelButton()->isEnabled());
+        QSignalSpy analyze(&panel, &qs::RunPanel::analyzeRequested);
+        QTest::mouseClick(panel.analyzeButton(), Qt::LeftButton);
+        QCOMPARE(analyze.count(), 1);
+
+        panel.setRunning(QStringLiteral("Analyzing"));
+        QVERIFY(panel.isRunning());
+        for (QPushButton* b : starts)
+            QVERIFY(!b->isEnabled());
+        QVERIFY(panel.cancelButton()->isEnabled());
+        QSignalSpy cancel(&panel, &qs::RunPanel::cancelRequested);
+        QTest::mouseClick(panel.cancelButton(), Qt::LeftButton);
+        QCOMPARE(cancel.count(), 1);
+        panel.setIdle(QStringLiteral("Cancelled"));
+        QVERIFY(!panel.isRunning());
+        QCOMPARE(panel.statusLabel()->text(), QStringLiteral("Cancelled"));
+        for (QPushButton* b : starts)
+            QVERIFY(b->isEnabled());
+    }
+
+    void progressGivesAnEta() {
+        qs::RunPanel panel;
+        panel.setModelLoaded(true);
+        panel.setRunning(QStringLiteral("Analyzing"));
+        QTest::qWait(300);
+        panel.setProgress(0.25, QStringLiteral("block 1 of 4"));
+        QCOMPARE(panel.progressBar()->value(), 250);
+        QCOMPARE(panel.statusLabel()->text(), QStringLiteral("block 1 of 4"));
+        // 0.3 s for a quarter: about 0.9 s left, shown rounded to whole seconds.
+        QVERIFY2(panel.timeLabel()->text().contains(QStringLiteral("left")),
+                 qPrintable(panel.timeLabel()->text()));
+        panel.setProgress(-1.0, QString()); // indeterminate keeps the bar where it was
+        QCOMPARE(panel.progressBar()->value(), 250);
+        QCOMPARE(qs::RunPanel::formatDuration(0.4), QStringLiteral("0 s"));
+        QCOMPARE(qs::RunPanel::formatDuration(59.4), QStringLiteral("59 s"));
+        QCOMPARE(qs::RunPanel::formatDuration(65), QStringLiteral("1:05"));
+        QCOMPARE(qs::RunPanel::formatDuration(3725), QStringLiteral("1:02:05"));
+    }
+
+    void perplexitiesSideBySide() {
+        qs::RunPanel panel;
+        qs::PerplexityResult fp, q;
+        fp.perplexity = 5.74712;
+        q.perplexity = 6.0;
+        panel.showPerplexities(fp, q);
+        QCOMPARE(panel.fpPerplexityLabel()->text(), QStringLiteral("5.7471"));
+        QCOMPARE(panel.quantizedPerplexityLabel()->text(), QStringLiteral("6.0000"));
+        // (6 / 5.74712 - 1) * 100 = 4.40 %
+        QVERIFY2(panel.quantizedPerplexityLabel()->toolTip().contains(QStringLiteral("4.40%")),
+                 qPrintable(panel.quantizedPerplexityLabel()->toolTip()));
+        panel.showPerplexities(std::nullopt, std::nullopt);
+        QCOMPARE(panel.fpPerplexityLabel()->text(), QStringLiteral("–"));
+    }
+
+    void sensitivityRowsStreamAndSort() {
+        qs::RunPanel panel;
+        QAbstractItemModelTester sourceTester(panel.sensitivityModel());
+        QAbstractItemModelTester proxyTester(panel.sensitivityView()->model());
+        panel.addSensitivityRow({"a.q_proj", 6.5, 5.8});
+        panel.addSensitivityRow({"a.down_proj", 9.25, 5.75});
+        panel.addSensitivityRow({"a.up_proj", 6.0, 5.9});
+        QCOMPARE(panel.sensitivityModel()->rowCount(), 3);
+        QAbstractItemModel* view = panel.sensitivityView()->model();
+        panel.sensitivityView()->sortByColumn(qs::RunSensitivityModel::AloneColumn,
+                                              Qt::DescendingOrder);
+        QCOMPARE(view->index(0, 0).data().toString(), QStringLiteral("a.down_proj"));
+        QCOMPARE(view->index(0, 1).data().toString(), QStringLiteral("9.2500"));
+        QCOMPARE(view->index(2, 0).data().toString(), QStringLiteral("a.up_proj"));
+        panel.clearSensitivity();
+        QCOMPARE(panel.sensitivityModel()->rowCount(), 0);
+    }
+};
+
+QTEST_MAIN(TestRunPanel)
+#include "tst_runpanel.moc"
