@@ -13,7 +13,7 @@ packages=(
   # slower than OpenBLAS on the same machine (docs/pitfalls.md).
   libopenblas0-pthread
   # Tests and tools: reference PyTorch for benchmarks, Xvfb for screenshots, clang for fuzzing.
-  python3-torch python3-numpy python3-sentencepiece
+  python3-torch python3-numpy python3-sentencepiece python3-venv
   xvfb xauth clang libclang-rt-14-dev clang-format
 )
 

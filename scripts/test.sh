@@ -3,5 +3,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+# The reference `safetensors` package (PyPI; Debian has none) lets one test compare our reader and
+# writer with it. It lives in a venv over Debian's Python so it sees python3-torch; without
+# network the test reports a skip instead.
+venv=build/pyref
+if [ ! -x "$venv/bin/python" ]; then
+  /usr/bin/python3 -m venv --system-site-packages "$venv" >/dev/null 2>&1 || true
+fi
+if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c "import safetensors" 2>/dev/null; then
+  "$venv/bin/python" -m pip install -q safetensors==0.4.5 >/dev/null 2>&1 || true
+fi
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import safetensors" 2>/dev/null; then
+  export QS_PYTHON="$PWD/$venv/bin/python"
+fi
 export QT_QPA_PLATFORM=offscreen
 ctest --preset release -j2 --timeout 900
