@@ -23,7 +23,7 @@ struct PipelineOptions {
     // "skip": such layers stay unquantized and are reported.
     std::string unfitPolicy = "error";
     bool analyze = false;           // per-layer report (a full-precision reference stream too)
-    int64_t maxBatchTokens = 8192;  // tokens per forward batch (activation memory bound)
+    int64_t maxBatchTokens = 2048;  // tokens per forward batch (bounds activation temporaries)
     // Called after each block with its layers' reports, so views can fill in as blocks finish.
     std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
 };

@@ -1,5 +1,8 @@
 #include "io/SafetensorsFile.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "util/Error.h"
 
 #include <nlohmann/json.hpp>
@@ -511,6 +514,19 @@ void SafetensorsWriter::commit() {
         throw Error(m_path, "",
                     "cannot rename " + m_tempPath + " into place: " + std::strerror(errno));
     m_committed = true;
+}
+
+void SafetensorsFile::releasePages(const TensorInfo& info) const {
+    if (!m_map)
+        return;
+    const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+    const uint64_t begin = m_header.dataOffset + info.begin;
+    const uint64_t end = m_header.dataOffset + info.end;
+    // Only whole pages inside the tensor: its neighbours may still be in use.
+    const uint64_t first = (begin + page - 1) / page * page;
+    const uint64_t last = end / page * page;
+    if (last > first)
+        madvise(const_cast<uint8_t*>(m_map) + first, size_t(last - first), MADV_DONTNEED);
 }
 
 } // namespace qs

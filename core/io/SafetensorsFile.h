@@ -54,6 +54,10 @@ public:
     const TensorInfo* find(const std::string& name) const; // nullptr when absent
     // Pointer to the tensor's bytes inside the mapping (valid while this object lives).
     const uint8_t* data(const TensorInfo& info) const;
+    // Drops the mapped pages of a tensor that has been copied out, so they stop counting in the
+    // process's resident memory (streaming a model block by block keeps RSS flat). Reading the
+    // tensor again simply faults the pages back in from the page cache.
+    void releasePages(const TensorInfo& info) const;
     uint64_t fileSize() const { return m_size; }
 
 private:

@@ -65,7 +65,9 @@ at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at:
     // The mapping is read-only; from_blob only wraps it and the copy below owns fresh memory.
     void* ptr = const_cast<uint8_t*>(file.data(info));
     const at::Tensor view = at::from_blob(ptr, info.shape, at::TensorOptions().dtype(stored));
-    return view.to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+    at::Tensor copy = view.to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+    file.releasePages(info);
+    return copy;
 }
 
 } // namespace qs
