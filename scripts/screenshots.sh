@@ -2,8 +2,10 @@
 # Regenerates the PNGs in docs/screenshots/ from an existing build (builds nothing):
 #   scripts/screenshots.sh BUILD_DIR [OUT_DIR]
 # Runs the GUI under a virtual X server (xvfb-run, Debian package xvfb) with its --screenshot
-# option, which saves the window once the page is shown and quits: the start page, then the
-# workbench with the built-in demo model.
+# option, which saves the window once the page is shown and quits: the start page, the workbench
+# with the built-in demo model, the demo model analyzed with an int8 recipe (--analyze) with its
+# worst outlier layer selected (layer detail), the same after the recipe fix of
+# docs/walkthrough.md, and the recipe panel on its own (--grab recipe).
 # Settings and the demo model go to a temporary home, so the user's own are neither used nor
 # changed and every run starts from the default 1400x900 layout.
 set -euo pipefail
@@ -39,6 +41,25 @@ shoot() { # NAME ARGS...: one screenshot, docs/screenshots/NAME.png
     "$gui" "$@" --screenshot "$out_dir/$name.png"
 }
 
+# The calibration text: the shared TinyStories sample when there, else this repository's README
+# (the demo model's tokenizer is byte-level, so any UTF-8 text works).
+calib="$repo_dir/../shared/data/tinystories-calib.txt"
+[ -f "$calib" ] || calib="$repo_dir/README.md"
+calib=$(cd "$(dirname "$calib")" && pwd)/$(basename "$calib")
+calibration="\"calibration\": {\"data\": \"$calib\", \"num_samples\": 16, \"seq_len\": 128, \"seed\": 0}"
+# The walk-through's first recipe: int8 (static per-tensor activations) everywhere.
+printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s}\n' \
+  "$calibration" >"$home/int8.json"
+# Its fix (docs/walkthrough.md): per-token dynamic activations for the outlier layer.
+printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s, %s}\n' \
+  '"layer_overrides": [{"pattern": "model.layers.0.mlp.gate_proj", "scheme": "w_int8_a_int8_per_token_dynamic"}]' \
+  "$calibration" >"$home/fixed.json"
+
 shoot start-page
 shoot workbench-demo --demo
+shoot workbench-analyzed --demo --recipe "$home/int8.json" --analyze \
+  --select model.layers.0.mlp.gate_proj
+shoot workbench-fixed --demo --recipe "$home/fixed.json" --analyze \
+  --select model.layers.0.mlp.gate_proj
+shoot recipe-panel --demo --recipe "$home/fixed.json" --pattern '*gate_proj' --grab recipe
 echo "screenshots: written to $out_dir"

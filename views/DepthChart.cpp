@@ -18,10 +18,9 @@ namespace {
 
 // Tableau 10: distinct enough for the seven projections of a Llama block.
 QColor kindColour(int i) {
-    static const QColor palette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},
-                                     {214, 39, 40},  {148, 103, 189}, {140, 86, 75},
-                                     {227, 119, 194}, {127, 127, 127}, {188, 189, 34},
-                                     {23, 190, 207}};
+    static const QColor palette[] = {
+        {31, 119, 180}, {255, 127, 14},  {44, 160, 44},   {214, 39, 40},  {148, 103, 189},
+        {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
     return palette[i % 10];
 }
 

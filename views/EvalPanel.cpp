@@ -12,6 +12,7 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
@@ -88,13 +89,23 @@ EvalPanel::EvalPanel(QWidget* parent)
     emphasis.setBold(true);
     m_perplexity->setFont(emphasis);
 
-    auto* layout = new QVBoxLayout(this);
+    // Scrollable, so the panel never sets a minimum height on the dock column it sits in
+    // (it shares a tab group with the run panel).
+    auto* content = new QWidget;
+    auto* layout = new QVBoxLayout(content);
     layout->addLayout(settings);
     layout->addLayout(buttons);
     layout->addWidget(m_progress);
     layout->addWidget(m_status);
     layout->addWidget(results);
     layout->addStretch(1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(scroll);
 
     updateButtons();
 }

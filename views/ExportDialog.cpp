@@ -73,8 +73,7 @@ ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, 
                                           "original dtype; loads anywhere a HF model loads")
                                      : tr("exporter not implemented yet"));
     }
-    m_formats->setMaximumHeight(m_formats->sizeHintForRow(0) * 4 + 2 * m_formats->frameWidth() +
-                                4);
+    m_formats->setMaximumHeight(m_formats->sizeHintForRow(0) * 4 + 2 * m_formats->frameWidth() + 4);
 
     auto* note = new QLabel(tr("The recipe is always written beside the weights as "
                                "<b>quantscope_recipe.json</b>."),
@@ -138,8 +137,7 @@ QString ExportDialog::shellQuote(const QString& text) {
 
 QString ExportDialog::headlessCommand() const {
     return QStringLiteral("quantscope-cli quantize %1 --recipe %2 --out %3")
-        .arg(shellQuote(m_modelDirectory), shellQuote(recipePath()),
-             shellQuote(outputDirectory()));
+        .arg(shellQuote(m_modelDirectory), shellQuote(recipePath()), shellQuote(outputDirectory()));
 }
 
 bool ExportDialog::copyHeadlessCommand() {
@@ -155,15 +153,15 @@ bool ExportDialog::copyHeadlessCommand() {
     }
     const QString command = headlessCommand();
     QApplication::clipboard()->setText(command);
-    m_status->setText(tr("Copied; the recipe was saved to %1:<br><code>%2</code>")
-                          .arg(QDir::toNativeSeparators(path).toHtmlEscaped(),
-                               command.toHtmlEscaped()));
+    m_status->setText(
+        tr("Copied; the recipe was saved to %1:<br><code>%2</code>")
+            .arg(QDir::toNativeSeparators(path).toHtmlEscaped(), command.toHtmlEscaped()));
     return true;
 }
 
 void ExportDialog::chooseDirectory() {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Output Folder"),
-                                                          outputDirectory());
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Output Folder"), outputDirectory());
     if (!dir.isEmpty())
         m_outDir->setText(dir);
 }

@@ -9,6 +9,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -63,15 +64,24 @@ LayerDetailView::LayerDetailView(QWidget* parent)
     auto* top = new QHBoxLayout;
     top->addWidget(m_header, 1);
     top->addWidget(m_log);
-    auto* grid = new QGridLayout;
+    // The four plots scroll rather than push the window's minimum height up when the dock is
+    // made small.
+    auto* plots = new QWidget;
+    auto* grid = new QGridLayout(plots);
+    grid->setContentsMargins(0, 0, 0, 0);
     grid->addWidget(m_channels, 0, 0);
     grid->addWidget(m_tokens, 0, 1);
     grid->addWidget(m_activations, 1, 0);
     grid->addWidget(m_weights, 1, 1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(plots);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setMinimumHeight(60);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
-    layout->addLayout(grid, 1);
+    layout->addWidget(scroll, 1);
     clear();
 }
 
@@ -115,7 +125,8 @@ LayerDetailView::Grid LayerDetailView::weightGrid(const Histogram& weight,
         return g;
     }
     if (!spec.symmetric || scheme->weightPreStage ||
-        (spec.scaleType != quant::ScaleType::Float && spec.scaleType != quant::ScaleType::Float32)) {
+        (spec.scaleType != quant::ScaleType::Float &&
+         spec.scaleType != quant::ScaleType::Float32)) {
         g.note = tr("%1: grid depends on the zero point or scale rounding, not drawn")
                      .arg(QString::fromLatin1(t.name));
         return g;
@@ -153,10 +164,10 @@ void LayerDetailView::setLayer(const LayerReport& report,
                                const std::optional<quant::QuantScheme>& scheme) {
     m_report = report;
     m_layer = QString::fromStdString(report.name);
-    QString header = QStringLiteral("<b>%1</b> &nbsp; %2 &nbsp; %3")
-                         .arg(m_layer.toHtmlEscaped(), display::shape(report.shape),
-                              report.quantized
-                                  ? QString::fromStdString(report.scheme).toHtmlEscaped()
+    QString header =
+        QStringLiteral("<b>%1</b> &nbsp; %2 &nbsp; %3")
+            .arg(m_layer.toHtmlEscaped(), display::shape(report.shape),
+                 report.quantized ? QString::fromStdString(report.scheme).toHtmlEscaped()
                                   : tr("not quantized"));
     if (!report.note.empty())
         header += QStringLiteral(" (%1)").arg(QString::fromStdString(report.note).toHtmlEscaped());
@@ -195,7 +206,7 @@ void LayerDetailView::setLayer(const LayerReport& report,
     if (!wQ.counts.empty() && report.quantized)
         m_weights->addHistogram(tr("quantized weight"), wQ.lo, wQ.hi, wQ.counts, kAfter);
     const Grid grid = weightGrid(w, report.quantized ? scheme : std::nullopt);
-    m_weights->addVerticalLines(grid.lines, QColor(60, 60, 60, 110));
+    m_weights->addVerticalLines(grid.lines, QColor(60, 60, 60, 70));
     m_weights->setNote(grid.note);
     m_weights->rescaleAndReplot();
 }
@@ -216,8 +227,8 @@ void LayerDetailView::drawChannels() {
     if (!s.absmax.empty())
         m_channels->addLineSeries(tr("absmax"), x, toVector(s.absmax), kAbsmax);
     if (s.percentile.size() == s.absmax.size() && !s.percentile.empty())
-        m_channels->addLineSeries(tr("p%1 |x|").arg(s.percentileLevel), x,
-                                  toVector(s.percentile), kPercentile);
+        m_channels->addLineSeries(tr("p%1 |x|").arg(s.percentileLevel), x, toVector(s.percentile),
+                                  kPercentile);
     if (s.absmax.empty())
         m_channels->setNote(tr("no channel statistics"));
     m_channels->rescaleAndReplot();

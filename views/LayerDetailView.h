@@ -43,7 +43,8 @@ public:
 
     // Per-tensor symmetric integer weights have one grid, q * s with s = absmax / ((qmax - qmin)
     // / 2) (the scale IntKernels computes); anything else says why no grid is drawn.
-    static Grid weightGrid(const Histogram& weight, const std::optional<quant::QuantScheme>& scheme);
+    static Grid weightGrid(const Histogram& weight,
+                           const std::optional<quant::QuantScheme>& scheme);
 
     PlotWidget* channelPlot() const { return m_channels; }
     PlotWidget* tokenPlot() const { return m_tokens; }

@@ -1,5 +1,6 @@
 #include "LayerTreeModel.h"
 
+#include <QBrush>
 #include <QSet>
 
 #include <algorithm>
@@ -28,7 +29,9 @@ bool LayerTreeModel::higherIsBetter(int column) {
 }
 
 bool LayerTreeModel::isQuantizableKind(const std::string& nodeKind) {
-    return nodeKind == "linear" || nodeKind == "head";
+    // The engine quantizes the linears of the decoder blocks only; lm_head ("head") stays in
+    // full precision whatever the recipe's global scheme says.
+    return nodeKind == "linear";
 }
 
 std::string LayerTreeModel::linearKind(const QString& layerName) {
@@ -249,11 +252,11 @@ QString LayerTreeModel::schemeText(int e) const {
     const Entry& entry = entries()[size_t(e)];
     if (!isQuantizableKind(entry.node->kind) || !m_hasRecipe)
         return kDash;
-    const auto scheme = m_recipe.schemeFor(entry.fullName.toStdString(),
-                                           linearKind(entry.fullName));
+    const auto scheme =
+        m_recipe.schemeFor(entry.fullName.toStdString(), linearKind(entry.fullName));
     if (!scheme)
         return m_recipe.isExcluded(entry.fullName.toStdString()) ? tr("none (excluded)")
-                                                                  : tr("none");
+                                                                 : tr("none");
     return QString::fromStdString(scheme->name.empty() ? scheme->weight.summary() : scheme->name);
 }
 
@@ -337,11 +340,11 @@ QVariant LayerTreeModel::data(const QModelIndex& index, int role) const {
         return value;
     case Qt::BackgroundRole: {
         const QColor& c = m_heat[size_t(e)][size_t(metric)];
-        return c.isValid() ? QVariant(c) : QVariant();
+        return c.isValid() ? QVariant(QBrush(c)) : QVariant();
     }
     case Qt::ForegroundRole:
         // Heat colours are light: keep the text dark on them whatever the palette.
-        return m_heat[size_t(e)][size_t(metric)].isValid() ? QVariant(QColor(Qt::black))
+        return m_heat[size_t(e)][size_t(metric)].isValid() ? QVariant(QBrush(Qt::black))
                                                            : QVariant();
     case Qt::TextAlignmentRole:
         return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));

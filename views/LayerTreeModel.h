@@ -70,7 +70,7 @@ public:
     }
     // SQNR columns: higher is better; absmax, outlier score, error and perplexity: lower is.
     static bool higherIsBetter(int column);
-    // Whether a node is a layer that recipes assign schemes to (kind "linear" or "head").
+    // Whether a node is a layer the engine quantizes by the recipe (kind "linear").
     static bool isQuantizableKind(const std::string& nodeKind);
     // The kind recipes use for a layer: the last component of its name ("q_proj", "fc1").
     static std::string linearKind(const QString& layerName);

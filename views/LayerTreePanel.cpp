@@ -31,9 +31,8 @@ int visibleRows(const QAbstractItemModel* model, const QModelIndex& parent) {
 } // namespace
 
 LayerTreePanel::LayerTreePanel(QWidget* parent)
-    : QWidget(parent), m_model(new LayerTreeModel(this)),
-      m_proxy(new ModuleFilterProxyModel(this)), m_filter(new QLineEdit(this)),
-      m_count(new QLabel(this)), m_view(new QTreeView(this)) {
+    : QWidget(parent), m_model(new LayerTreeModel(this)), m_proxy(new ModuleFilterProxyModel(this)),
+      m_filter(new QLineEdit(this)), m_count(new QLabel(this)), m_view(new QTreeView(this)) {
     m_proxy->setSourceModel(m_model);
 
     m_filter->setPlaceholderText(tr("Filter modules by name (wildcards * and ?), e.g. *q_proj"));
@@ -113,9 +112,8 @@ bool LayerTreePanel::selectModule(const QString& fullName) {
 
 QMenu* LayerTreePanel::createContextMenu(const QString& fullName, QWidget* parent) {
     const QModelIndex index = m_model->indexOf(fullName);
-    if (!index.isValid() ||
-        !LayerTreeModel::isQuantizableKind(
-            index.data(ModuleTreeModel::KindRole).toString().toStdString()))
+    if (!index.isValid() || !LayerTreeModel::isQuantizableKind(
+                                index.data(ModuleTreeModel::KindRole).toString().toStdString()))
         return nullptr;
     auto* menu = new QMenu(parent);
     QAction* exclude = menu->addAction(tr("Exclude layer"));

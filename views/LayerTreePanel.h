@@ -1,5 +1,6 @@
 #pragma once
 
+#include "LayerTreeModel.h"
 #include "model/ModuleNode.h"
 
 #include <QWidget>
@@ -11,7 +12,6 @@ class QTreeView;
 
 namespace qs {
 
-class LayerTreeModel;
 class ModuleFilterProxyModel;
 
 // The workbench's centre: the module tree of the open model with a name filter above it, the

@@ -3,6 +3,7 @@
 #include <qcustomplot.h>
 
 #include <QHash>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -50,14 +51,17 @@ PlotWidget::PlotWidget(QWidget* parent)
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     m_plot->legend->setFont(legendFont);
     m_plot->legend->setBrush(QColor(255, 255, 255, 200));
-    m_plot->setMinimumSize(200, 150);
+    m_plot->setMinimumSize(120, 80);
     connect(m_plot, &QCustomPlot::plottableClick, this,
             [this](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) {
                 const auto it = d->links.constFind(plottable);
                 if (it == d->links.constEnd() || dataIndex < 0 ||
                     dataIndex >= static_cast<int>(it->order.size()))
                     return;
-                clickPoint(it->series, it->order[size_t(dataIndex)]);
+                // Deferred: the handler may rebuild this plot, which must not happen while
+                // QCustomPlot is still inside its mouse event for the clicked plottable.
+                const int series = it->series, point = it->order[size_t(dataIndex)];
+                QTimer::singleShot(0, this, [this, series, point] { clickPoint(series, point); });
             });
 }
 

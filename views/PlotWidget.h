@@ -23,7 +23,7 @@ public:
     struct Series {
         SeriesType type = SeriesType::Line;
         QString name;
-        QVector<double> x, y; // Band: y = lower edge; Bars: x = bin centres, y = counts
+        QVector<double> x, y;  // Band: y = lower edge; Bars: x = bin centres, y = counts
         QVector<double> upper; // Band only
     };
     // Called with the series id and the point's position in the data that was passed in.

@@ -112,8 +112,8 @@ void RecipeDocument::setGlobalScheme(const QString& name) {
 
 void RecipeDocument::addOverride(const QString& pattern, const QString& scheme) {
     Recipe r = m_recipe;
-    r.layerOverrides.push_back({checkedPattern(pattern, "layer_overrides"),
-                                requiredScheme(scheme)});
+    r.layerOverrides.push_back(
+        {checkedPattern(pattern, "layer_overrides"), requiredScheme(scheme)});
     push(r, tr("override %1 → %2").arg(pattern.trimmed(), scheme));
 }
 
@@ -233,8 +233,7 @@ QString RecipeDocument::schemeLabel(const std::optional<quant::QuantScheme>& sch
         return NoScheme;
     if (!scheme->name.empty())
         return QString::fromStdString(scheme->name);
-    return scheme->description.empty() ? tr("custom")
-                                       : QString::fromStdString(scheme->description);
+    return scheme->description.empty() ? tr("custom") : QString::fromStdString(scheme->description);
 }
 
 QString RecipeDocument::exactLayerPattern(const QString& layerName) {

@@ -99,6 +99,9 @@ RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
 }
 
 void RecipePanel::fillSchemeBox(QComboBox* box) {
+    // Some scheme names are long; a box as wide as the longest would widen the whole dock.
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setMinimumContentsLength(14);
     box->clear();
     box->addItem(RecipeDocument::NoScheme, RecipeDocument::NoScheme);
     box->setItemData(0, tr("No quantization"), Qt::ToolTipRole);
@@ -145,8 +148,7 @@ QWidget* RecipePanel::createSchemeGroup() {
     m_kvCache->setToolTip(tr("Quantizes the output of every k_proj and v_proj"));
     connect(m_kvCache, &QComboBox::activated, this, [this] {
         edit([this] {
-            m_document->setKvCacheFp8(m_kvCache->currentData().toString() ==
-                                      QLatin1String("fp8"));
+            m_document->setKvCacheFp8(m_kvCache->currentData().toString() == QLatin1String("fp8"));
         });
     });
 
@@ -202,7 +204,12 @@ QWidget* RecipePanel::createPatternGroup() {
     m_overridesView->setModel(m_overrides);
     m_overridesView->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_overridesView->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_overridesView->horizontalHeader()->setStretchLastSection(true);
+    m_overridesView->horizontalHeader()->setSectionResizeMode(RecipeOverridesModel::PatternColumn,
+                                                              QHeaderView::Stretch);
+    m_overridesView->horizontalHeader()->setSectionResizeMode(RecipeOverridesModel::SchemeColumn,
+                                                              QHeaderView::ResizeToContents);
+    m_overridesView->setWordWrap(false);
+    m_overridesView->setTextElideMode(Qt::ElideMiddle);
     m_overridesView->verticalHeader()->hide();
     m_overridesView->setMaximumHeight(120);
     auto* removeOverride = new QPushButton(tr("Remove"), group);
@@ -213,9 +220,8 @@ QWidget* RecipePanel::createPatternGroup() {
     });
     // Picking an override puts it back into the editor, so it can be refined and re-added.
     connect(m_overridesView, &QTableView::clicked, this, [this](const QModelIndex& index) {
-        m_pattern->setText(index.siblingAtColumn(RecipeOverridesModel::PatternColumn)
-                               .data()
-                               .toString());
+        m_pattern->setText(
+            index.siblingAtColumn(RecipeOverridesModel::PatternColumn).data().toString());
         const int scheme = m_overrideScheme->findData(
             index.siblingAtColumn(RecipeOverridesModel::SchemeColumn).data());
         if (scheme >= 0)
@@ -236,6 +242,7 @@ QWidget* RecipePanel::createPatternGroup() {
             [this](const QModelIndex& index) { m_pattern->setText(index.data().toString()); });
 
     m_typeKind = new QComboBox(group);
+    m_typeKind->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     m_typeKind->setToolTip(tr("Linear kind: the last part of the layer names"));
     m_typeScheme = new QComboBox(group);
     fillSchemeBox(m_typeScheme);

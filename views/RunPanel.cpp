@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTimer>
@@ -42,8 +43,8 @@ RunPanel::RunPanel(QWidget* parent)
       m_cancel(new QPushButton(tr("Cancel"), this)), m_progress(new QProgressBar(this)),
       m_status(new QLabel(this)), m_time(new QLabel(this)), m_fpPpl(makeValueLabel(this)),
       m_quantPpl(makeValueLabel(this)), m_sensitivityTotals(new QLabel(this)),
-      m_sensitivityModel(new RunSensitivityModel(this)),
-      m_sensitivityView(new QTableView(this)), m_clock(new QTimer(this)) {
+      m_sensitivityModel(new RunSensitivityModel(this)), m_sensitivityView(new QTableView(this)),
+      m_clock(new QTimer(this)) {
     setObjectName(QStringLiteral("runPanel"));
     m_analyze->setToolTip(tr("Per-layer errors and activation statistics on the calibration "
                              "data, streamed into the layer tree block by block"));
@@ -96,13 +97,22 @@ RunPanel::RunPanel(QWidget* parent)
     sensLayout->addWidget(m_sensitivityTotals);
     sensLayout->addWidget(m_sensitivityView, 1);
 
-    auto* layout = new QVBoxLayout(this);
+    // Scrollable, so the panel never sets a minimum height on the window it docks into.
+    auto* content = new QWidget;
+    auto* layout = new QVBoxLayout(content);
     layout->addLayout(buttons);
     layout->addLayout(progressRow);
     layout->addWidget(m_time);
     layout->addWidget(m_status);
     layout->addWidget(perplexity);
     layout->addWidget(sensitivity, 1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(scroll);
     updateButtons();
 }
 
@@ -149,7 +159,8 @@ void RunPanel::updateTime() {
     QString text = tr("Elapsed %1").arg(formatDuration(elapsed));
     // A straight-line extrapolation; too early a fraction only gives noise.
     if (m_fraction >= 0.02 && m_fraction < 1.0)
-        text += tr(", about %1 left").arg(formatDuration(elapsed * (1.0 - m_fraction) / m_fraction));
+        text +=
+            tr(", about %1 left").arg(formatDuration(elapsed * (1.0 - m_fraction) / m_fraction));
     m_time->setText(text);
 }
 
@@ -170,10 +181,10 @@ void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
     m_fpPpl->setText(perplexityText(fp));
     m_quantPpl->setText(perplexityText(quantized));
     if (fp && quantized && fp->perplexity > 0.0)
-        m_quantPpl->setToolTip(tr("%1% above fp32")
-                                   .arg(QString::number(
-                                       100.0 * (quantized->perplexity / fp->perplexity - 1.0),
-                                       'f', 2)));
+        m_quantPpl->setToolTip(
+            tr("%1% above fp32")
+                .arg(QString::number(100.0 * (quantized->perplexity / fp->perplexity - 1.0), 'f',
+                                     2)));
 }
 
 void RunPanel::clearSensitivity() {
@@ -186,9 +197,9 @@ void RunPanel::addSensitivityRow(const SensitivityRow& row) {
 }
 
 void RunPanel::showSensitivityTotals(double fpPerplexity, double fullPerplexity) {
-    m_sensitivityTotals->setText(tr("fp32 %1, whole recipe %2")
-                                     .arg(QString::number(fpPerplexity, 'f', 4),
-                                          QString::number(fullPerplexity, 'f', 4)));
+    m_sensitivityTotals->setText(
+        tr("fp32 %1, whole recipe %2")
+            .arg(QString::number(fpPerplexity, 'f', 4), QString::number(fullPerplexity, 'f', 4)));
 }
 
 void RunPanel::updateButtons() {

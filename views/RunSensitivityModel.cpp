@@ -60,8 +60,7 @@ QVariant RunSensitivityModel::data(const QModelIndex& index, int role) const {
     return {};
 }
 
-QVariant RunSensitivityModel::headerData(int section, Qt::Orientation orientation,
-                                         int role) const {
+QVariant RunSensitivityModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal)
         return QAbstractTableModel::headerData(section, orientation, role);
     if (role == Qt::ToolTipRole) {

@@ -37,10 +37,10 @@ WorkbenchPage::WorkbenchPage(QWidget* parent)
       m_depthChart(new DepthChart(this)), m_layerDetail(new LayerDetailView(this)),
       m_summaryDock(makeDock(tr("Model"), QStringLiteral("modelSummaryDock"), m_summary, this)),
       m_evalDock(makeDock(tr("Evaluation"), QStringLiteral("evaluationDock"), m_evalPanel, this)),
-      m_depthDock(makeDock(tr("Depth chart"), QStringLiteral("depthChartDock"), m_depthChart,
-                           this)),
-      m_detailDock(makeDock(tr("Layer detail"), QStringLiteral("layerDetailDock"),
-                            m_layerDetail, this)) {
+      m_depthDock(
+          makeDock(tr("Depth chart"), QStringLiteral("depthChartDock"), m_depthChart, this)),
+      m_detailDock(
+          makeDock(tr("Layer detail"), QStringLiteral("layerDetailDock"), m_layerDetail, this)) {
     setWindowFlags(Qt::Widget); // a page inside the main window, not a window of its own
     setDockOptions(AnimatedDocks | AllowTabbedDocks);
     setCentralWidget(m_layerTree);
@@ -53,12 +53,11 @@ WorkbenchPage::WorkbenchPage(QWidget* parent)
 
     m_depthChart->setSource(m_layerTree->model());
     connect(m_depthChart, &DepthChart::layerClicked, this, &WorkbenchPage::selectLayer);
-    connect(m_layerTree, &LayerTreePanel::currentModuleChanged, this,
-            [this](const QString& name) {
-                showLayerDetail(name);
-                m_depthChart->setSelectedLayer(name);
-                Q_EMIT layerSelected(name);
-            });
+    connect(m_layerTree, &LayerTreePanel::currentModuleChanged, this, [this](const QString& name) {
+        showLayerDetail(name);
+        m_depthChart->setSelectedLayer(name);
+        Q_EMIT layerSelected(name);
+    });
     connect(m_layerTree, &LayerTreePanel::excludeLayerRequested, this,
             &WorkbenchPage::excludeLayerRequested);
     connect(m_layerTree, &LayerTreePanel::overrideLayerRequested, this,
@@ -151,8 +150,8 @@ void WorkbenchPage::showLayerDetail(const QString& name) {
     else if (name.isEmpty())
         m_layerDetail->clear();
     else
-        m_layerDetail->clear(tr("%1: no analysis yet (select a linear layer after Analyze).")
-                                 .arg(name));
+        m_layerDetail->clear(
+            tr("%1: no analysis yet (select a linear layer after Analyze).").arg(name));
 }
 
 void WorkbenchPage::resetLayout(const QSize& windowSize) {

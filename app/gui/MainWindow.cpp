@@ -270,10 +270,11 @@ bool MainWindow::isWorkbenchShown() const {
 void MainWindow::resetLayout() {
     if (!isMaximized() && !isFullScreen())
         resize(1400, 900);
-    m_workbench->resetLayout(size());
     m_recipeLayoutPending = true;
     if (m_workbench->isVisible())
-        applyRecipeDockLayout();
+        applyRecipeDockLayout(); // sizes the page's docks too
+    else
+        m_workbench->resetLayout(size());
 }
 
 QStringList MainWindow::recentModels() const {
@@ -348,7 +349,9 @@ void MainWindow::runEvaluation() {
 }
 
 // The recipe editor, its JSON and the run panel are docks of the workbench page, so they go
-// away with it on the start page; the page is a QMainWindow, its dock API is public.
+// away with it on the start page; the page is a QMainWindow, its dock API is public. They are
+// tabs beside the page's own right-hand docks (recipe with the model summary, runs with the
+// evaluation), which leaves the layer tree the width its metric columns need.
 void MainWindow::createRecipeDocks() {
     m_recipePanel = new RecipePanel(m_recipe, m_workbench);
     m_jsonView = new JsonView(m_workbench);
@@ -365,9 +368,16 @@ void MainWindow::createRecipeDocks() {
     for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock})
         dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable |
                           QDockWidget::DockWidgetFloatable);
-    m_workbench->addDockWidget(Qt::LeftDockWidgetArea, m_recipeDock);
+    placeRecipeDocks();
+}
+
+void MainWindow::placeRecipeDocks() {
+    for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock}) {
+        dock->setFloating(false);
+        m_workbench->addDockWidget(Qt::RightDockWidgetArea, dock);
+    }
+    m_workbench->tabifyDockWidget(m_workbench->summaryDock(), m_recipeDock);
     m_workbench->tabifyDockWidget(m_recipeDock, m_jsonDock);
-    m_workbench->addDockWidget(Qt::RightDockWidgetArea, m_runDock);
     m_workbench->tabifyDockWidget(m_workbench->evalDock(), m_runDock);
     m_recipeDock->raise();
     m_runDock->raise();
@@ -375,25 +385,26 @@ void MainWindow::createRecipeDocks() {
 
 void MainWindow::applyRecipeDockLayout() {
     m_recipeLayoutPending = false;
-    for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock}) {
-        dock->setFloating(false);
+    placeRecipeDocks();
+    for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock})
         dock->show();
-    }
-    if (m_workbench->dockWidgetArea(m_recipeDock) != Qt::LeftDockWidgetArea) {
-        m_workbench->addDockWidget(Qt::LeftDockWidgetArea, m_recipeDock);
-        m_workbench->tabifyDockWidget(m_recipeDock, m_jsonDock);
-    }
-    if (m_workbench->dockWidgetArea(m_runDock) != Qt::RightDockWidgetArea)
-        m_workbench->tabifyDockWidget(m_workbench->evalDock(), m_runDock);
     m_recipeDock->raise();
     m_runDock->raise();
-    m_workbench->resizeDocks({m_recipeDock}, {qMax(340, width() / 4)}, Qt::Horizontal);
+    // Tabifying moved the page's docks about: let the page size them again, then give the
+    // recipe tabs more of the right-hand column than the runs (the recipe scrolls, but its
+    // pattern preview should be in view).
+    m_workbench->resetLayout(size());
+    // After the page has laid out the new tab groups; sized now, the split would not stick.
+    QTimer::singleShot(0, this, [this] {
+        m_workbench->resizeDocks({m_recipeDock, m_runDock}, {550, 450}, Qt::Vertical);
+    });
 }
 
 void MainWindow::createRecipeMenu() {
     QMenu* recipe = menuBar()->addMenu(tr("&Recipe"));
     recipe->addAction(tr("&Open Recipe…"), this, &MainWindow::chooseRecipeToOpen);
-    QAction* save = recipe->addAction(tr("&Save Recipe As…"), this, &MainWindow::chooseRecipeToSave);
+    QAction* save =
+        recipe->addAction(tr("&Save Recipe As…"), this, &MainWindow::chooseRecipeToSave);
     save->setShortcut(QKeySequence::SaveAs);
     recipe->addSeparator();
     QAction* undo = m_recipe->undoStack()->createUndoAction(this, tr("&Undo"));
@@ -544,9 +555,8 @@ ExportDialog* MainWindow::openExportDialog() {
         return nullptr;
     auto* dialog = new ExportDialog(m_modelDirectory, m_recipe->recipe(), this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &QDialog::accepted, this, [this, dialog] {
-        startRun(RunRequest::Kind::Quantize, dialog->outputDirectory());
-    });
+    connect(dialog, &QDialog::accepted, this,
+            [this, dialog] { startRun(RunRequest::Kind::Quantize, dialog->outputDirectory()); });
     dialog->open();
     return dialog;
 }
@@ -590,7 +600,7 @@ void MainWindow::onRunFinished(int job, const RunSummary& summary) {
     if (!summary.skipped.empty())
         status += tr("; %n unfit layer(s) left unquantized", nullptr,
                      static_cast<int>(summary.skipped.size()));
-    m_runPanel->setIdle(tr("%1 in %2").arg(status, RunPanel::formatDuration(summary.seconds)));
+    m_runPanel->setIdle(status);
     statusBar()->showMessage(status, StatusMessageMs);
     updateBusy();
     Q_EMIT runFinished(summary);

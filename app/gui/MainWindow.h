@@ -119,6 +119,7 @@ private:
     void onLayerReports(int job, int block, const std::vector<LayerReport>& layers);
     void onSensitivityRow(int job, const SensitivityRow& row);
     void onRunFinished(int job, const RunSummary& summary);
+    void placeRecipeDocks();
     void applyRecipeDockLayout();
 
     void onJobStarted(int job, const QString& title);

@@ -9,8 +9,8 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QDockWidget>
-#include <QLineEdit>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QPixmap>
 #include <QSaveFile>
 #include <QTimer>
@@ -135,11 +135,17 @@ int main(int argc, char** argv) {
                 window.workbenchPage()->selectLayer(layer);
             if (!pattern.isEmpty())
                 window.recipePanel()->patternEdit()->setText(pattern);
+            if (grab == QLatin1String("recipe")) {
+                // Alone, at a height that shows the whole panel.
+                QDockWidget* dock = window.recipeDock();
+                dock->setFloating(true);
+                dock->resize(460, 1000);
+                dock->show();
+            }
             QTimer::singleShot(ScreenshotSettleMs, &window, [&window, screenshot, grab] {
                 QString error;
-                const QPixmap picture = grab == QLatin1String("recipe")
-                                            ? window.recipeDock()->grab()
-                                            : window.grab();
+                const QPixmap picture =
+                    grab == QLatin1String("recipe") ? window.recipeDock()->grab() : window.grab();
                 if (!savePng(picture, screenshot, &error)) {
                     std::fprintf(stderr, "quantscope: cannot write %s: %s\n",
                                  qPrintable(screenshot), qPrintable(error));

@@ -1,8 +1,13 @@
 // The quantscope executable's command line, run as a separate process (offscreen): --screenshot
-// writes a PNG of the default 1400x900 window once the model (or the start page) is shown, and
-// contradictory arguments are refused with a message instead of starting the GUI.
+// writes a PNG of the default 1400x900 window once the model (or the start page) is shown (after
+// an analysis with --analyze, or of the recipe panel only with --grab recipe), a bad --recipe
+// fails it with the reason, and contradictory arguments are refused with a message instead of
+// starting the GUI.
 #include "TestSupport.h"
+#include "quant/SchemeRegistry.h"
+#include "recipe/Recipe.h"
 
+#include <QFile>
 #include <QFileInfo>
 #include <QImage>
 #include <QProcess>
@@ -75,9 +80,62 @@ private Q_SLOTS:
         QVERIFY2(r.stderrText.contains(QStringLiteral("not both")), qPrintable(r.stderrText));
         r = runGui({home, home}, home);
         QCOMPARE(r.exitCode, 2);
-        r = runGui({QStringLiteral("--recipe"), home}, home); // not offered yet
-        QVERIFY(r.exitCode != 0);
-        QVERIFY2(r.stderrText.contains(QStringLiteral("recipe")), qPrintable(r.stderrText));
+        r = runGui({QStringLiteral("--analyze"), QStringLiteral("--demo")}, home);
+        QCOMPARE(r.exitCode, 2); // --analyze only makes sense for a screenshot
+        QVERIFY2(r.stderrText.contains(QStringLiteral("--screenshot")), qPrintable(r.stderrText));
+        r = runGui({QStringLiteral("--grab"), QStringLiteral("menu"),
+                    QStringLiteral("--screenshot"), home + QStringLiteral("/x.png")},
+                   home);
+        QCOMPARE(r.exitCode, 2);
+    }
+
+    void badRecipeFailsTheScreenshot() {
+        const QString home = qs::test::tempDir(QStringLiteral("gui-cli-recipe"));
+        const QString recipe = home + QStringLiteral("/broken.json");
+        QFile f(recipe);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("{\"format\": \"quantscope-recipe\", \"version\": 1, \"exclude\": [\"re:(\"]}");
+        f.close();
+        const QString png = home + QStringLiteral("/r.png");
+        const Run r =
+            runGui({qs::test::sharedPath(QStringLiteral("models/stories260K")),
+                    QStringLiteral("--recipe"), recipe, QStringLiteral("--screenshot"), png},
+                   home);
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.stderrText.contains(QStringLiteral("broken.json")) &&
+                     r.stderrText.contains(QStringLiteral("exclude[0]")),
+                 qPrintable(r.stderrText));
+        QVERIFY(!QFileInfo::exists(png));
+    }
+
+    void analyzedScreenshotWithARecipe() {
+        const QString home = qs::test::tempDir(QStringLiteral("gui-cli-analyze"));
+        qs::Recipe recipe;
+        recipe.global = qs::quant::resolveScheme("int8");
+        recipe.calibration.dataPath =
+            qs::test::sharedPath(QStringLiteral("data/tinystories-calib.txt")).toStdString();
+        recipe.calibration.numSamples = 4;
+        recipe.calibration.seqLen = 64;
+        const QString recipePath = home + QStringLiteral("/int8.json");
+        recipe.save(recipePath.toStdString());
+        const QString png = home + QStringLiteral("/analyzed.png");
+        const QString recipePng = home + QStringLiteral("/recipe.png");
+        Run r = runGui({qs::test::sharedPath(QStringLiteral("models/stories260K")),
+                        QStringLiteral("--recipe"), recipePath, QStringLiteral("--analyze"),
+                        QStringLiteral("--select"), QStringLiteral("model.layers.1.mlp.down_proj"),
+                        QStringLiteral("--screenshot"), png},
+                       home);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.stderrText));
+        QCOMPARE(QImage(png).size(), QSize(1400, 900));
+        r = runGui({qs::test::sharedPath(QStringLiteral("models/stories260K")),
+                    QStringLiteral("--recipe"), recipePath, QStringLiteral("--pattern"),
+                    QStringLiteral("*down_proj"), QStringLiteral("--grab"),
+                    QStringLiteral("recipe"), QStringLiteral("--screenshot"), recipePng},
+                   home);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.stderrText));
+        const QImage part(recipePng);
+        QVERIFY(!part.isNull());
+        QVERIFY(part.width() < 1400); // the recipe dock only
     }
 };
 

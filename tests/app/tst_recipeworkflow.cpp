@@ -15,6 +15,7 @@
 #include "RunPanel.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
+#include "engine/Engine.h"
 
 #include <QAction>
 #include <QApplication>
@@ -23,6 +24,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLabel>
 #include <QLocale>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -147,7 +149,8 @@ private Q_SLOTS:
         Q_EMIT window.workbenchPage()->excludeLayerRequested(ExcludedLayer);
         const auto& exclude = window.recipeDocument()->recipe().exclude;
         QCOMPARE(exclude, std::vector<std::string>{ExcludedLayer.toStdString()});
-        QCOMPARE(window.workbenchPage()->layerValue(ExcludedLayer, qs::LayerTreeModel::ExcludedColumn)
+        QCOMPARE(window.workbenchPage()
+                     ->layerValue(ExcludedLayer, qs::LayerTreeModel::ExcludedColumn)
                      .toBool(),
                  true);
 
@@ -162,9 +165,9 @@ private Q_SLOTS:
 
         const QString recipePath = m_work + QStringLiteral("/analyze.recipe.json");
         QVERIFY(window.saveRecipe(recipePath));
-        const CliResult cli = runCli({QStringLiteral("analyze"), m_stories,
-                                      QStringLiteral("--recipe"), recipePath,
-                                      QStringLiteral("--json"), QStringLiteral("--no-channels")});
+        const CliResult cli =
+            runCli({QStringLiteral("analyze"), m_stories, QStringLiteral("--recipe"), recipePath,
+                    QStringLiteral("--json"), QStringLiteral("--no-channels")});
         QVERIFY2(cli.exitCode == 0, qPrintable(cli.err));
         const nlohmann::json report = nlohmann::json::parse(cli.out.toStdString());
         const nlohmann::json& layers = report.at("layers");
@@ -175,9 +178,9 @@ private Q_SLOTS:
         for (const auto& [name, layer] : layers.items()) {
             const QString q = QString::fromStdString(name);
             const std::pair<int, nlohmann::json> checks[] = {
-                {qs::LayerTreeModel::WeightSqnrColumn,
-                 layer.at("weight_error").is_null() ? nlohmann::json()
-                                                    : layer["weight_error"].at("sqnr_db")},
+                {qs::LayerTreeModel::WeightSqnrColumn, layer.at("weight_error").is_null()
+                                                           ? nlohmann::json()
+                                                           : layer["weight_error"].at("sqnr_db")},
                 {qs::LayerTreeModel::OutputSqnrLocalColumn,
                  layer.at("output_error_local").is_null()
                      ? nlohmann::json()
@@ -191,8 +194,9 @@ private Q_SLOTS:
             };
             for (const auto& [column, expected] : checks) {
                 QString why;
-                QVERIFY2(sameNumber(page->layerValue(q, column), expected, &why),
-                         qPrintable(QStringLiteral("%1 column %2: %3").arg(q).arg(column).arg(why)));
+                QVERIFY2(
+                    sameNumber(page->layerValue(q, column), expected, &why),
+                    qPrintable(QStringLiteral("%1 column %2: %3").arg(q).arg(column).arg(why)));
                 ++compared;
             }
             const bool excluded = q == ExcludedLayer;
@@ -202,10 +206,9 @@ private Q_SLOTS:
         QVERIFY(compared >= 40);
         // The quantized layers really were measured (finite SQNR), the excluded one was not
         // quantized at all.
-        QVERIFY(std::isfinite(
-            page->layerValue(QStringLiteral("model.layers.1.mlp.down_proj"),
-                             qs::LayerTreeModel::WeightSqnrColumn)
-                .toDouble()));
+        QVERIFY(std::isfinite(page->layerValue(QStringLiteral("model.layers.1.mlp.down_proj"),
+                                               qs::LayerTreeModel::WeightSqnrColumn)
+                                  .toDouble()));
         QVERIFY(layers.at(ExcludedLayer.toStdString()).at("weight_error").is_null());
     }
 
@@ -252,8 +255,8 @@ private Q_SLOTS:
 
         QProcess sh;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("PATH"), qs::test::binDir() + QLatin1Char(':') +
-                                               env.value(QStringLiteral("PATH")));
+        env.insert(QStringLiteral("PATH"),
+                   qs::test::binDir() + QLatin1Char(':') + env.value(QStringLiteral("PATH")));
         sh.setProcessEnvironment(env);
         sh.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), command});
         QVERIFY(sh.waitForFinished(600000));

@@ -23,8 +23,8 @@ QStringList shellWords(const QString& commandLine) {
     sh.start(QStringLiteral("/bin/sh"),
              {QStringLiteral("-c"), QStringLiteral("printf '%s\\n' ") + commandLine});
     sh.waitForFinished(10000);
-    return QString::fromUtf8(sh.readAllStandardOutput()).split(QLatin1Char('\n'),
-                                                                Qt::SkipEmptyParts);
+    return QString::fromUtf8(sh.readAllStandardOutput())
+        .split(QLatin1Char('\n'), Qt::SkipEmptyParts);
 }
 
 } // namespace

@@ -20,6 +20,7 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QUndoStack>
 #include <QtTest>
 
@@ -48,8 +49,8 @@ qs::ModelInfo smallModel() {
         block.name = "model.layers." + std::to_string(b);
         block.kind = "block";
         block.blockIndex = b;
-        for (const char* k : {"self_attn.q_proj", "self_attn.o_proj", "mlp.up_proj",
-                              "mlp.down_proj"})
+        for (const char* k :
+             {"self_attn.q_proj", "self_attn.o_proj", "mlp.up_proj", "mlp.down_proj"})
             block.children.push_back(linear(block.name + "." + k, b));
         info.tree.children.push_back(block);
     }
@@ -156,12 +157,12 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(qs::Error, doc.setGlobalScheme(QStringLiteral("int3_bogus")));
         QVERIFY_THROWS_EXCEPTION(qs::Error, doc.addExclusion(QStringLiteral("re:(")));
         QVERIFY_THROWS_EXCEPTION(qs::Error, doc.addExclusion(QStringLiteral("  ")));
-        QVERIFY_THROWS_EXCEPTION(qs::Error, doc.addOverride(QStringLiteral("*"),
-                                                            QStringLiteral("none")));
+        QVERIFY_THROWS_EXCEPTION(qs::Error,
+                                 doc.addOverride(QStringLiteral("*"), QStringLiteral("none")));
         QVERIFY_THROWS_EXCEPTION(qs::Error, doc.setCalibrationSamples(0));
         QVERIFY_THROWS_EXCEPTION(qs::Error, doc.setUnfitPolicy(QStringLiteral("maybe")));
-        QVERIFY_THROWS_EXCEPTION(qs::Error, doc.setLayerTypeOverride(QStringLiteral("a.b"),
-                                                                     QStringLiteral("int8")));
+        QVERIFY_THROWS_EXCEPTION(
+            qs::Error, doc.setLayerTypeOverride(QStringLiteral("a.b"), QStringLiteral("int8")));
         QCOMPARE(jsonOf(doc.recipe()), before);
         QCOMPARE(doc.undoStack()->count(), 1);
     }
