@@ -65,6 +65,11 @@ LayerTreePanel::LayerTreePanel(QWidget* parent)
     // Columns sized to their contents, not stretched: a wide window must not put the numbers a
     // screen away from the names they belong to.
     header->setSectionResizeMode(QHeaderView::Interactive);
+    // What a user hunting outliers reads first sits next to the name: scheme, exclusion and the
+    // metrics; the static shape columns follow. Visual order only, the model is unchanged.
+    int to = 1;
+    for (int c = LayerTreeModel::SchemeColumn; c <= LayerTreeModel::SensitivityColumn; ++c)
+        header->moveSection(header->visualIndex(c), to++);
     connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& current) {
                 Q_EMIT currentModuleChanged(current.data(ModuleTreeModel::FullNameRole).toString());
