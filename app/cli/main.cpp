@@ -5,9 +5,9 @@
 #include "engine/Runtime.h"
 #include "util/Error.h"
 
-#include <QCoreApplication>
+#include "util/ErrorText.h"
 
-#include <c10/util/Exception.h>
+#include <QCoreApplication>
 
 #include <cstdio>
 #include <map>
@@ -72,13 +72,9 @@ int main(int argc, char** argv) {
     } catch (const qs::Cancelled&) {
         std::fprintf(stderr, "quantscope-cli %s: cancelled\n", qPrintable(name));
         return qs::cli::kExitFailure;
-    } catch (const c10::Error& e) {
-        // Torch's own errors carry a C++ backtrace that means nothing to a user.
-        std::fprintf(stderr, "quantscope-cli %s: error: %s\n", qPrintable(name),
-                     e.what_without_backtrace());
-        return qs::cli::kExitFailure;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "quantscope-cli %s: error: %s\n", qPrintable(name), e.what());
+        std::fprintf(stderr, "quantscope-cli %s: error: %s\n", qPrintable(name),
+                     qs::errorText(e).c_str());
         return qs::cli::kExitFailure;
     }
 }

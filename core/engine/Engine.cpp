@@ -5,10 +5,10 @@
 #include "calib/SensitivityRun.h"
 #include "eval/TextEvaluation.h"
 #include "util/Error.h"
+#include "util/ErrorText.h"
 
 #include <ATen/Context.h>
 #include <c10/core/InferenceMode.h>
-#include <c10/util/Exception.h>
 
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -128,10 +128,8 @@ int Engine::submit(const QString& title, std::function<void(int, const ProgressF
                 work(job, report);
             } catch (const Cancelled&) {
                 Q_EMIT engine->cancelled(job);
-            } catch (const c10::Error& e) {
-                Q_EMIT engine->failed(job, QString::fromUtf8(e.what_without_backtrace()));
             } catch (const std::exception& e) {
-                Q_EMIT engine->failed(job, QString::fromUtf8(e.what()));
+                Q_EMIT engine->failed(job, QString::fromStdString(errorText(e)));
             }
             {
                 QMutexLocker lock(&d->mutex);
