@@ -39,8 +39,10 @@ int runAnalyze(const QStringList& args) {
                                      "all but that layer, as perplexity on --data (2 runs per "
                                      "layer: keep the evaluation set small)."});
     parser.addOption({"data", "Evaluation text for --sensitivity.", "TEXT"});
-    parser.addOption({"eval-seq-len", "Evaluation window for --sensitivity (default 512 or max "
-                                      "positions).", "N", "0"});
+    parser.addOption({"eval-seq-len",
+                      "Evaluation window for --sensitivity (default 512 or max "
+                      "positions).",
+                      "N", "0"});
     parser.addOption({"max-windows", "Evaluation windows for --sensitivity.", "N", "4"});
     addThreadsOption(parser);
     if (!parseOrHelp(parser, expandMultiValueFlags(args),

@@ -38,9 +38,13 @@ int64_t intOption(const QCommandLineParser& parser, const QString& name, int64_t
     return v;
 }
 
-void printJson(const nlohmann::json& j) { std::cout << j.dump(2) << std::endl; }
+void printJson(const nlohmann::json& j) {
+    std::cout << j.dump(2) << std::endl;
+}
 
-void printLine(const std::string& s) { std::cout << s << '\n'; }
+void printLine(const std::string& s) {
+    std::cout << s << '\n';
+}
 
 void addThreadsOption(QCommandLineParser& parser) {
     parser.addOption({"threads", "LibTorch intra-op threads (default: one per core).", "N", "0"});

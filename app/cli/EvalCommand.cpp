@@ -12,8 +12,10 @@ int runEval(const QStringList& args) {
     QCommandLineParser parser;
     parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder.");
     parser.addOption({"data", "UTF-8 text file to evaluate on.", "TEXT"});
-    parser.addOption({"seq-len", "Window length in tokens (default 512 or max positions).", "N", "0"});
-    parser.addOption({"max-windows", "Evaluate only the first N windows (default: all).", "N", "0"});
+    parser.addOption(
+        {"seq-len", "Window length in tokens (default 512 or max positions).", "N", "0"});
+    parser.addOption(
+        {"max-windows", "Evaluate only the first N windows (default: all).", "N", "0"});
     parser.addOption({"device", "cpu or cuda.", "DEVICE", "cpu"});
     parser.addOption({"dtype", "Compute dtype: float32, bfloat16 or float16.", "DTYPE", "float32"});
     parser.addOption({"tokenizer", "auto, sentencepiece or hf.", "KIND", "auto"});

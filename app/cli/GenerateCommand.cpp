@@ -23,7 +23,8 @@ int runGenerate(const QStringList& args) {
     const std::string prompt = parser.value("prompt").toStdString();
     const GenerationResult r = generateFromPrompt(
         dir.toStdString(), prompt, intOption(parser, "max-new-tokens", 0, 1 << 20),
-        parseComputeOptions(parser.value("device").toStdString(), parser.value("dtype").toStdString()),
+        parseComputeOptions(parser.value("device").toStdString(),
+                            parser.value("dtype").toStdString()),
         TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString()));
     if (parser.isSet("json")) {
         printJson({{"prompt", prompt},

@@ -22,24 +22,29 @@ QString schemeList() {
 
 void addQuantOptions(QCommandLineParser& parser, const QString& calibSeqFlag) {
     parser.addOption({{"quant-scheme", "quant_scheme"},
-                      "Quark scheme for every linear, one of: " + schemeList() + ".", "S"});
+                      "Quark scheme for every linear, one of: " + schemeList() + ".",
+                      "S"});
     parser.addOption({{"exclude-layers", "exclude_layers"},
                       "Layers left unquantized (fnmatch like *down_proj, or re:REGEX); several "
-                      "may follow one flag.", "P..."});
+                      "may follow one flag.",
+                      "P..."});
     parser.addOption({{"layer-quant-scheme", "layer_quant_scheme"},
-                      "Scheme S for layers matching P (repeatable; the last match wins).", "P S"});
+                      "Scheme S for layers matching P (repeatable; the last match wins).",
+                      "P S"});
     parser.addOption({{"kv-cache-dtype", "kv_cache_dtype"},
                       "KV-cache quantization: fp8 (E4M3 per-tensor on k/v_proj outputs) or none.",
                       "DTYPE"});
     parser.addOption({{"calib-data", "calib_data", "dataset"}, "Calibration text file.", "FILE"});
-    parser.addOption({{"num-calib-data", "num_calib_data"},
-                      "Calibration samples (windows; default 128).", "N"});
-    parser.addOption({calibSeqFlag, "Calibration window length in tokens (default 512, at most "
-                                    "the model's positions).", "N"});
-    parser.addOption({"unfit-policy", "Layers whose shape does not fit the scheme: error or skip.",
-                      "POLICY"});
-    parser.addOption({"recipe", "Recipe JSON to replay (flags given too override its fields).",
-                      "FILE"});
+    parser.addOption(
+        {{"num-calib-data", "num_calib_data"}, "Calibration samples (windows; default 128).", "N"});
+    parser.addOption({calibSeqFlag,
+                      "Calibration window length in tokens (default 512, at most "
+                      "the model's positions).",
+                      "N"});
+    parser.addOption(
+        {"unfit-policy", "Layers whose shape does not fit the scheme: error or skip.", "POLICY"});
+    parser.addOption(
+        {"recipe", "Recipe JSON to replay (flags given too override its fields).", "FILE"});
     parser.addOption({"save-recipe", "Write the recipe of this run to FILE.", "FILE"});
 }
 

@@ -23,11 +23,15 @@ std::vector<std::string> linearNames(const std::string& modelDir) {
 
 int runRecipe(const QStringList& args) {
     QCommandLineParser parser;
-    parser.addOption({"from-quark", "Import the quantization_config of a Quark export's "
-                                    "config.json (or a bare quantization_config JSON).", "CONFIG"});
+    parser.addOption({"from-quark",
+                      "Import the quantization_config of a Quark export's "
+                      "config.json (or a bare quantization_config JSON).",
+                      "CONFIG"});
     parser.addOption({"to-quark", "Write the Quark quantization_config of a recipe.", "RECIPE"});
-    parser.addOption({"model", "Model folder whose layer names make exclusions concrete for vLLM "
-                               "(with --to-quark).", "DIR"});
+    parser.addOption({"model",
+                      "Model folder whose layer names make exclusions concrete for vLLM "
+                      "(with --to-quark).",
+                      "DIR"});
     parser.addOption({"check", "Validate a recipe file and print it normalised.", "RECIPE"});
     parser.addOption({"out", "Output file (default: standard output).", "FILE"});
     if (!parseOrHelp(parser, args,
@@ -51,9 +55,9 @@ int runRecipe(const QStringList& args) {
         // default); say so explicitly, or Quark would apply the global scheme to it.
         if (!recipe.isExcluded("lm_head"))
             recipe.exclude.push_back("lm_head");
-        const std::vector<std::string> names = parser.isSet("model")
-                                                   ? linearNames(parser.value("model").toStdString())
-                                                   : std::vector<std::string>{};
+        const std::vector<std::string> names =
+            parser.isSet("model") ? linearNames(parser.value("model").toStdString())
+                                  : std::vector<std::string>{};
         text = quarkConfigFromRecipe(recipe, names).dump(2);
     }
     if (parser.isSet("out"))

@@ -52,8 +52,10 @@ int runSynth(const QStringList& args) {
     parser.addOption({"tie-embeddings", "Tie lm_head to the embedding (llama)."});
     parser.addOption({"sparse", "Headers only: weights left as zero holes (benchmarks)."});
     parser.addOption({"shard-size", "Split into shards of about N bytes (0: one file).", "BYTES"});
-    parser.addOption({"outlier-channels", "Comma-separated hidden channels with planted "
-                                          "activation outliers.", "LIST", "3,17"});
+    parser.addOption({"outlier-channels",
+                      "Comma-separated hidden channels with planted "
+                      "activation outliers.",
+                      "LIST", "3,17"});
     parser.addOption({"outlier-gain", "Gain of the planted outlier channels.", "X", "40"});
     parser.addOption({"json", "Print a machine-readable summary."});
     addThreadsOption(parser);
@@ -109,7 +111,8 @@ int runSynth(const QStringList& args) {
     writeSyntheticModel(o);
     const double seconds = timer.elapsed() / 1000.0;
     if (parser.isSet("json")) {
-        printJson({{"out", o.outDir}, {"arch", o.arch}, {"seconds", seconds}, {"sparse", o.sparse}});
+        printJson(
+            {{"out", o.outDir}, {"arch", o.arch}, {"seconds", seconds}, {"sparse", o.sparse}});
     } else {
         std::printf("wrote %s checkpoint to %s in %.2f s\n", o.arch.c_str(), o.outDir.c_str(),
                     seconds);

@@ -9,7 +9,8 @@ namespace qs::cli {
 int runTokenize(const QStringList& args) {
     QCommandLineParser parser;
     parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder (its tokenizer).");
-    parser.addOption({"data", "UTF-8 text file to tokenize as evaluation does (BOS once).", "TEXT"});
+    parser.addOption(
+        {"data", "UTF-8 text file to tokenize as evaluation does (BOS once).", "TEXT"});
     parser.addOption({"text", "Literal text to tokenize (no BOS).", "TEXT"});
     parser.addOption({"tokenizer", "auto, sentencepiece or hf.", "KIND", "auto"});
     parser.addOption({"json", "Machine-readable output."});

@@ -18,8 +18,10 @@ const char* kUsage =
     "Usage: quantscope-cli <command> [options]\n"
     "\n"
     "Commands:\n"
-    "  inspect MODEL_DIR [--json]              architecture, config and module tree (headers only)\n"
-    "  eval MODEL_DIR --data TEXT [...]        perplexity (fp, or fake-quantized with scheme flags)\n"
+    "  inspect MODEL_DIR [--json]              architecture, config and module tree (headers "
+    "only)\n"
+    "  eval MODEL_DIR --data TEXT [...]        perplexity (fp, or fake-quantized with scheme "
+    "flags)\n"
     "  analyze MODEL_DIR --quant-scheme S ...  per-layer quantization error report (--json)\n"
     "  quantize MODEL_DIR --quant-scheme S --out DIR  fake-quantized checkpoint + recipe\n"
     "  generate MODEL_DIR --prompt TEXT [...]  greedy continuation\n"
@@ -47,19 +49,16 @@ int main(int argc, char** argv) {
         return 0;
     }
     const std::map<QString, int (*)(const QStringList&)> commands{
-        {"inspect", qs::cli::runInspect},
-        {"eval", qs::cli::runEval},
-        {"generate", qs::cli::runGenerate},
-        {"synth", qs::cli::runSynth},
-        {"tokenize", qs::cli::runTokenize},
-        {"analyze", qs::cli::runAnalyze},
-        {"quantize", qs::cli::runQuantize},
-        {"recipe", qs::cli::runRecipe},
+        {"inspect", qs::cli::runInspect},   {"eval", qs::cli::runEval},
+        {"generate", qs::cli::runGenerate}, {"synth", qs::cli::runSynth},
+        {"tokenize", qs::cli::runTokenize}, {"analyze", qs::cli::runAnalyze},
+        {"quantize", qs::cli::runQuantize}, {"recipe", qs::cli::runRecipe},
     };
     const QString name = args[1];
     auto it = commands.find(name);
     if (it == commands.end()) {
-        std::fprintf(stderr, "quantscope-cli: unknown command '%s'\n\n%s", qPrintable(name), kUsage);
+        std::fprintf(stderr, "quantscope-cli: unknown command '%s'\n\n%s", qPrintable(name),
+                     kUsage);
         return qs::cli::kExitUsage;
     }
     args.removeAt(0); // QCommandLineParser expects the program name first: use the command's

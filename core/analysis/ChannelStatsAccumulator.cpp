@@ -81,8 +81,8 @@ ChannelStatistics ChannelStatsAccumulator::finish(double percentileLevel) const 
     s.percentile = toVector(std::get<0>(at::kthvalue(sample.abs(), k, 0)));
     s.histogram = histogramOf(sample, kHistogramBins);
     if (!m_quantizedSample.empty())
-        s.quantizedHistogram =
-            histogramOf(at::cat(m_quantizedSample, 0), kHistogramBins, s.histogram.lo, s.histogram.hi);
+        s.quantizedHistogram = histogramOf(at::cat(m_quantizedSample, 0), kHistogramBins,
+                                           s.histogram.lo, s.histogram.hi);
     s.tokenAbsmax = toVector(m_firstTokenAbsmax);
     return s;
 }

@@ -25,8 +25,8 @@ ErrorMetrics ErrorAccumulator::metrics() const {
         return m;
     m.valid = true;
     m.mse = m_sse / double(m_count);
-    m.sqnrDb = m_sse > 0 ? 10.0 * std::log10(m_refSq / m_sse)
-                         : std::numeric_limits<double>::infinity();
+    m.sqnrDb =
+        m_sse > 0 ? 10.0 * std::log10(m_refSq / m_sse) : std::numeric_limits<double>::infinity();
     const double denom = std::sqrt(m_valSq * m_refSq);
     m.cosine = denom > 0 ? m_dot / denom : (m_sse == 0 ? 1.0 : 0.0);
     m.maxAbs = m_maxAbs;

@@ -64,20 +64,21 @@ nlohmann::json AnalysisReport::toJson(bool withChannels) const {
                                  {"kurtosis", numbers(l.input.kurtosis)}};
             input["token_absmax"] = numbers(l.input.tokenAbsmax);
         }
-        layersJson[l.name] = {{"kind", l.kind},
-                              {"block", l.block},
-                              {"shape", l.shape},
-                              {"quantized", l.quantized},
-                              {"scheme", l.scheme},
-                              {"note", l.note},
-                              {"weight_error", qs::toJson(l.weight)},
-                              {"output_error_local", qs::toJson(l.outputLocal)},
-                              {"output_error_accumulated", qs::toJson(l.outputAccumulated)},
-                              {"input_quantization_error", qs::toJson(l.inputQuantization)},
-                              {"input_drift", qs::toJson(l.inputDrift)},
-                              {"input", input},
-                              {"weight_histogram", qs::toJson(l.weightHistogram)},
-                              {"weight_quantized_histogram", qs::toJson(l.weightQuantizedHistogram)}};
+        layersJson[l.name] = {
+            {"kind", l.kind},
+            {"block", l.block},
+            {"shape", l.shape},
+            {"quantized", l.quantized},
+            {"scheme", l.scheme},
+            {"note", l.note},
+            {"weight_error", qs::toJson(l.weight)},
+            {"output_error_local", qs::toJson(l.outputLocal)},
+            {"output_error_accumulated", qs::toJson(l.outputAccumulated)},
+            {"input_quantization_error", qs::toJson(l.inputQuantization)},
+            {"input_drift", qs::toJson(l.inputDrift)},
+            {"input", input},
+            {"weight_histogram", qs::toJson(l.weightHistogram)},
+            {"weight_quantized_histogram", qs::toJson(l.weightQuantizedHistogram)}};
     }
     nlohmann::json ranking = nlohmann::json::array();
     for (const auto& [name, score] : outlierRanking())

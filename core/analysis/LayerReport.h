@@ -30,14 +30,14 @@ struct Histogram {
 
 // Statistics of a linear's input activations per input channel, on the full-precision model.
 struct ChannelStatistics {
-    int64_t tokens = 0;               // tokens observed
+    int64_t tokens = 0; // tokens observed
     std::vector<float> min, max, absmax;
-    std::vector<float> percentile;    // |x| percentile per channel (on a token subsample)
+    std::vector<float> percentile; // |x| percentile per channel (on a token subsample)
     double percentileLevel = 99.0;
-    std::vector<float> kurtosis;      // excess kurtosis per channel
-    std::vector<float> tokenAbsmax;   // absmax over channels of the first sample's tokens
-    Histogram histogram;              // all values (subsample)
-    Histogram quantizedHistogram;     // after the layer's input quantizer, when it has one
+    std::vector<float> kurtosis;    // excess kurtosis per channel
+    std::vector<float> tokenAbsmax; // absmax over channels of the first sample's tokens
+    Histogram histogram;            // all values (subsample)
+    Histogram quantizedHistogram;   // after the layer's input quantizer, when it has one
 };
 
 // Everything the analysis knows about one linear layer.
@@ -48,7 +48,7 @@ struct LayerReport {
     std::vector<int64_t> shape; // [out, in]
     std::string scheme;         // scheme name or summary; empty when not quantized
     bool quantized = false;
-    std::string note;           // why it is not quantized (excluded, unfit shape), if so
+    std::string note; // why it is not quantized (excluded, unfit shape), if so
     ErrorMetrics weight;
     ErrorMetrics outputLocal;       // quantized layer on full-precision inputs vs fp layer
     ErrorMetrics outputAccumulated; // quantized model's output here vs the fp model's

@@ -15,8 +15,8 @@ struct SensitivityRow {
 };
 
 struct SensitivityResult {
-    double fpPerplexity = 0.0;   // nothing quantized, same evaluation windows
-    double fullPerplexity = 0.0; // the whole recipe
+    double fpPerplexity = 0.0;        // nothing quantized, same evaluation windows
+    double fullPerplexity = 0.0;      // the whole recipe
     std::vector<SensitivityRow> rows; // in model order
 };
 

@@ -79,7 +79,8 @@ void CalibrationPipeline::checkShapes(const ModuleNode& tree) {
     if (!problems.empty() && m_options.unfitPolicy == "error")
         throw Error("recipe", "layers",
                     "these layers do not fit their scheme (exclude them, change their scheme, or "
-                    "set unfit_policy \"skip\"):" + problems);
+                    "set unfit_policy \"skip\"):" +
+                        problems);
 }
 
 PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at::Tensor& evaluation,
@@ -101,7 +102,8 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         hiddenEval = m_model.embed(evaluation.to(device));
     }
     const int64_t evalBatch =
-        evaluation.defined() ? std::max<int64_t>(1, m_options.maxBatchTokens / evaluation.size(1)) : 1;
+        evaluation.defined() ? std::max<int64_t>(1, m_options.maxBatchTokens / evaluation.size(1))
+                             : 1;
 
     auto report = [&](int block, double within, const std::string& what) {
         if (progress && !progress((block + within) / double(blocks),
@@ -164,9 +166,8 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
                 w.add(q->quantizedWeight(), q->referenceWeight());
                 rep.weight = w.metrics();
                 rep.weightHistogram = histogramOf(q->referenceWeight(), 128);
-                rep.weightQuantizedHistogram = histogramOf(q->quantizedWeight(), 128,
-                                                           rep.weightHistogram.lo,
-                                                           rep.weightHistogram.hi);
+                rep.weightQuantizedHistogram = histogramOf(
+                    q->quantizedWeight(), 128, rep.weightHistogram.lo, rep.weightHistogram.hi);
             }
             if (rep.quantized)
                 quantizers[l->name] = q.get();
@@ -194,9 +195,8 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
             observe = observe || q->needsObservation();
         if (observe) {
             hook.setMode(BlockQuantHook::Mode::Observe);
-            batches(N, batch, bi, 0.05, 0.4, "observing", [&](int64_t b, int64_t n) {
-                block->forward(hiddenQ.narrow(0, b, n), ctx);
-            });
+            batches(N, batch, bi, 0.05, 0.4, "observing",
+                    [&](int64_t b, int64_t n) { block->forward(hiddenQ.narrow(0, b, n), ctx); });
             for (auto& q : owned)
                 q->freeze();
         }
@@ -270,10 +270,12 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
                 rep.inputDrift = a.drift.metrics();
                 rep.input = a.channels.finish();
                 if (!rep.input.absmax.empty()) {
-                    rep.inputAbsmax = *std::max_element(rep.input.absmax.begin(), rep.input.absmax.end());
+                    rep.inputAbsmax =
+                        *std::max_element(rep.input.absmax.begin(), rep.input.absmax.end());
                     const double med = median(rep.input.absmax);
                     rep.outlierScore = med > 0 ? rep.inputAbsmax / med : 0.0;
-                    rep.maxKurtosis = *std::max_element(rep.input.kurtosis.begin(), rep.input.kurtosis.end());
+                    rep.maxKurtosis =
+                        *std::max_element(rep.input.kurtosis.begin(), rep.input.kurtosis.end());
                 }
             }
         }

@@ -16,24 +16,26 @@ namespace qs {
 
 struct PipelineOptions {
     // Scheme of a linear (full name, kind such as "q_proj"); nullopt leaves it unquantized.
-    std::function<std::optional<quant::QuantScheme>(const std::string&, const std::string&)> schemeFor;
+    std::function<std::optional<quant::QuantScheme>(const std::string&, const std::string&)>
+        schemeFor;
     // Output (KV-cache) spec of a linear, if any.
-    std::function<std::optional<quant::QuantSpec>(const std::string&, const std::string&)> outputSpecFor;
+    std::function<std::optional<quant::QuantSpec>(const std::string&, const std::string&)>
+        outputSpecFor;
     // "error": a layer whose shape does not fit its scheme stops the run, naming it;
     // "skip": such layers stay unquantized and are reported.
     std::string unfitPolicy = "error";
-    bool analyze = false;           // per-layer report (a full-precision reference stream too)
-    int64_t maxBatchTokens = 2048;  // tokens per forward batch (bounds activation temporaries)
+    bool analyze = false;          // per-layer report (a full-precision reference stream too)
+    int64_t maxBatchTokens = 2048; // tokens per forward batch (bounds activation temporaries)
     // Called after each block with its layers' reports, so views can fill in as blocks finish.
     std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
 };
 
 struct PipelineResult {
-    std::vector<LayerReport> layers;   // every block linear, in model order
-    std::vector<std::string> skipped;  // left unquantized by the unfit policy, with reason
-    double evalNllSum = 0.0;           // over the evaluation windows, if any were given
+    std::vector<LayerReport> layers;  // every block linear, in model order
+    std::vector<std::string> skipped; // left unquantized by the unfit policy, with reason
+    double evalNllSum = 0.0;          // over the evaluation windows, if any were given
     int64_t evalPredicted = 0;
-    std::vector<double> blockSeconds;  // calibration + quantization time per block
+    std::vector<double> blockSeconds; // calibration + quantization time per block
 };
 
 // Called once per block after its weights were quantized, with the block in its final state

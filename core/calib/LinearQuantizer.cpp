@@ -7,7 +7,9 @@ namespace qs {
 
 namespace {
 
-bool isStatic(const quant::QuantSpec& s) { return !s.isDynamic; }
+bool isStatic(const quant::QuantSpec& s) {
+    return !s.isDynamic;
+}
 
 } // namespace
 
@@ -38,7 +40,8 @@ void LinearQuantizer::quantizeWeight(const LinearLayer& layer) {
     }
     const quant::QuantScheme& s = *m_scheme;
     if (s.weightPreStage) {
-        m_quantizedWeight = quant::fakeQuantizeProgressive(layer.weight, *s.weightPreStage, s.weight);
+        m_quantizedWeight =
+            quant::fakeQuantizeProgressive(layer.weight, *s.weightPreStage, s.weight);
     } else if (s.weight.observer == quant::ObserverKind::MinMax) {
         m_quantizedWeight = quant::fakeQuantize(layer.weight, s.weight);
     } else {

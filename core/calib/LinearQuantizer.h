@@ -22,7 +22,8 @@ public:
     bool quantized() const { return m_scheme.has_value() || m_output.has_value(); }
     const std::optional<quant::QuantScheme>& scheme() const { return m_scheme; }
 
-    // Fake-quantizes `layer.weight` (kept aside as the reference) when the scheme has a weight spec.
+    // Fake-quantizes `layer.weight` (kept aside as the reference) when the scheme has a weight
+    // spec.
     void quantizeWeight(const LinearLayer& layer);
     const at::Tensor& referenceWeight() const { return m_referenceWeight; }
     const at::Tensor& quantizedWeight() const { return m_quantizedWeight; }

@@ -103,12 +103,12 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     if (req.evaluate) {
         if (recipe.evaluation.dataPath.empty())
             throw Error("recipe", "evaluation.data", "no evaluation text given (--data FILE)");
-        const int64_t seq = recipe.evaluation.seqLen > 0 ? recipe.evaluation.seqLen
-                                                         : defaultSeqLen(handle.config);
+        const int64_t seq =
+            recipe.evaluation.seqLen > 0 ? recipe.evaluation.seqLen : defaultSeqLen(handle.config);
         if (maxPos > 0 && seq > maxPos)
-            throw Error("--seq-len", "", std::to_string(seq) +
-                                             " exceeds the model's max_position_embeddings (" +
-                                             std::to_string(maxPos) + ")");
+            throw Error("--seq-len", "",
+                        std::to_string(seq) + " exceeds the model's max_position_embeddings (" +
+                            std::to_string(maxPos) + ")");
         evalTokens = tokenizeFile(tokenizer(), recipe.evaluation.dataPath);
         evalIds = evaluationWindows(evalTokens, seq, recipe.evaluation.maxWindows,
                                     recipe.evaluation.dataPath);

@@ -19,18 +19,18 @@ struct QuantizationRequest {
     Recipe recipe;
     ComputeOptions compute;
     bool analyze = false;
-    bool evaluate = false;  // perplexity of the fake-quantized model on recipe.evaluation
-    std::string outDir;     // write a fake-quantized checkpoint here (empty: none)
+    bool evaluate = false; // perplexity of the fake-quantized model on recipe.evaluation
+    std::string outDir;    // write a fake-quantized checkpoint here (empty: none)
     TokenizerBackend tokenizer = TokenizerBackend::Auto;
     // Streams each block's layer reports as the block finishes (GUI runs).
     std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
 };
 
 struct QuantizationOutcome {
-    Recipe recipe;                         // as run, provenance filled in
+    Recipe recipe; // as run, provenance filled in
     std::optional<PerplexityResult> perplexity;
-    AnalysisReport report;                 // layers filled when analyze was asked
-    std::vector<std::string> skipped;      // unfit layers left unquantized ("skip" policy)
+    AnalysisReport report;            // layers filled when analyze was asked
+    std::vector<std::string> skipped; // unfit layers left unquantized ("skip" policy)
     std::vector<double> blockSeconds;
 };
 
@@ -39,6 +39,7 @@ QuantizationOutcome runQuantization(const QuantizationRequest& request,
                                     const PipelineProgress& progress = {});
 
 // Whether a recipe needs calibration data: a static activation or output quantizer somewhere.
-bool recipeNeedsCalibration(const Recipe& recipe, const std::vector<std::pair<std::string, std::string>>& linears);
+bool recipeNeedsCalibration(const Recipe& recipe,
+                            const std::vector<std::pair<std::string, std::string>>& linears);
 
 } // namespace qs

@@ -52,7 +52,9 @@ Engine::~Engine() {
     d->thread.wait();
 }
 
-QString Engine::runtimeDescription() { return QString::fromStdString(runtimeSummary()); }
+QString Engine::runtimeDescription() {
+    return QString::fromStdString(runtimeSummary());
+}
 
 QStringList Engine::availableDevices() {
     QStringList devices{QStringLiteral("cpu")};
@@ -61,7 +63,9 @@ QStringList Engine::availableDevices() {
     return devices;
 }
 
-bool Engine::isBusy() const { return d->running.load() > 0; }
+bool Engine::isBusy() const {
+    return d->running.load() > 0;
+}
 
 void Engine::cancel(int job) {
     QMutexLocker lock(&d->mutex);
@@ -154,32 +158,29 @@ int Engine::openModel(const QString& directory) {
 }
 
 int Engine::writeSyntheticModel(const SyntheticModelOptions& options) {
-    return submit(tr("Write synthetic model"),
-                  [this, options](int job, const ProgressFn& report) {
-                      qs::writeSyntheticModel(options, [&](int64_t done, int64_t total) {
-                          return report(double(done) / double(std::max<int64_t>(1, total)),
-                                        "writing tensor " + std::to_string(done) + " of " +
-                                            std::to_string(total));
-                      });
-                      Q_EMIT syntheticModelWritten(job, QString::fromStdString(options.outDir));
-                  });
+    return submit(tr("Write synthetic model"), [this, options](int job, const ProgressFn& report) {
+        qs::writeSyntheticModel(options, [&](int64_t done, int64_t total) {
+            return report(double(done) / double(std::max<int64_t>(1, total)),
+                          "writing tensor " + std::to_string(done) + " of " +
+                              std::to_string(total));
+        });
+        Q_EMIT syntheticModelWritten(job, QString::fromStdString(options.outDir));
+    });
 }
 
 int Engine::evaluate(const EvalRequest& request) {
-    return submit(tr("Evaluate perplexity"),
-                  [this, request](int job, const ProgressFn& report) {
-                      if (d->modelDir.isEmpty())
-                          throw Error("evaluate", "", "no model is open");
-                      const PerplexityResult r = evaluateModelOnText(
-                          d->modelDir.toStdString(), request,
-                          report);
-                      Q_EMIT evaluated(job, r);
-                  });
+    return submit(tr("Evaluate perplexity"), [this, request](int job, const ProgressFn& report) {
+        if (d->modelDir.isEmpty())
+            throw Error("evaluate", "", "no model is open");
+        const PerplexityResult r = evaluateModelOnText(d->modelDir.toStdString(), request, report);
+        Q_EMIT evaluated(job, r);
+    });
 }
 
 int Engine::run(const RunRequest& request) {
     static const char* titles[] = {"Analyze", "Quantize", "Evaluate", "Sensitivity"};
-    return submit(tr(titles[int(request.kind)]), [this, request](int job, const ProgressFn& report) {
+    return submit(tr(titles[int(request.kind)]), [this, request](int job,
+                                                                 const ProgressFn& report) {
         if (d->modelDir.isEmpty())
             throw Error("run", "", "no model is open");
         QElapsedTimer timer;
@@ -212,9 +213,10 @@ int Engine::run(const RunRequest& request) {
                 fp.maxWindows = request.recipe.evaluation.maxWindows;
                 fp.device = request.device;
                 fp.dtype = request.dtype;
-                summary.fp = evaluateModelOnText(q.modelDir, fp, [&](double f, const std::string& m) {
-                    return report(0.3 * f, "fp32: " + m);
-                });
+                summary.fp =
+                    evaluateModelOnText(q.modelDir, fp, [&](double f, const std::string& m) {
+                        return report(0.3 * f, "fp32: " + m);
+                    });
             }
             const double from = request.kind == Kind::Evaluate ? 0.3 : 0.0;
             QuantizationOutcome out = runQuantization(q, [&](double f, const std::string& m) {

@@ -21,18 +21,18 @@ struct RunRequest {
     };
     Kind kind = Kind::Analyze;
     Recipe recipe;
-    std::string outDir;          // Quantize only
+    std::string outDir; // Quantize only
     std::string device = "cpu";
     std::string dtype = "float32";
 };
 
 struct RunSummary {
     RunRequest::Kind kind = RunRequest::Kind::Analyze;
-    Recipe recipe;                              // as run (provenance filled in)
-    std::optional<PerplexityResult> fp;         // Evaluate
-    std::optional<PerplexityResult> quantized;  // Evaluate
+    Recipe recipe;                             // as run (provenance filled in)
+    std::optional<PerplexityResult> fp;        // Evaluate
+    std::optional<PerplexityResult> quantized; // Evaluate
     std::optional<SensitivityResult> sensitivity;
-    std::vector<std::string> skipped;           // unfit layers left unquantized
+    std::vector<std::string> skipped; // unfit layers left unquantized
     std::vector<double> blockSeconds;
     std::string outDir;
     double seconds = 0.0;

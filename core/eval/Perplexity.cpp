@@ -24,8 +24,8 @@ PerplexityResult evaluatePerplexity(ModelRunner& runner, const std::vector<int32
         windows = std::min(windows, options.maxWindows);
     if (windows == 0)
         throw Error("--data", "",
-                    "text has " + std::to_string(ids.size()) + " tokens, fewer than one window of " +
-                        std::to_string(L));
+                    "text has " + std::to_string(ids.size()) +
+                        " tokens, fewer than one window of " + std::to_string(L));
 
     PerplexityResult r;
     r.tokens = int64_t(ids.size());
@@ -48,7 +48,7 @@ PerplexityResult evaluatePerplexity(ModelRunner& runner, const std::vector<int32
             throw Cancelled();
         const int64_t n = std::min(batch, windows - w);
         const at::Tensor input = all.narrow(0, w, n).to(runner.model().compute().device);
-        const at::Tensor logits = runner.forward(input);                 // [n, L, V] float32
+        const at::Tensor logits = runner.forward(input); // [n, L, V] float32
         const at::Tensor logp = at::log_softmax(logits.narrow(1, 0, L - 1), -1);
         const at::Tensor target = input.narrow(1, 1, L - 1).unsqueeze(-1);
         const at::Tensor nll = -logp.gather(-1, target).squeeze(-1);

@@ -10,7 +10,7 @@ namespace qs {
 
 struct PerplexityOptions {
     int64_t seqLen = 512;
-    int64_t maxWindows = 0;       // 0: all windows
+    int64_t maxWindows = 0;                      // 0: all windows
     int64_t maxBatchElements = int64_t(1) << 26; // windows per batch × seqLen × vocab bound
 };
 

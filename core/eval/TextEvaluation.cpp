@@ -45,16 +45,17 @@ namespace {
 void checkIds(const std::vector<int32_t>& ids, const ModelConfig& config, const std::string& src) {
     for (int32_t id : ids)
         if (id < 0 || id >= config.vocabSize)
-            throw Error(src, "", "tokenizer produced id " + std::to_string(id) +
-                                     " outside the model's vocab_size " +
-                                     std::to_string(config.vocabSize));
+            throw Error(src, "",
+                        "tokenizer produced id " + std::to_string(id) +
+                            " outside the model's vocab_size " + std::to_string(config.vocabSize));
 }
 
 } // namespace
 
-PerplexityResult evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
-                                     const std::function<bool(double, const std::string&)>& progress,
-                                     TokenizerBackend backend) {
+PerplexityResult
+evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
+                    const std::function<bool(double, const std::string&)>& progress,
+                    TokenizerBackend backend) {
     const ComputeOptions compute = parseComputeOptions(request.device, request.dtype);
     const ModelHandle handle = openModelHandle(modelDir);
     handle.moduleTree(); // validates shapes before any weight is read
@@ -72,9 +73,9 @@ PerplexityResult evaluateModelOnText(const std::string& modelDir, const EvalRequ
     options.seqLen = request.seqLen > 0 ? request.seqLen : defaultSeqLen(handle.config);
     options.maxWindows = request.maxWindows;
     return evaluatePerplexity(runner, ids, options, [&](int64_t done, int64_t total) {
-        return !progress || progress(0.05 + 0.95 * double(done) / double(total),
-                                     "window " + std::to_string(done) + " of " +
-                                         std::to_string(total));
+        return !progress ||
+               progress(0.05 + 0.95 * double(done) / double(total),
+                        "window " + std::to_string(done) + " of " + std::to_string(total));
     });
 }
 
@@ -91,7 +92,8 @@ GenerationResult generateFromPrompt(const std::string& modelDir, const std::stri
     r.promptIds.insert(r.promptIds.end(), body.begin(), body.end());
     checkIds(r.promptIds, handle.config, tok.sourceFile);
     ModelRunner runner(handle.instantiate(compute));
-    const int64_t eos = tok.tokenizer->eosId() >= 0 ? tok.tokenizer->eosId() : handle.config.eosTokenId;
+    const int64_t eos =
+        tok.tokenizer->eosId() >= 0 ? tok.tokenizer->eosId() : handle.config.eosTokenId;
     const std::vector<int32_t> all = generateGreedy(runner, r.promptIds, maxNewTokens, eos);
     r.newIds.assign(all.begin() + int64_t(r.promptIds.size()), all.end());
     std::vector<int32_t> visible = r.newIds;
@@ -102,7 +104,8 @@ GenerationResult generateFromPrompt(const std::string& modelDir, const std::stri
     std::vector<int32_t> joined = body;
     joined.insert(joined.end(), visible.begin(), visible.end());
     const std::string full = tok.tokenizer->decode(joined);
-    r.text = full.rfind(promptText, 0) == 0 ? full.substr(promptText.size()) : tok.tokenizer->decode(visible);
+    r.text = full.rfind(promptText, 0) == 0 ? full.substr(promptText.size())
+                                            : tok.tokenizer->decode(visible);
     return r;
 }
 

@@ -22,9 +22,10 @@ int64_t defaultSeqLen(const ModelConfig& config);
 
 // Opens the model folder, its tokenizer and the text, and runs the perplexity protocol.
 // `progress(fraction, message)` returning false cancels (qs::Cancelled).
-PerplexityResult evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
-                                     const std::function<bool(double, const std::string&)>& progress = {},
-                                     TokenizerBackend backend = TokenizerBackend::Auto);
+PerplexityResult
+evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
+                    const std::function<bool(double, const std::string&)>& progress = {},
+                    TokenizerBackend backend = TokenizerBackend::Auto);
 
 struct GenerationResult {
     std::vector<int32_t> promptIds;

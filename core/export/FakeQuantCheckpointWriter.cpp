@@ -28,18 +28,22 @@ int blockOfName(const std::string& name) {
 
 at::ScalarType scalarTypeOf(DType t, const std::string& name) {
     switch (t) {
-    case DType::F32: return at::kFloat;
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::F64: return at::kDouble;
-    default: throw Error(name, "dtype", "cannot store fake-quantized values as " + dtypeName(t));
+    case DType::F32:
+        return at::kFloat;
+    case DType::F16:
+        return at::kHalf;
+    case DType::BF16:
+        return at::kBFloat16;
+    case DType::F64:
+        return at::kDouble;
+    default:
+        throw Error(name, "dtype", "cannot store fake-quantized values as " + dtypeName(t));
     }
 }
 
-const char* kSideFiles[] = {"config.json",           "generation_config.json",
-                            "tokenizer.json",        "tokenizer.model",
-                            "tokenizer_config.json", "special_tokens_map.json",
-                            "vocab.json",            "merges.txt"};
+const char* kSideFiles[] = {
+    "config.json",           "generation_config.json",  "tokenizer.json", "tokenizer.model",
+    "tokenizer_config.json", "special_tokens_map.json", "vocab.json",     "merges.txt"};
 
 } // namespace
 
@@ -52,8 +56,9 @@ FakeQuantCheckpointWriter::FakeQuantCheckpointWriter(const Checkpoint& source,
         throw Error(outDir, "", "exists and is not a folder");
     if (out.exists() && !QDir(out.filePath()).isEmpty() &&
         !QFile::exists(out.filePath() + "/quantscope_recipe.json"))
-        throw Error(outDir, "", "folder is not empty and holds no earlier Quantscope output; "
-                                "choose an empty or new folder");
+        throw Error(outDir, "",
+                    "folder is not empty and holds no earlier Quantscope output; "
+                    "choose an empty or new folder");
     const QString parent = out.absolutePath();
     if (!QDir().mkpath(parent))
         throw Error(outDir, "", "cannot create the parent folder");
@@ -77,10 +82,9 @@ FakeQuantCheckpointWriter::FakeQuantCheckpointWriter(const Checkpoint& source,
         m_layout.push_back(info);
         m_blockOf.push_back(b);
     }
-    m_writer = std::make_unique<SafetensorsWriter>(m_tempDir + "/model.safetensors", m_layout,
-                                                   std::map<std::string, std::string>{
-                                                       {"format", "pt"},
-                                                       {"quantscope", "fake-quantized"}});
+    m_writer = std::make_unique<SafetensorsWriter>(
+        m_tempDir + "/model.safetensors", m_layout,
+        std::map<std::string, std::string>{{"format", "pt"}, {"quantscope", "fake-quantized"}});
 }
 
 FakeQuantCheckpointWriter::~FakeQuantCheckpointWriter() {
@@ -101,7 +105,9 @@ void FakeQuantCheckpointWriter::writeNextUntil(int blockLimit) {
     }
 }
 
-void FakeQuantCheckpointWriter::writeLeading() { writeNextUntil(0); }
+void FakeQuantCheckpointWriter::writeLeading() {
+    writeNextUntil(0);
+}
 
 void FakeQuantCheckpointWriter::writeBlock(int index, DecoderBlock& block) {
     writeNextUntil(index);
@@ -114,8 +120,8 @@ void FakeQuantCheckpointWriter::writeBlock(int index, DecoderBlock& block) {
         if (it == weights.end()) {
             copyRaw(info.name);
         } else {
-            const at::Tensor t = it->second->to(at::kCPU, scalarTypeOf(info.dtype, info.name))
-                                     .contiguous();
+            const at::Tensor t =
+                it->second->to(at::kCPU, scalarTypeOf(info.dtype, info.name)).contiguous();
             if (uint64_t(t.nbytes()) != info.byteSize())
                 throw Error(m_outDir, info.name, "quantized weight size differs from the source");
             m_writer->writeNext(t.data_ptr(), info.byteSize());

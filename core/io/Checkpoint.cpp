@@ -16,7 +16,9 @@ std::string join(const std::string& dir, const std::string& file) {
     return QDir(QString::fromStdString(dir)).filePath(QString::fromStdString(file)).toStdString();
 }
 
-bool exists(const std::string& path) { return QFileInfo::exists(QString::fromStdString(path)); }
+bool exists(const std::string& path) {
+    return QFileInfo::exists(QString::fromStdString(path));
+}
 
 } // namespace
 
@@ -72,8 +74,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& directory) {
             exists(join(directory, "pytorch_model.bin.index.json")))
             hint = " (pytorch_model.bin found: only safetensors checkpoints are read; convert it "
                    "with transformers' save_pretrained(safe_serialization=True))";
-        throw Error(directory, "",
-                    "no model.safetensors or model.safetensors.index.json" + hint);
+        throw Error(directory, "", "no model.safetensors or model.safetensors.index.json" + hint);
     }
     return ckpt;
 }

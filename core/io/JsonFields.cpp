@@ -100,8 +100,9 @@ nlohmann::json parseJsonText(const std::string& text, const std::string& source)
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-        throw Error(source, "", std::string("invalid JSON at byte ") + std::to_string(e.byte) +
-                                    ": " + e.what());
+        throw Error(source, "",
+                    std::string("invalid JSON at byte ") + std::to_string(e.byte) + ": " +
+                        e.what());
     } catch (const nlohmann::json::exception& e) {
         // e.g. out_of_range for a number like 1e400 that no double holds
         throw Error(source, "", std::string("invalid JSON: ") + e.what());

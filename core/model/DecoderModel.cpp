@@ -25,8 +25,8 @@ ForwardContext DecoderModel::makeContext(int64_t seqLen) const {
     mask = at::triu(mask, 1);
     if (m_config.slidingWindow > 0 && seqLen > m_config.slidingWindow) {
         // Mistral-style sliding window: token i sees j in (i - window, i].
-        const at::Tensor far = at::tril(at::ones({seqLen, seqLen}, opts.dtype(at::kBool)),
-                                        -m_config.slidingWindow);
+        const at::Tensor far =
+            at::tril(at::ones({seqLen, seqLen}, opts.dtype(at::kBool)), -m_config.slidingWindow);
         mask = mask.masked_fill(far, -std::numeric_limits<float>::infinity());
     }
     ctx.mask = mask;
@@ -47,16 +47,36 @@ at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at:
     const SafetensorsFile& file = checkpoint.fileOf(name);
     at::ScalarType stored;
     switch (info.dtype) {
-    case DType::F32: stored = at::kFloat; break;
-    case DType::F16: stored = at::kHalf; break;
-    case DType::BF16: stored = at::kBFloat16; break;
-    case DType::F64: stored = at::kDouble; break;
-    case DType::I64: stored = at::kLong; break;
-    case DType::I32: stored = at::kInt; break;
-    case DType::I16: stored = at::kShort; break;
-    case DType::I8: stored = at::kChar; break;
-    case DType::U8: stored = at::kByte; break;
-    case DType::Bool: stored = at::kBool; break;
+    case DType::F32:
+        stored = at::kFloat;
+        break;
+    case DType::F16:
+        stored = at::kHalf;
+        break;
+    case DType::BF16:
+        stored = at::kBFloat16;
+        break;
+    case DType::F64:
+        stored = at::kDouble;
+        break;
+    case DType::I64:
+        stored = at::kLong;
+        break;
+    case DType::I32:
+        stored = at::kInt;
+        break;
+    case DType::I16:
+        stored = at::kShort;
+        break;
+    case DType::I8:
+        stored = at::kChar;
+        break;
+    case DType::U8:
+        stored = at::kByte;
+        break;
+    case DType::Bool:
+        stored = at::kBool;
+        break;
     default:
         throw Error(file.path(), name,
                     "dtype " + dtypeName(info.dtype) +

@@ -14,8 +14,8 @@ namespace qs {
 
 // A linear layer of a decoder block: the unit that quantization replaces and analysis measures.
 struct LinearLayer {
-    std::string name; // full name without ".weight", e.g. "model.layers.0.mlp.down_proj"
-    std::string kind; // short kind, e.g. "q_proj", "down_proj", "fc1"
+    std::string name;  // full name without ".weight", e.g. "model.layers.0.mlp.down_proj"
+    std::string kind;  // short kind, e.g. "q_proj", "down_proj", "fc1"
     at::Tensor weight; // [out, in] in compute dtype on the compute device
     at::Tensor bias;   // undefined when the layer has none
 };
@@ -35,7 +35,7 @@ public:
 
 // Per-forward state shared by all blocks: rotary tables, attention mask, the optional hook.
 struct ForwardContext {
-    at::Tensor cos;  // [T, headDim] (rotary families)
+    at::Tensor cos; // [T, headDim] (rotary families)
     at::Tensor sin;
     at::Tensor mask; // [T, T] additive, 0 / -inf, compute dtype
     LinearHook* hook = nullptr;
@@ -90,7 +90,7 @@ protected:
 };
 
 // Loads a tensor's bytes from a checkpoint into a new tensor of `dtype` on `device`.
-at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name,
-                      at::ScalarType dtype, at::Device device);
+at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at::ScalarType dtype,
+                      at::Device device);
 
 } // namespace qs

@@ -17,8 +17,8 @@ public:
 
 // Helpers shared by all families' buildTree: a leaf for `tensor` checked against `expected`.
 ModuleNode weightLeaf(const Checkpoint& checkpoint, const std::string& module,
-                      const std::string& kind, const std::vector<int64_t>& expected,
-                      int blockIndex, bool withBias = false);
+                      const std::string& kind, const std::vector<int64_t>& expected, int blockIndex,
+                      bool withBias = false);
 // Sums children's parameters into each inner node.
 int64_t sumParameters(ModuleNode& node);
 

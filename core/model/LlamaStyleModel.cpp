@@ -47,7 +47,8 @@ at::Tensor rotateHalf(const at::Tensor& x) {
 
 class LlamaStyleBlock : public DecoderBlock {
 public:
-    LlamaStyleBlock(int index, const LlamaStyleModel& model) : DecoderBlock(index), m_cfg(model.config()) {
+    LlamaStyleBlock(int index, const LlamaStyleModel& model)
+        : DecoderBlock(index), m_cfg(model.config()) {
         const std::string p = "model.layers." + std::to_string(index) + ".";
         auto make = [&](const std::string& sub, const std::string& kind, bool bias) {
             LinearLayer l;

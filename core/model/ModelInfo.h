@@ -12,8 +12,8 @@ namespace qs {
 // that can be learned from config.json and safetensors headers, without reading any weight.
 struct ModelInfo {
     std::string directory;
-    std::string family;        // registry family, e.g. "llama", "opt"
-    std::string architecture;  // config.json "architectures"[0]
+    std::string family;       // registry family, e.g. "llama", "opt"
+    std::string architecture; // config.json "architectures"[0]
     std::vector<std::pair<std::string, std::string>> configSummary; // ordered key → value text
     std::vector<std::string> checkpointFiles;
     uint64_t checkpointBytes = 0;

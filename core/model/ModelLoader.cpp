@@ -9,9 +9,10 @@ namespace qs {
 
 ModelHandle openModelHandle(const std::string& directory) {
     if (!QFileInfo(QString::fromStdString(directory)).isDir())
-        throw Error(directory, "", QFileInfo::exists(QString::fromStdString(directory))
-                                       ? "not a folder (expected a Hugging Face checkpoint folder)"
-                                       : "not a folder: no such file or directory");
+        throw Error(directory, "",
+                    QFileInfo::exists(QString::fromStdString(directory))
+                        ? "not a folder (expected a Hugging Face checkpoint folder)"
+                        : "not a folder: no such file or directory");
     ModelHandle h;
     h.directory = directory;
     h.config = loadModelConfig(directory);

@@ -9,8 +9,8 @@ namespace qs {
 // One node of a model's module tree, built from config.json and safetensors headers alone (no
 // weights read). A plain value type: views show it without ever seeing Torch.
 struct ModuleNode {
-    std::string name;  // full dotted name, e.g. "model.layers.3.self_attn.q_proj"
-    std::string kind;  // "model", "embedding", "block", "attention", "mlp", "linear", "norm", "head"
+    std::string name; // full dotted name, e.g. "model.layers.3.self_attn.q_proj"
+    std::string kind; // "model", "embedding", "block", "attention", "mlp", "linear", "norm", "head"
     std::vector<int64_t> shape; // weight shape for leaves ([out, in] for linears), empty otherwise
     std::string dtype;          // safetensors dtype name of the weight for leaves
     int64_t parameters = 0;     // parameters of this node and all its children

@@ -54,7 +54,9 @@ public:
         return pre ? out : norm(out, m_ffnNormW, m_ffnNormB);
     }
 
-    std::vector<LinearLayer*> linears() override { return {&m_q, &m_k, &m_v, &m_o, &m_fc1, &m_fc2}; }
+    std::vector<LinearLayer*> linears() override {
+        return {&m_q, &m_k, &m_v, &m_o, &m_fc1, &m_fc2};
+    }
 
 private:
     at::Tensor norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {

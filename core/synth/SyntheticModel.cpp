@@ -228,10 +228,14 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
     if (!QDir().mkpath(QString::fromStdString(o.outDir)))
         throw Error(o.outDir, "", "cannot create the output folder");
     const QDir dir(QString::fromStdString(o.outDir));
-    auto path = [&](const std::string& f) { return dir.filePath(QString::fromStdString(f)).toStdString(); };
+    auto path = [&](const std::string& f) {
+        return dir.filePath(QString::fromStdString(f)).toStdString();
+    };
 
     nlohmann::json config = o.arch == "llama" ? llamaConfig(o, headDim) : optConfig(o);
-    config["torch_dtype"] = dtype == DType::F32 ? "float32" : dtype == DType::BF16 ? "bfloat16" : "float16";
+    config["torch_dtype"] = dtype == DType::F32    ? "float32"
+                            : dtype == DType::BF16 ? "bfloat16"
+                                                   : "float16";
     config["quantscope_synthetic"] = {{"seed", o.seed},
                                       {"outlier_channels", o.outlierChannels},
                                       {"outlier_gain", o.outlierGain},
@@ -242,11 +246,11 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
     nlohmann::json weightMap = nlohmann::json::object();
     uint64_t totalSize = 0;
     for (size_t s = 0; s < shards.size(); ++s) {
-        const std::string file =
-            shards.size() == 1 ? "model.safetensors"
-                               : QString::asprintf("model-%05d-of-%05d.safetensors", int(s + 1),
-                                                   int(shards.size()))
-                                     .toStdString();
+        const std::string file = shards.size() == 1
+                                     ? "model.safetensors"
+                                     : QString::asprintf("model-%05d-of-%05d.safetensors",
+                                                         int(s + 1), int(shards.size()))
+                                           .toStdString();
         std::vector<TensorInfo> layout;
         for (size_t i : shards[s])
             layout.push_back(plans[i].info);
@@ -271,7 +275,8 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
                                       {"weight_map", weightMap}};
         writeFileAtomically(path("model.safetensors.index.json"), index.dump(2));
     }
-    writeFileAtomically(path("tokenizer.json"), buildSyntheticTokenizerJson(std::min<int64_t>(o.vocabSize, 4096)).dump(1));
+    writeFileAtomically(path("tokenizer.json"),
+                        buildSyntheticTokenizerJson(std::min<int64_t>(o.vocabSize, 4096)).dump(1));
     writeFileAtomically(path("tokenizer_config.json"),
                         nlohmann::json{{"tokenizer_class", "PreTrainedTokenizerFast"},
                                        {"bos_token", "<s>"},
@@ -281,10 +286,11 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
                                        {"add_eos_token", false},
                                        {"model_max_length", o.maxPositions}}
                             .dump(2));
-    writeFileAtomically(path("generation_config.json"),
-                        nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", 2}, {"do_sample", false}}
-                            .dump(2));
-    // config.json last: its presence marks a complete checkpoint (the GUI's demo check relies on it).
+    writeFileAtomically(
+        path("generation_config.json"),
+        nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", 2}, {"do_sample", false}}.dump(2));
+    // config.json last: its presence marks a complete checkpoint (the GUI's demo check relies on
+    // it).
     writeFileAtomically(path("config.json"), config.dump(2));
     if (progress)
         progress(total, total);

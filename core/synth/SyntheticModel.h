@@ -22,10 +22,10 @@ struct SyntheticModelOptions {
     int64_t vocabSize = 512;
     int64_t maxPositions = 1024;
     bool tieWordEmbeddings = false;
-    std::string dtype = "F32";       // "F32", "BF16" or "F16"
+    std::string dtype = "F32"; // "F32", "BF16" or "F16"
     uint64_t seed = 0;
-    bool sparse = false;             // write headers and leave weights as zero holes (benchmarks)
-    int64_t shardBytes = 0;          // > 0: split into shards of about this size with an index
+    bool sparse = false;    // write headers and leave weights as zero holes (benchmarks)
+    int64_t shardBytes = 0; // > 0: split into shards of about this size with an index
     std::vector<int64_t> outlierChannels{3, 17}; // hidden channels with planted outliers
     double outlierGain = 40.0;
 };

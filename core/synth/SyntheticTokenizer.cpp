@@ -105,8 +105,8 @@ nlohmann::json buildSyntheticTokenizerJson(int64_t vocabSize) {
     }
 
     auto special = [](int id, const char* content) {
-        return nlohmann::json{{"id", id},         {"content", content}, {"single_word", false},
-                              {"lstrip", false},  {"rstrip", false},    {"normalized", false},
+        return nlohmann::json{{"id", id},        {"content", content}, {"single_word", false},
+                              {"lstrip", false}, {"rstrip", false},    {"normalized", false},
                               {"special", true}};
     };
     nlohmann::json j;
@@ -114,19 +114,22 @@ nlohmann::json buildSyntheticTokenizerJson(int64_t vocabSize) {
     j["truncation"] = nullptr;
     j["padding"] = nullptr;
     j["added_tokens"] = {special(0, "<unk>"), special(1, "<s>"), special(2, "</s>")};
-    j["normalizer"] = {{"type", "Sequence"},
-                       {"normalizers",
-                        {{{"type", "Prepend"}, {"prepend", kSpace}},
-                         {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}}}}};
+    j["normalizer"] = {
+        {"type", "Sequence"},
+        {"normalizers",
+         {{{"type", "Prepend"}, {"prepend", kSpace}},
+          {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}}}}};
     j["pre_tokenizer"] = nullptr;
     j["post_processor"] = {
         {"type", "TemplateProcessing"},
-        {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                    {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-        {"pair", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                  {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                  {{"SpecialToken", {{"id", "<s>"}, {"type_id", 1}}}},
-                  {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+        {"single",
+         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"pair",
+         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+          {{"SpecialToken", {{"id", "<s>"}, {"type_id", 1}}}},
+          {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}};
     j["decoder"] = {{"type", "Sequence"},
                     {"decoders",

@@ -22,8 +22,8 @@ private:
         p.start(qs::test::binDir() + "/quantscope-cli", args);
         if (!p.waitForFinished(600000))
             qFatal("quantscope-cli timed out");
-        return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
-                p.readAllStandardError()};
+        return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+                p.readAllStandardOutput(), p.readAllStandardError()};
     }
 
     QString m_model;
@@ -41,26 +41,29 @@ private Q_SLOTS:
     }
 
     void evalJsonKeys() {
-        const Run r = cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
-                           "--seq-len", "256", "--max-windows", "4", "--json"});
+        const Run r =
+            cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
+                 "--seq-len", "256", "--max-windows", "4", "--json"});
         QCOMPARE(r.exitCode, 0);
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
-        for (const char* key : {"tokens", "windows", "seq_len", "mean_nll", "perplexity", "tokens_per_second"})
+        for (const char* key :
+             {"tokens", "windows", "seq_len", "mean_nll", "perplexity", "tokens_per_second"})
             QVERIFY2(j.contains(key), key);
         QCOMPARE(j["windows"].toInt(), 4);
         QVERIFY(j["perplexity"].toDouble() > 1.0 && j["perplexity"].toDouble() < 20.0);
     }
 
     void generateText() {
-        const Run r = cli({"generate", m_model, "--prompt", "Once upon a time", "--max-new-tokens", "12"});
+        const Run r =
+            cli({"generate", m_model, "--prompt", "Once upon a time", "--max-new-tokens", "12"});
         QCOMPARE(r.exitCode, 0);
         QVERIFY2(r.out.startsWith("Once upon a time, there was a little girl named Lily"), r.out);
     }
 
     void synthThenInspect() {
         const QString out = qs::test::tempDir("cli-synth") + "/m";
-        const Run s = cli({"synth", "--arch", "opt", "--out", out, "--layers", "2", "--hidden", "64",
-                           "--heads", "4", "--intermediate", "128", "--seed", "3"});
+        const Run s = cli({"synth", "--arch", "opt", "--out", out, "--layers", "2", "--hidden",
+                           "64", "--heads", "4", "--intermediate", "128", "--seed", "3"});
         QCOMPARE(s.exitCode, 0);
         const Run r = cli({"inspect", out, "--json"});
         QCOMPARE(r.exitCode, 0);
@@ -72,15 +75,24 @@ private Q_SLOTS:
         QTest::addColumn<int>("exitCode");
         QTest::addColumn<QString>("message");
         QTest::newRow("no command") << QStringList{} << 2 << "Usage";
-        QTest::newRow("unknown command") << QStringList{"frobnicate"} << 2 << "unknown command 'frobnicate'";
-        QTest::newRow("missing folder") << QStringList{"inspect", "/no/such/model"} << 1 << "/no/such/model: not a folder";
-        QTest::newRow("folder without config") << QStringList{"inspect", QDir::tempPath()} << 1 << "config.json: file not found";
-        QTest::newRow("eval without data") << QStringList{"eval", "MODEL"} << 2 << "--data TEXT is required";
-        QTest::newRow("missing data file") << QStringList{"eval", "MODEL", "--data", "/no/such.txt"} << 1 << "/no/such.txt: file not found";
-        QTest::newRow("bad seq len") << QStringList{"eval", "MODEL", "--data", "x", "--seq-len", "abc"} << 2 << "--seq-len";
-        QTest::newRow("bad device") << QStringList{"eval", "MODEL", "--data", "DATA", "--device", "tpu"} << 1 << "unknown device 'tpu'";
+        QTest::newRow("unknown command")
+            << QStringList{"frobnicate"} << 2 << "unknown command 'frobnicate'";
+        QTest::newRow("missing folder")
+            << QStringList{"inspect", "/no/such/model"} << 1 << "/no/such/model: not a folder";
+        QTest::newRow("folder without config")
+            << QStringList{"inspect", QDir::tempPath()} << 1 << "config.json: file not found";
+        QTest::newRow("eval without data")
+            << QStringList{"eval", "MODEL"} << 2 << "--data TEXT is required";
+        QTest::newRow("missing data file") << QStringList{"eval", "MODEL", "--data", "/no/such.txt"}
+                                           << 1 << "/no/such.txt: file not found";
+        QTest::newRow("bad seq len")
+            << QStringList{"eval", "MODEL", "--data", "x", "--seq-len", "abc"} << 2 << "--seq-len";
+        QTest::newRow("bad device")
+            << QStringList{"eval", "MODEL", "--data", "DATA", "--device", "tpu"} << 1
+            << "unknown device 'tpu'";
         QTest::newRow("unknown option") << QStringList{"inspect", "MODEL", "--frob"} << 2 << "frob";
-        QTest::newRow("synth bad arch") << QStringList{"synth", "--arch", "gpt", "--out", "/tmp/x"} << 2 << "--arch";
+        QTest::newRow("synth bad arch")
+            << QStringList{"synth", "--arch", "gpt", "--out", "/tmp/x"} << 2 << "--arch";
     }
 
     void badInputs() {
@@ -96,8 +108,8 @@ private Q_SLOTS:
 
     void analyzeJsonKeyedByLayer() {
         const Run r = cli({"analyze", m_model, "--quant-scheme", "int8", "--calib-data",
-                           qs::test::sharedPath("data/tinystories-calib.txt"), "--num-calib-data", "4",
-                           "--seq-len", "64", "--json", "--no-channels"});
+                           qs::test::sharedPath("data/tinystories-calib.txt"), "--num-calib-data",
+                           "4", "--seq-len", "64", "--json", "--no-channels"});
         QCOMPARE(r.exitCode, 0);
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         const QJsonObject layers = j["layers"].toObject();
@@ -122,13 +134,16 @@ private Q_SLOTS:
         // Both exclusion patterns made it into the recorded recipe.
         QFile recipe(base + "/a/quantscope_recipe.json");
         QVERIFY(recipe.open(QIODevice::ReadOnly));
-        const QJsonArray exclude = QJsonDocument::fromJson(recipe.readAll()).object()["exclude"].toArray();
+        const QJsonArray exclude =
+            QJsonDocument::fromJson(recipe.readAll()).object()["exclude"].toArray();
         QCOMPARE(exclude.size(), 2);
     }
 
     void quantizedEvalAndUnfitLayers() {
-        const QStringList data{"--data", qs::test::sharedPath("data/tinystories-eval.txt"), "--seq-len",
-                               "256", "--max-windows", "4", "--json"};
+        const QStringList data{"--data",        qs::test::sharedPath("data/tinystories-eval.txt"),
+                               "--seq-len",     "256",
+                               "--max-windows", "4",
+                               "--json"};
         const Run unfit = cli(QStringList{"eval", m_model, "--quant-scheme", "int4_wo_32"} + data);
         QCOMPARE(unfit.exitCode, 1);
         QVERIFY2(unfit.err.contains("model.layers.0.mlp.down_proj") &&
@@ -136,16 +151,19 @@ private Q_SLOTS:
                  unfit.err.constData());
         const Run fp = cli(QStringList{"eval", m_model} + data);
         const Run q = cli(QStringList{"eval", m_model, "--quant-scheme", "int4_wo_32",
-                                      "--exclude-layers", "*down_proj"} + data);
+                                      "--exclude-layers", "*down_proj"} +
+                          data);
         QCOMPARE(q.exitCode, 0);
         const double pFp = QJsonDocument::fromJson(fp.out).object()["perplexity"].toDouble();
         const double pQ = QJsonDocument::fromJson(q.out).object()["perplexity"].toDouble();
-        QVERIFY2(pQ > pFp * 1.01 && pQ < pFp * 1.5, qPrintable(QString("%1 vs %2").arg(pQ).arg(pFp)));
+        QVERIFY2(pQ > pFp * 1.01 && pQ < pFp * 1.5,
+                 qPrintable(QString("%1 vs %2").arg(pQ).arg(pFp)));
     }
 
     void unknownSchemeListsValidNames() {
-        const Run r = cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
-                           "--quant-scheme", "int5_magic"});
+        const Run r =
+            cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
+                 "--quant-scheme", "int5_magic"});
         QVERIFY(r.exitCode != 0);
         QVERIFY2(r.err.contains("int5_magic") && r.err.contains("int4_wo_128"), r.err.constData());
     }

@@ -12,7 +12,8 @@ namespace qs::test {
 
 QString sharedDir() {
     const QByteArray env = qgetenv("QS_SHARED_DIR");
-    return QDir::cleanPath(env.isEmpty() ? QStringLiteral(QS_SHARED_DIR) : QString::fromLocal8Bit(env));
+    return QDir::cleanPath(env.isEmpty() ? QStringLiteral(QS_SHARED_DIR)
+                                         : QString::fromLocal8Bit(env));
 }
 
 QString sharedPath(const QString& relative) {
@@ -22,8 +23,12 @@ QString sharedPath(const QString& relative) {
     return path;
 }
 
-QString binDir() { return QStringLiteral(QS_BIN_DIR); }
-QString pluginDir() { return QStringLiteral(QS_PLUGIN_DIR); }
+QString binDir() {
+    return QStringLiteral(QS_BIN_DIR);
+}
+QString pluginDir() {
+    return QStringLiteral(QS_PLUGIN_DIR);
+}
 
 QString tempDir(const QString& name) {
     static std::vector<std::unique_ptr<QTemporaryDir>> dirs;

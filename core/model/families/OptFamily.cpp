@@ -42,7 +42,8 @@ public:
         const int64_t H = c.hiddenSize, F = c.ffnDim, V = c.vocabSize, P = c.wordEmbedProjDim;
         const bool b = c.enableBias;
         ModuleNode root{"model", "model", {}, "", 0, -1, {}};
-        root.children.push_back(weightLeaf(ckpt, "model.decoder.embed_tokens", "embedding", {V, P}, -1));
+        root.children.push_back(
+            weightLeaf(ckpt, "model.decoder.embed_tokens", "embedding", {V, P}, -1));
         root.children.push_back(weightLeaf(ckpt, "model.decoder.embed_positions", "embedding",
                                            {c.maxPositions + c.positionOffset, H}, -1));
         if (P != H)
@@ -60,8 +61,8 @@ public:
             mlp.children = {weightLeaf(ckpt, p + ".fc1", "linear", {F, H}, i, b),
                             weightLeaf(ckpt, p + ".fc2", "linear", {H, F}, i, b)};
             block.children = {weightLeaf(ckpt, p + ".self_attn_layer_norm", "norm", {H}, i, true),
-                              attn,
-                              weightLeaf(ckpt, p + ".final_layer_norm", "norm", {H}, i, true), mlp};
+                              attn, weightLeaf(ckpt, p + ".final_layer_norm", "norm", {H}, i, true),
+                              mlp};
             root.children.push_back(std::move(block));
         }
         if (c.doLayerNormBefore)

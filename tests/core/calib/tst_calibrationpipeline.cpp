@@ -104,7 +104,10 @@ private Q_SLOTS:
             for (auto& b : blocks)
                 hs = b->forward(hs, ctx);
             const at::Tensor logp = at::log_softmax(model->logits(hs).narrow(1, 0, L - 1), -1);
-            nll -= logp.gather(-1, input.narrow(1, 1, L - 1).unsqueeze(-1)).to(at::kDouble).sum().item<double>();
+            nll -= logp.gather(-1, input.narrow(1, 1, L - 1).unsqueeze(-1))
+                       .to(at::kDouble)
+                       .sum()
+                       .item<double>();
             predicted += L - 1;
         }
         const double whole = std::exp(nll / double(predicted));
@@ -150,7 +153,7 @@ private Q_SLOTS:
         qs::QuantizationRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
-        qs::runQuantization(req); // fits
+        qs::runQuantization(req);          // fits
         flags.quantScheme = "int4_wo_128"; // 64 % 128 != 0 everywhere
         req.recipe = qs::recipeFromFlags(flags);
         try {
@@ -198,7 +201,8 @@ private Q_SLOTS:
         const auto out = qs::Checkpoint::open((base + "/first").toStdString());
         auto bytes = [](const qs::Checkpoint& c, const std::string& n) {
             const qs::TensorInfo& i = c.info(n);
-            return QByteArray(reinterpret_cast<const char*>(c.fileOf(n).data(i)), int(i.byteSize()));
+            return QByteArray(reinterpret_cast<const char*>(c.fileOf(n).data(i)),
+                              int(i.byteSize()));
         };
         QCOMPARE(bytes(*out, "model.layers.0.mlp.down_proj.weight"),
                  bytes(*src, "model.layers.0.mlp.down_proj.weight"));
@@ -229,7 +233,7 @@ private Q_SLOTS:
                  qPrintable(top));
         for (const qs::LayerReport& l : out.report.layers) {
             QVERIFY(l.weight.valid && l.outputLocal.valid && l.outputAccumulated.valid);
-            QVERIFY(l.weight.sqnrDb > 20);          // int8 per-tensor weights
+            QVERIFY(l.weight.sqnrDb > 20); // int8 per-tensor weights
             QVERIFY(l.outputLocal.cosine > 0.9);
             if (l.kind == "q_proj") {
                 const auto& a = l.input.absmax;
@@ -243,8 +247,9 @@ private Q_SLOTS:
                 out.report.layers.front().outputAccumulated.sqnrDb + 1e-9);
         const nlohmann::json j = out.report.toJson();
         QVERIFY(j["layers"].contains("model.layers.1.mlp.down_proj"));
-        QCOMPARE(j["layers"]["model.layers.0.self_attn.q_proj"]["input"]["channels"]["absmax"].size(),
-                 size_t(64));
+        QCOMPARE(
+            j["layers"]["model.layers.0.self_attn.q_proj"]["input"]["channels"]["absmax"].size(),
+            size_t(64));
     }
 
     void staticActivationsNeedCalibrationData() {

@@ -29,9 +29,9 @@ private Q_SLOTS:
         qs::EvalRequest req;
         req.dataPath = qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
         req.seqLen = 256;
-        const qs::PerplexityResult r = qs::evaluateModelOnText(
-            m_model.toStdString(), req, {},
-            qs::TokenizerLoader::parseBackend(tokenizer.toStdString()));
+        const qs::PerplexityResult r =
+            qs::evaluateModelOnText(m_model.toStdString(), req, {},
+                                    qs::TokenizerLoader::parseBackend(tokenizer.toStdString()));
         QCOMPARE(r.windows, int64_t(44));
         QCOMPARE(r.seqLen, int64_t(256));
         QCOMPARE(r.tokens, int64_t(11465)); // Python sentencepiece on the text + BOS
@@ -54,9 +54,10 @@ private Q_SLOTS:
         c10::InferenceMode guard;
         const qs::GenerationResult r = qs::generateFromPrompt(
             m_model.toStdString(), "Once upon a time", 30, qs::ComputeOptions{});
-        QVERIFY2(QString::fromStdString(r.text).startsWith(
-                     ", there was a little girl named Lily. She loved to play outside in the park."),
-                 r.text.c_str());
+        QVERIFY2(
+            QString::fromStdString(r.text).startsWith(
+                ", there was a little girl named Lily. She loved to play outside in the park."),
+            r.text.c_str());
         QCOMPARE(r.promptIds, (std::vector<int32_t>{1, 403, 407, 261, 378}));
     }
 

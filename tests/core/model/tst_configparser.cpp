@@ -12,12 +12,18 @@ class TestConfigParser : public QObject {
 
 private:
     static json llama() {
-        return {{"model_type", "llama"},          {"architectures", {"LlamaForCausalLM"}},
-                {"hidden_size", 64},              {"intermediate_size", 172},
-                {"num_hidden_layers", 5},         {"num_attention_heads", 8},
-                {"num_key_value_heads", 4},       {"vocab_size", 512},
-                {"max_position_embeddings", 512}, {"rms_norm_eps", 1e-5},
-                {"tie_word_embeddings", true},    {"bos_token_id", 1},
+        return {{"model_type", "llama"},
+                {"architectures", {"LlamaForCausalLM"}},
+                {"hidden_size", 64},
+                {"intermediate_size", 172},
+                {"num_hidden_layers", 5},
+                {"num_attention_heads", 8},
+                {"num_key_value_heads", 4},
+                {"vocab_size", 512},
+                {"max_position_embeddings", 512},
+                {"rms_norm_eps", 1e-5},
+                {"tie_word_embeddings", true},
+                {"bos_token_id", 1},
                 {"eos_token_id", 2}};
     }
 
@@ -34,8 +40,11 @@ private Q_SLOTS:
 
     void llama3RopeScaling() {
         json j = llama();
-        j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                             {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+        j["rope_scaling"] = {{"rope_type", "llama3"},
+                             {"factor", 8.0},
+                             {"low_freq_factor", 1.0},
+                             {"high_freq_factor", 4.0},
+                             {"original_max_position_embeddings", 8192}};
         j["eos_token_id"] = {128001, 128009}; // newer configs list several
         j["vocab_size"] = 128256;
         const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
@@ -63,10 +72,10 @@ private Q_SLOTS:
     }
 
     void optConfig() {
-        const json j = {{"model_type", "opt"}, {"hidden_size", 768}, {"ffn_dim", 3072},
-                        {"num_hidden_layers", 12}, {"num_attention_heads", 12},
-                        {"max_position_embeddings", 2048}, {"vocab_size", 50272},
-                        {"word_embed_proj_dim", 768}};
+        const json j = {{"model_type", "opt"},       {"hidden_size", 768},
+                        {"ffn_dim", 3072},           {"num_hidden_layers", 12},
+                        {"num_attention_heads", 12}, {"max_position_embeddings", 2048},
+                        {"vocab_size", 50272},       {"word_embed_proj_dim", 768}};
         const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
         QCOMPARE(c.positionOffset, int64_t(2));
         QVERIFY(c.tieWordEmbeddings); // OPT's default
@@ -79,20 +88,62 @@ private Q_SLOTS:
         QTest::addColumn<QString>("remove");
         QTest::addColumn<QString>("field");
         QTest::addColumn<QString>("reason");
-        QTest::newRow("missing hidden_size") << "{}" << "hidden_size" << "hidden_size" << "missing";
-        QTest::newRow("string layers") << R"({"num_hidden_layers":"5"})" << "" << "num_hidden_layers" << "expected an integer";
-        QTest::newRow("fractional heads") << R"({"num_attention_heads":8.5})" << "" << "num_attention_heads" << "expected an integer";
-        QTest::newRow("negative vocab") << R"({"vocab_size":-1})" << "" << "vocab_size" << "outside";
-        QTest::newRow("kv does not divide") << R"({"num_key_value_heads":3})" << "" << "num_key_value_heads" << "not a multiple";
-        QTest::newRow("unknown type") << R"({"model_type":"gpt_neox"})" << "" << "model_type" << "unsupported model type";
-        QTest::newRow("bad act") << R"({"hidden_act":"swiglu9"})" << "" << "hidden_act" << "unsupported";
-        QTest::newRow("bad rope") << R"({"rope_scaling":{"rope_type":"yarn","factor":4}})" << "" << "rope_scaling.rope_type" << "unsupported";
-        QTest::newRow("rope without factor") << R"({"rope_scaling":{"rope_type":"linear"}})" << "" << "factor" << "missing";
-        QTest::newRow("bool as string") << R"({"tie_word_embeddings":"yes"})" << "" << "tie_word_embeddings" << "expected true or false";
-        QTest::newRow("bos beyond vocab") << R"({"bos_token_id":999})" << "" << "bos_token_id" << "beyond vocab_size";
-        QTest::newRow("odd head dim") << R"({"head_dim":7})" << "" << "head_dim" << "even";
-        QTest::newRow("huge layers") << R"({"num_hidden_layers":100000000})" << "" << "num_hidden_layers" << "outside";
-        QTest::newRow("no model_type") << "{}" << "model_type" << "model_type" << "missing";
+        QTest::newRow("missing hidden_size") << "{}"
+                                             << "hidden_size"
+                                             << "hidden_size"
+                                             << "missing";
+        QTest::newRow("string layers") << R"({"num_hidden_layers":"5"})"
+                                       << ""
+                                       << "num_hidden_layers"
+                                       << "expected an integer";
+        QTest::newRow("fractional heads") << R"({"num_attention_heads":8.5})"
+                                          << ""
+                                          << "num_attention_heads"
+                                          << "expected an integer";
+        QTest::newRow("negative vocab") << R"({"vocab_size":-1})"
+                                        << ""
+                                        << "vocab_size"
+                                        << "outside";
+        QTest::newRow("kv does not divide") << R"({"num_key_value_heads":3})"
+                                            << ""
+                                            << "num_key_value_heads"
+                                            << "not a multiple";
+        QTest::newRow("unknown type") << R"({"model_type":"gpt_neox"})"
+                                      << ""
+                                      << "model_type"
+                                      << "unsupported model type";
+        QTest::newRow("bad act") << R"({"hidden_act":"swiglu9"})"
+                                 << ""
+                                 << "hidden_act"
+                                 << "unsupported";
+        QTest::newRow("bad rope") << R"({"rope_scaling":{"rope_type":"yarn","factor":4}})"
+                                  << ""
+                                  << "rope_scaling.rope_type"
+                                  << "unsupported";
+        QTest::newRow("rope without factor") << R"({"rope_scaling":{"rope_type":"linear"}})"
+                                             << ""
+                                             << "factor"
+                                             << "missing";
+        QTest::newRow("bool as string") << R"({"tie_word_embeddings":"yes"})"
+                                        << ""
+                                        << "tie_word_embeddings"
+                                        << "expected true or false";
+        QTest::newRow("bos beyond vocab") << R"({"bos_token_id":999})"
+                                          << ""
+                                          << "bos_token_id"
+                                          << "beyond vocab_size";
+        QTest::newRow("odd head dim") << R"({"head_dim":7})"
+                                      << ""
+                                      << "head_dim"
+                                      << "even";
+        QTest::newRow("huge layers") << R"({"num_hidden_layers":100000000})"
+                                     << ""
+                                     << "num_hidden_layers"
+                                     << "outside";
+        QTest::newRow("no model_type") << "{}"
+                                       << "model_type"
+                                       << "model_type"
+                                       << "missing";
     }
 
     void badConfigs() {

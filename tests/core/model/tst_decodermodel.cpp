@@ -35,8 +35,9 @@ private:
             }
         }
         QProcess py;
-        py.start("/usr/bin/python3", {QStringLiteral(QS_SOURCE_DIR "/tests/reference/hf_reference.py"),
-                                      "logits", modelDir, idsPath, outPath});
+        py.start("/usr/bin/python3",
+                 {QStringLiteral(QS_SOURCE_DIR "/tests/reference/hf_reference.py"), "logits",
+                  modelDir, idsPath, outPath});
         if (!py.waitForFinished(300000) || py.exitCode() != 0)
             qFatal("reference failed: %s", py.readAllStandardError().constData());
         std::ifstream in(outPath.toStdString());
