@@ -51,17 +51,9 @@ int runAnalyze(const QStringList& args) {
                      "histograms and an outlier ranking."))
         return 0;
     const QString dir = singlePositional(parser, "MODEL_DIR");
-    if (!hasQuantOptions(parser))
-        throw UsageError{"give a scheme (--quant-scheme S) or a --recipe FILE"};
     applyThreadsOption(parser);
-    QuantizationRequest q;
-    q.modelDir = dir.toStdString();
-    q.recipe = recipeFromOptions(parser, "seq-len");
-    saveRecipeIfAsked(parser, q.recipe);
-    q.compute = parseComputeOptions(parser.value("device").toStdString(),
-                                    parser.value("dtype").toStdString());
+    QuantizationRequest q = requestFromOptions(parser, dir);
     q.analyze = true;
-    q.tokenizer = TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString());
     std::optional<SensitivityResult> sens;
     if (parser.isSet("sensitivity")) {
         if (!parser.isSet("data"))

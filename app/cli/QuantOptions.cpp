@@ -118,4 +118,17 @@ void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe) {
         recipe.save(parser.value("save-recipe").toStdString());
 }
 
+QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir) {
+    if (!hasQuantOptions(parser))
+        throw UsageError{"give a scheme (--quant-scheme S) or a --recipe FILE"};
+    QuantizationRequest q;
+    q.modelDir = modelDir.toStdString();
+    q.recipe = recipeFromOptions(parser, "seq-len");
+    saveRecipeIfAsked(parser, q.recipe);
+    q.compute = parseComputeOptions(parser.value("device").toStdString(),
+                                    parser.value("dtype").toStdString());
+    q.tokenizer = TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString());
+    return q;
+}
+
 } // namespace qs::cli

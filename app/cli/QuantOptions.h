@@ -1,5 +1,6 @@
 #pragma once
 
+#include "calib/QuantizationRun.h"
 #include "recipe/Recipe.h"
 
 #include <QCommandLineParser>
@@ -20,5 +21,8 @@ bool hasQuantOptions(const QCommandLineParser& parser);
 // --recipe (if given) with the flags applied over it; --save-recipe writes the result.
 Recipe recipeFromOptions(const QCommandLineParser& parser, const QString& calibSeqFlag);
 void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe);
+// The run analyze and quantize share: model folder, recipe (saved when asked), --device,
+// --dtype and --tokenizer. Requires a scheme flag or --recipe.
+QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir);
 
 } // namespace qs::cli

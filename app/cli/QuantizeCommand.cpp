@@ -26,17 +26,9 @@ int runQuantize(const QStringList& args) {
     const QString dir = singlePositional(parser, "MODEL_DIR");
     if (!parser.isSet("out"))
         throw UsageError{"--out DIR is required"};
-    if (!hasQuantOptions(parser))
-        throw UsageError{"give a scheme (--quant-scheme S) or a --recipe FILE"};
     applyThreadsOption(parser);
-    QuantizationRequest q;
-    q.modelDir = dir.toStdString();
-    q.recipe = recipeFromOptions(parser, "seq-len");
-    saveRecipeIfAsked(parser, q.recipe);
-    q.compute = parseComputeOptions(parser.value("device").toStdString(),
-                                    parser.value("dtype").toStdString());
+    QuantizationRequest q = requestFromOptions(parser, dir);
     q.outDir = parser.value("out").toStdString();
-    q.tokenizer = TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString());
     const QuantizationOutcome out = runQuantization(q);
     const double seconds = std::accumulate(out.blockSeconds.begin(), out.blockSeconds.end(), 0.0);
     if (parser.isSet("json")) {
