@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Writes tiny seed inputs for the fuzz targets (standard library only).
 
-usage: make_corpus.py OUTDIR   ->  OUTDIR/safetensors/*.safetensors, OUTDIR/config/*.json
+usage: make_corpus.py OUTDIR [SHARED_DIR]  ->  OUTDIR/<target without "fuzz_">/...
 Safetensors seeds follow the format spec: u64 little-endian header length, UTF-8 JSON header
-padded with spaces to a multiple of 8, then the tensor bytes back to back.
+padded with spaces to a multiple of 8, then the tensor bytes back to back. Multi-file inputs join
+their files with SEPARATOR (fuzz/FuzzSupport.h). With SHARED_DIR (the shared models folder beside
+the checkout), seeds are also derived from its models: configs and tokenizers as they are, and the
+tiny-families checkpoints shrunk to one small layer so an input stays a few kilobytes. Nothing is
+copied into the repository.
 """
 import json
 import os
@@ -73,15 +77,21 @@ CONFIG_SEEDS = {
 
 def main():
     out = sys.argv[1]
-    os.makedirs(os.path.join(out, "safetensors"), exist_ok=True)
-    os.makedirs(os.path.join(out, "config"), exist_ok=True)
+    shared = sys.argv[2] if len(sys.argv) > 2 else ""
     for name, (tensors, metadata) in SAFETENSORS_SEEDS.items():
-        with open(os.path.join(out, "safetensors", name + ".safetensors"), "wb") as f:
-            f.write(safetensors_image(tensors, metadata))
+        write(out, "safetensors", name + ".safetensors", safetensors_image(tensors, metadata))
     for name, config in CONFIG_SEEDS.items():
-        with open(os.path.join(out, "config", name + ".json"), "w") as f:
-            json.dump(config, f, indent=2)
+        write(out, "config", name + ".json", json.dumps(config, indent=2))
+    more_seeds.write_all(out, shared, safetensors_image, CONFIG_SEEDS, write)
+
+
+def write(out, target, name, data):
+    os.makedirs(os.path.join(out, target), exist_ok=True)
+    with open(os.path.join(out, target, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import more_seeds  # noqa: E402  (beside this script)
     main()

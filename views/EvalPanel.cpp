@@ -136,9 +136,9 @@ QString EvalPanel::dataPath() const {
 
 EvalRequest EvalPanel::request() const {
     EvalRequest r;
-    r.dataPath = dataPath().toStdString();
-    r.seqLen = m_seqLen->value();
-    r.maxWindows = m_maxWindows->value();
+    r.evaluation.dataPath = dataPath().toStdString();
+    r.evaluation.seqLen = m_seqLen->value();
+    r.evaluation.maxWindows = m_maxWindows->value();
     r.device = m_device->currentText().toStdString();
     r.dtype = m_dtype->currentText().toStdString();
     return r;

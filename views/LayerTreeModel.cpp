@@ -257,7 +257,7 @@ QString LayerTreeModel::schemeText(int e) const {
     if (!scheme)
         return m_recipe.isExcluded(entry.fullName.toStdString()) ? tr("none (excluded)")
                                                                  : tr("none");
-    return QString::fromStdString(scheme->name.empty() ? scheme->weight.summary() : scheme->name);
+    return QString::fromStdString(scheme->label());
 }
 
 QString LayerTreeModel::metricText(int column, double value) const {

@@ -231,25 +231,11 @@ void RecipeDocument::setUnfitPolicy(const QString& policy) {
 QString RecipeDocument::schemeLabel(const std::optional<quant::QuantScheme>& scheme) {
     if (!scheme)
         return NoScheme;
-    if (!scheme->name.empty())
-        return QString::fromStdString(scheme->name);
-    return scheme->description.empty() ? tr("custom") : QString::fromStdString(scheme->description);
+    return QString::fromStdString(scheme->label());
 }
 
 QString RecipeDocument::exactLayerPattern(const QString& layerName) {
-    QString pattern;
-    pattern.reserve(layerName.size());
-    for (const QChar c : layerName) {
-        // A ']' outside a set is literal already; once '[' is escaped no set can open.
-        if (c == QLatin1Char('[') || c == QLatin1Char('?') || c == QLatin1Char('*')) {
-            pattern += QLatin1Char('[');
-            pattern += c;
-            pattern += QLatin1Char(']');
-        } else {
-            pattern += c;
-        }
-    }
-    return pattern;
+    return QString::fromStdString(qs::exactLayerPattern(layerName.toStdString()));
 }
 
 } // namespace qs

@@ -128,19 +128,8 @@ QVariant WorkbenchPage::layerValue(const QString& layer, int column) const {
 }
 
 std::optional<quant::QuantScheme> WorkbenchPage::schemeOfReport(const LayerReport& r) const {
-    if (!r.quantized)
-        return std::nullopt;
-    const LayerTreeModel* model = m_layerTree->model();
-    if (model->hasRecipe()) {
-        auto scheme = model->recipe().schemeFor(r.name, r.kind);
-        if (scheme && (scheme->name.empty() ? scheme->weight.summary() : scheme->name) == r.scheme)
-            return scheme;
-    }
-    try {
-        return quant::resolveScheme(r.scheme);
-    } catch (const std::exception&) {
-        return std::nullopt; // a custom scheme the current recipe no longer gives
-    }
+    // The report carries the scheme it was made with: no label is turned back into a scheme.
+    return r.quantized ? r.quantScheme : std::nullopt;
 }
 
 void WorkbenchPage::showLayerDetail(const QString& name) {

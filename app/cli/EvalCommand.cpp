@@ -32,9 +32,9 @@ int runEval(const QStringList& args) {
         throw UsageError{"--data TEXT is required"};
     applyThreadsOption(parser);
     EvalRequest req;
-    req.dataPath = parser.value("data").toStdString();
-    req.seqLen = intOption(parser, "seq-len", 0, int64_t(1) << 24);
-    req.maxWindows = intOption(parser, "max-windows", 0, int64_t(1) << 40);
+    req.evaluation.dataPath = parser.value("data").toStdString();
+    req.evaluation.seqLen = intOption(parser, "seq-len", 0, int64_t(1) << 24);
+    req.evaluation.maxWindows = intOption(parser, "max-windows", 0, int64_t(1) << 40);
     req.device = parser.value("device").toStdString();
     req.dtype = parser.value("dtype").toStdString();
     const TokenizerBackend backend =
@@ -44,9 +44,7 @@ int runEval(const QStringList& args) {
         QuantizationRequest q;
         q.modelDir = dir.toStdString();
         q.recipe = recipeFromOptions(parser, "calib-seq-len");
-        q.recipe.evaluation.dataPath = req.dataPath;
-        q.recipe.evaluation.seqLen = req.seqLen;
-        q.recipe.evaluation.maxWindows = req.maxWindows;
+        q.recipe.evaluation = req.evaluation;
         saveRecipeIfAsked(parser, q.recipe);
         q.compute = parseComputeOptions(req.device, req.dtype);
         q.evaluate = true;

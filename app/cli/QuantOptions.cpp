@@ -41,6 +41,10 @@ void addQuantOptions(QCommandLineParser& parser, const QString& calibSeqFlag) {
                       "Calibration window length in tokens (default 512, at most "
                       "the model's positions).",
                       "N"});
+    parser.addOption({{"calib-mode", "calib_mode"},
+                      "What static activation observers see: float (the full-precision model, "
+                      "as Quark; default) or sequential (the quantized model upstream).",
+                      "MODE"});
     parser.addOption(
         {"unfit-policy", "Layers whose shape does not fit the scheme: error or skip.", "POLICY"});
     parser.addOption(
@@ -99,6 +103,7 @@ Recipe recipeFromOptions(const QCommandLineParser& parser, const QString& calibS
         flags.numCalibData = intOption(parser, "num-calib-data", 1, 1 << 24);
     if (parser.isSet(calibSeqFlag))
         flags.seqLen = intOption(parser, calibSeqFlag, 2, 1 << 24);
+    flags.calibMode = parser.value("calib-mode").toStdString();
     Recipe recipe;
     if (parser.isSet("recipe")) {
         recipe = Recipe::load(parser.value("recipe").toStdString());

@@ -514,11 +514,8 @@ bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir) {
     const EvalRequest eval = m_workbench->evalPanel()->request();
     request.device = eval.device;
     // The evaluation text of the recipe, else the one chosen in the evaluation panel.
-    if (request.recipe.evaluation.dataPath.empty() && !eval.dataPath.empty()) {
-        request.recipe.evaluation.dataPath = eval.dataPath;
-        request.recipe.evaluation.seqLen = eval.seqLen;
-        request.recipe.evaluation.maxWindows = eval.maxWindows;
-    }
+    if (request.recipe.evaluation.dataPath.empty() && !eval.evaluation.dataPath.empty())
+        request.recipe.evaluation = eval.evaluation;
     QString title;
     switch (kind) {
     case RunRequest::Kind::Analyze:

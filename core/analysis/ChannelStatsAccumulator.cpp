@@ -2,6 +2,8 @@
 
 #include "analysis/ErrorAccumulator.h"
 
+#include "util/HostTensor.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -10,26 +12,26 @@ namespace qs {
 namespace {
 
 std::vector<float> toVector(const at::Tensor& t) {
-    const at::Tensor f = t.to(at::kFloat).contiguous();
-    return std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    return hostVector<float>(t);
 }
 
 } // namespace
 
 void ChannelStatsAccumulator::add(const at::Tensor& x) {
     const int64_t C = x.size(-1);
-    const at::Tensor rows = x.detach().reshape({-1, C}).to(at::kCPU);
+    // Statistics stay where the activations live; only finish() brings the results over.
+    const at::Tensor rows = x.detach().reshape({-1, C});
     const at::Tensor d = rows.to(at::kDouble);
     if (!m_min.defined()) {
         m_min = rows.amin(0).to(at::kFloat);
         m_max = rows.amax(0).to(at::kFloat);
-        m_s1 = at::zeros({C}, at::kDouble);
-        m_s2 = at::zeros({C}, at::kDouble);
-        m_s3 = at::zeros({C}, at::kDouble);
-        m_s4 = at::zeros({C}, at::kDouble);
+        m_s1 = at::zeros({C}, d.options());
+        m_s2 = at::zeros({C}, d.options());
+        m_s3 = at::zeros({C}, d.options());
+        m_s4 = at::zeros({C}, d.options());
         // Per-token range of the first sample (a window of the calibration set).
         const at::Tensor first = x.dim() >= 3 ? x.select(0, 0) : x;
-        m_firstTokenAbsmax = first.reshape({-1, C}).abs().amax(1).to(at::kFloat).to(at::kCPU);
+        m_firstTokenAbsmax = first.reshape({-1, C}).abs().amax(1).to(at::kFloat);
     } else {
         m_min = at::minimum(m_min, rows.amin(0).to(at::kFloat));
         m_max = at::maximum(m_max, rows.amax(0).to(at::kFloat));
@@ -50,7 +52,7 @@ void ChannelStatsAccumulator::add(const at::Tensor& x) {
 void ChannelStatsAccumulator::addQuantized(const at::Tensor& xq) {
     if (m_quantizedSampled >= kSampleTokens)
         return;
-    const at::Tensor rows = xq.detach().reshape({-1, xq.size(-1)}).to(at::kCPU);
+    const at::Tensor rows = xq.detach().reshape({-1, xq.size(-1)});
     const int64_t take = std::min(kSampleTokens - m_quantizedSampled, rows.size(0));
     m_quantizedSample.push_back(rows.narrow(0, 0, take).to(at::kFloat).clone());
     m_quantizedSampled += take;

@@ -1,21 +1,28 @@
 #include "analysis/ErrorAccumulator.h"
 
+#include "util/HostTensor.h"
+
 #include <cmath>
 #include <limits>
 
 namespace qs {
 
 void ErrorAccumulator::add(const at::Tensor& value, const at::Tensor& reference) {
+    if (value.numel() == 0)
+        return;
     const at::Tensor a = value.to(at::kDouble).reshape(-1);
     const at::Tensor r = reference.to(at::kDouble).reshape(-1);
     const at::Tensor d = a - r;
-    m_sse += d.pow(2).sum().item<double>();
-    m_refSq += r.pow(2).sum().item<double>();
-    m_valSq += a.pow(2).sum().item<double>();
-    m_dot += (a * r).sum().item<double>();
-    if (d.numel() > 0)
-        m_maxAbs = std::max(m_maxAbs, d.abs().max().item<double>());
-    m_rel += (d.abs() / (r.abs() + kRelativeEps)).sum().item<double>();
+    const at::Tensor ad = d.abs();
+    // Every sum where the tensors live, then one transfer of six numbers.
+    const std::vector<double> s = hostVector<double>(at::stack(
+        {d.dot(d), r.dot(r), a.dot(a), a.dot(r), ad.max(), (ad / (r.abs() + kRelativeEps)).sum()}));
+    m_sse += s[0];
+    m_refSq += s[1];
+    m_valSq += s[2];
+    m_dot += s[3];
+    m_maxAbs = std::max(m_maxAbs, s[4]);
+    m_rel += s[5];
     m_count += a.numel();
 }
 
@@ -41,8 +48,9 @@ Histogram histogramOf(const at::Tensor& x, int64_t bins, double lo, double hi) {
     if (finite.numel() == 0)
         return h;
     if (lo == hi) {
-        lo = finite.min().item<double>();
-        hi = finite.max().item<double>();
+        const std::vector<double> range = hostVector<double>(at::stack({finite.min(), finite.max()}));
+        lo = range[0];
+        hi = range[1];
         if (lo == hi) {
             lo -= 0.5;
             hi += 0.5;
@@ -50,8 +58,8 @@ Histogram histogramOf(const at::Tensor& x, int64_t bins, double lo, double hi) {
     }
     h.lo = lo;
     h.hi = hi;
-    const at::Tensor counts = at::histc(finite.clamp(lo, hi), bins, lo, hi).to(at::kLong);
-    h.counts.assign(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + bins);
+    // Counted where the tensor lives; only the bins cross to the host.
+    h.counts = hostVector<int64_t>(at::histc(finite.clamp(lo, hi), bins, lo, hi));
     return h;
 }
 

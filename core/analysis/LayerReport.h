@@ -1,6 +1,10 @@
 #pragma once
 
+#include "quant/QuantScheme.h"
+
 #include <nlohmann/json.hpp>
+
+#include <optional>
 
 #include <cstdint>
 #include <limits>
@@ -46,7 +50,8 @@ struct LayerReport {
     std::string kind;
     int block = -1;
     std::vector<int64_t> shape; // [out, in]
-    std::string scheme;         // scheme name or summary; empty when not quantized
+    std::string scheme;         // quantScheme->label(); empty when the weight is not quantized
+    std::optional<quant::QuantScheme> quantScheme; // the scheme the layer was quantized with
     bool quantized = false;
     std::string note; // why it is not quantized (excluded, unfit shape), if so
     ErrorMetrics weight;

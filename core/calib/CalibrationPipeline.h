@@ -1,72 +1,79 @@
 #pragma once
 
 #include "analysis/LayerReport.h"
+#include "calib/BlockTransform.h"
+#include "calib/CalibrationPasses.h"
+#include "calib/LayerPlan.h"
+#include "calib/LayerPlanner.h"
 #include "model/DecoderModel.h"
-#include "model/ModuleNode.h"
-#include "quant/QuantScheme.h"
+#include "recipe/Recipe.h"
 
 #include <functional>
-#include <map>
-#include <optional>
-#include <set>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace qs {
 
 struct PipelineOptions {
-    // Scheme of a linear (full name, kind such as "q_proj"); nullopt leaves it unquantized.
-    std::function<std::optional<quant::QuantScheme>(const std::string&, const std::string&)>
-        schemeFor;
-    // Output (KV-cache) spec of a linear, if any.
-    std::function<std::optional<quant::QuantSpec>(const std::string&, const std::string&)>
-        outputSpecFor;
-    // "error": a layer whose shape does not fit its scheme stops the run, naming it;
-    // "skip": such layers stay unquantized and are reported.
-    std::string unfitPolicy = "error";
+    CalibrationMode mode = CalibrationMode::Float; // what static observers see (Recipe.h)
     bool analyze = false;          // per-layer report (a full-precision reference stream too)
     int64_t maxBatchTokens = 2048; // tokens per forward batch (bounds activation temporaries)
+    // Keep every block's plans (weights, codes, frozen quantizers) in the result, for runs that
+    // reuse one calibration (sensitivity). Otherwise a block's tensors go with the block.
+    bool keepPlans = false;
+    // The recipe's algorithms, run as the transform pass of every block (BlockTransform.h).
+    std::vector<std::shared_ptr<BlockTransform>> transforms;
     // Called after each block with its layers' reports, so views can fill in as blocks finish.
     std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
 };
 
 struct PipelineResult {
     std::vector<LayerReport> layers;  // every block linear, in model order
+    std::vector<std::vector<LayerPlan>> plans; // per block, every linear's plan (keepPlans only)
     std::vector<std::string> skipped; // left unquantized by the unfit policy, with reason
     double evalNllSum = 0.0;          // over the evaluation windows, if any were given
     int64_t evalPredicted = 0;
     std::vector<double> blockSeconds; // calibration + quantization time per block
 };
 
-// Called once per block after its weights were quantized, with the block in its final state
-// (quantized weights in place): lets `quantize` stream the checkpoint out block by block.
-using BlockSink = std::function<void(int blockIndex, DecoderBlock& block)>;
-// fraction in [0, 1] and a message; returning false cancels (qs::Cancelled) within one batch.
-using PipelineProgress = std::function<bool(double, const std::string&)>;
+// Called once per block after its passes, with the block in its final state (quantized
+// weights in place) and its plans (codes, scales, zero points, frozen activation quantizers):
+// what exporters stream out block by block.
+using BlockSink =
+    std::function<void(int blockIndex, DecoderBlock& block, const std::vector<LayerPlan>& plans)>;
 
-// Sequential, block-by-block calibration and quantization (docs/architecture.md): capture the
-// block's inputs over the calibration set, observe, quantize the block, compute its quantized
-// outputs as the next block's inputs, release the block. Peak memory: one block plus the
-// activations of the calibration (and evaluation) samples.
+// Sequential, block-by-block calibration and quantization (docs/architecture.md). For each
+// block, in this order:
+//
+//   load -> plan (LayerPlanner) -> capture inputs (only if a transform needs them) ->
+//   transforms (algorithms) -> weight quantization (codes kept) -> activation observation ->
+//   freeze -> apply / analyse / evaluate (the streams advance to the next block) -> sink
+//
+// Three streams of hidden states may run through the blocks: the reference (full-precision)
+// calibration stream (float calibration, analysis), the quantized calibration stream
+// (sequential calibration, analysis) and the evaluation windows (quantized). Only the ones the
+// run needs are computed. Peak memory: one block plus those streams.
 class CalibrationPipeline {
 public:
-    CalibrationPipeline(DecoderModel& model, PipelineOptions options);
+    CalibrationPipeline(DecoderModel& model, LayerPlanner& planner, PipelineOptions options);
 
-    // Checks every block linear of `tree` against its scheme before any weight is read. Under the
-    // "error" policy throws qs::Error naming every unfit layer; under "skip" remembers them.
-    void checkShapes(const ModuleNode& tree);
-
-    // calibration: int64 [N, L] ids; evaluation: int64 [W, L'] ids or undefined.
+    // calibration: int64 [N, L] ids (N may be 0); evaluation: int64 [W, L'] ids or undefined.
     PipelineResult run(const at::Tensor& calibration, const at::Tensor& evaluation,
                        const PipelineProgress& progress = {}, const BlockSink& sink = {});
 
-    // Why a weight of shape [out, in] cannot take `scheme` (empty when it can).
-    static std::string unfitReason(const quant::QuantScheme& scheme, int64_t inFeatures);
+    // The perplexity protocol's sum over windows with quantization given by `plans` (from a
+    // keepPlans run): each plan applies the parts `filter` selects (quantized weight and input
+    // quantizer, output quantizer), the others run in full precision. No calibration runs.
+    // Returns the NLL sum; `predicted` receives the number of predicted tokens.
+    double evaluateWithPlans(std::vector<std::vector<LayerPlan>>& plans, const PlanFilter& filter,
+                             const at::Tensor& evaluation, int64_t& predicted,
+                             const PipelineProgress& progress = {});
 
 private:
     DecoderModel& m_model;
+    LayerPlanner& m_planner;
     PipelineOptions m_options;
-    std::map<std::string, std::string> m_unfit; // layer → reason (skip policy)
 };
 
 } // namespace qs

@@ -4,7 +4,6 @@
 #include "eval/TextEvaluation.h"
 #include "export/FakeQuantCheckpointWriter.h"
 #include "io/JsonFields.h"
-#include "model/ModelLoader.h"
 #include "recipe/Provenance.h"
 #include "util/Error.h"
 
@@ -17,50 +16,35 @@ namespace qs {
 
 namespace {
 
-std::vector<std::pair<std::string, std::string>> blockLinears(const ModuleNode& tree) {
-    std::vector<const ModuleNode*> nodes;
-    tree.collect("linear", nodes);
-    std::vector<std::pair<std::string, std::string>> out;
-    for (const ModuleNode* n : nodes) {
-        if (n->blockIndex < 0)
-            continue;
-        const size_t dot = n->name.rfind('.');
-        out.emplace_back(n->name, n->name.substr(dot + 1));
-    }
-    return out;
+// Export targets this engine writes today; the others are accepted by recipes (so they survive
+// round trips) but refused by a run that would have to write them.
+void checkExportTargets(const Recipe& recipe) {
+    for (size_t i = 0; i < recipe.exportTargets.size(); ++i)
+        if (recipe.exportTargets[i] != "hf_fake")
+            throw Error("recipe", "export_targets[" + std::to_string(i) + "]",
+                        "the engine cannot write '" + recipe.exportTargets[i] +
+                            "' yet (it writes hf_fake, the fake-quantized checkpoint)");
 }
 
 } // namespace
 
-bool recipeNeedsCalibration(const Recipe& recipe,
-                            const std::vector<std::pair<std::string, std::string>>& linears) {
-    for (const auto& [name, kind] : linears) {
-        const auto scheme = recipe.schemeFor(name, kind);
-        if (scheme && scheme->input && !scheme->input->isDynamic)
-            return true;
-        const auto out = recipe.kvOutputFor(name, kind);
-        const auto output = out ? out : (scheme ? scheme->output : std::nullopt);
-        if (output && !output->isDynamic)
-            return true;
-    }
-    return false;
-}
-
-QuantizationOutcome runQuantization(const QuantizationRequest& req,
-                                    const PipelineProgress& progress) {
-    const auto t0 = std::chrono::steady_clock::now();
-    QuantizationOutcome outcome;
-    outcome.recipe = req.recipe;
-    Recipe& recipe = outcome.recipe;
+PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& progress) {
+    PreparedRun prep;
+    prep.recipe = req.recipe;
+    Recipe& recipe = prep.recipe;
     recipe.validate("recipe");
+    // A recipe field the engine cannot honour is refused here, never ignored.
+    for (auto& t : makeBlockTransforms(recipe.algorithms, "recipe"))
+        prep.transforms.push_back(std::move(t));
+    if (!req.outDir.empty())
+        checkExportTargets(recipe);
 
-    const ModelHandle handle = openModelHandle(req.modelDir);
+    prep.handle = openModelHandle(req.modelDir);
+    const ModelHandle& handle = prep.handle;
     const ModuleNode tree = handle.moduleTree();
-    const auto linears = blockLinears(tree);
     const std::string configPath =
         QDir(QString::fromStdString(req.modelDir)).filePath("config.json").toStdString();
-    const std::string configText = readTextFile(configPath);
-    const Provenance fresh = makeProvenance(configText, req.modelDir);
+    const Provenance fresh = makeProvenance(readTextFile(configPath), req.modelDir);
     // A replayed recipe keeps its recorded provenance, so the files it writes stay identical;
     // a model other than the recorded one is named in the error.
     if (!recipe.provenance.modelConfigHash.empty() &&
@@ -71,7 +55,9 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     if (recipe.provenance.modelConfigHash.empty())
         recipe.provenance = fresh;
 
-    const bool needCalib = req.analyze || recipeNeedsCalibration(recipe, linears);
+    prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
+    prep.planner->checkShapes(tree);
+    const bool needCalib = req.analyze || prep.planner->needsCalibration(tree);
     const int64_t maxPos = handle.config.maxPositions;
     std::optional<LoadedTokenizer> tok;
     auto tokenizer = [&]() -> const LoadedTokenizer& {
@@ -80,7 +66,21 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
         return *tok;
     };
 
-    at::Tensor calib;
+    // Evaluation settings are checked before calibration text is read (a bad --seq-len fails
+    // at once, not after tokenizing a large calibration set).
+    int64_t evalSeq = 0;
+    if (req.evaluate) {
+        if (recipe.evaluation.dataPath.empty())
+            throw Error("recipe", "evaluation.data", "no evaluation text given (--data FILE)");
+        evalSeq =
+            recipe.evaluation.seqLen > 0 ? recipe.evaluation.seqLen : defaultSeqLen(handle.config);
+        if (evalSeq < 2)
+            throw Error("--seq-len", "", "must be at least 2");
+        if (maxPos > 0 && evalSeq > maxPos)
+            throw Error("--seq-len", "",
+                        std::to_string(evalSeq) + " exceeds the model's max_position_embeddings (" +
+                            std::to_string(maxPos) + ")");
+    }
     if (needCalib) {
         if (recipe.calibration.dataPath.empty())
             throw Error("recipe", "calibration.data",
@@ -91,84 +91,101 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
             seq = maxPos; // a model shorter than the recipe's window calibrates on full windows
         if (progress && !progress(0.0, "tokenizing calibration data"))
             throw Cancelled();
-        calib = calibrationSamples(tokenizeFile(tokenizer(), recipe.calibration.dataPath),
-                                   recipe.calibration.numSamples, seq, recipe.calibration.seed,
-                                   recipe.calibration.dataPath);
+        const std::vector<int32_t> ids = tokenizeFile(tokenizer(), recipe.calibration.dataPath);
+        checkTokenIds(ids, handle.config, recipe.calibration.dataPath);
+        prep.calibration = calibrationSamples(ids, recipe.calibration.numSamples, seq,
+                                              recipe.calibration.seed, recipe.calibration.dataPath);
     } else {
-        calib = at::zeros({0, 2}, at::kLong); // weight-only: no activations to observe
+        prep.calibration = at::zeros({0, 2}, at::kLong); // weight-only: nothing to observe
     }
-
-    at::Tensor evalIds;
-    std::vector<int32_t> evalTokens;
     if (req.evaluate) {
-        if (recipe.evaluation.dataPath.empty())
-            throw Error("recipe", "evaluation.data", "no evaluation text given (--data FILE)");
-        const int64_t seq =
-            recipe.evaluation.seqLen > 0 ? recipe.evaluation.seqLen : defaultSeqLen(handle.config);
-        if (maxPos > 0 && seq > maxPos)
-            throw Error("--seq-len", "",
-                        std::to_string(seq) + " exceeds the model's max_position_embeddings (" +
-                            std::to_string(maxPos) + ")");
-        evalTokens = tokenizeFile(tokenizer(), recipe.evaluation.dataPath);
-        evalIds = evaluationWindows(evalTokens, seq, recipe.evaluation.maxWindows,
-                                    recipe.evaluation.dataPath);
+        if (progress && !progress(0.0, "tokenizing " + recipe.evaluation.dataPath))
+            throw Cancelled();
+        const std::vector<int32_t> ids = tokenizeFile(tokenizer(), recipe.evaluation.dataPath);
+        checkTokenIds(ids, handle.config, recipe.evaluation.dataPath);
+        prep.evalTokens = int64_t(ids.size());
+        prep.evaluation = evaluationWindows(ids, evalSeq, recipe.evaluation.maxWindows,
+                                            recipe.evaluation.dataPath);
     }
+    prep.model = handle.instantiate(req.compute);
+    return prep;
+}
 
-    std::unique_ptr<DecoderModel> model = handle.instantiate(req.compute);
+PerplexityResult perplexityResult(const PreparedRun& prep, double nllSum, int64_t predicted,
+                                  double seconds) {
+    PerplexityResult p;
+    p.tokens = prep.evalTokens;
+    p.windows = prep.evaluation.size(0);
+    p.seqLen = prep.evaluation.size(1);
+    p.predicted = predicted;
+    p.meanNll = nllSum / double(predicted);
+    p.perplexity = std::exp(p.meanNll);
+    p.seconds = seconds;
+    p.tokensPerSecond = seconds > 0 ? double(p.windows * p.seqLen) / seconds : 0.0;
+    p.device = prep.model->compute().device.str();
+    p.dtype = dtypeLabel(prep.model->compute().dtype);
+    return p;
+}
+
+QuantizationOutcome runQuantization(const QuantizationRequest& req,
+                                    const PipelineProgress& progress) {
+    const auto t0 = std::chrono::steady_clock::now();
+    PreparedRun prep = prepareRun(req, progress);
+    QuantizationOutcome outcome;
+    outcome.recipe = prep.recipe;
+
     PipelineOptions options;
-    options.schemeFor = [&recipe](const std::string& n, const std::string& k) {
-        return recipe.schemeFor(n, k);
-    };
-    options.outputSpecFor = [&recipe](const std::string& n, const std::string& k) {
-        return recipe.kvOutputFor(n, k);
-    };
-    options.unfitPolicy = recipe.unfitPolicy;
+    options.mode = prep.recipe.calibration.mode;
     options.analyze = req.analyze;
+    options.keepPlans = req.keepPlans;
+    options.transforms = prep.transforms;
     options.onBlockReports = req.onBlockReports;
-    CalibrationPipeline pipeline(*model, options);
-    pipeline.checkShapes(tree);
+    CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
 
     std::unique_ptr<FakeQuantCheckpointWriter> writer;
     if (!req.outDir.empty()) {
-        writer = std::make_unique<FakeQuantCheckpointWriter>(*handle.checkpoint, req.modelDir,
-                                                             req.outDir, model->numBlocks());
+        writer = std::make_unique<FakeQuantCheckpointWriter>(
+            *prep.handle.checkpoint, req.modelDir, req.outDir, prep.model->numBlocks());
         writer->writeLeading();
     }
     BlockSink sink;
     if (writer)
-        sink = [&writer](int index, DecoderBlock& block) { writer->writeBlock(index, block); };
+        sink = [&writer](int index, DecoderBlock& block, const std::vector<LayerPlan>&) {
+            writer->writeBlock(index, block);
+        };
 
-    const auto evalStart = std::chrono::steady_clock::now();
-    PipelineResult result = pipeline.run(calib, evalIds, progress, sink);
+    const auto runStart = std::chrono::steady_clock::now();
+    PipelineResult result = pipeline.run(prep.calibration, prep.evaluation, progress, sink);
     const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - evalStart).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
     if (writer)
-        writer->commit(recipe.toOrderedJson().dump(2) + "\n");
+        writer->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
 
     outcome.skipped = result.skipped;
     outcome.blockSeconds = result.blockSeconds;
-    if (req.evaluate) {
-        PerplexityResult p;
-        p.tokens = int64_t(evalTokens.size());
-        p.windows = evalIds.size(0);
-        p.seqLen = evalIds.size(1);
-        p.predicted = result.evalPredicted;
-        p.meanNll = result.evalNllSum / double(result.evalPredicted);
-        p.perplexity = std::exp(p.meanNll);
-        p.seconds = seconds;
-        p.tokensPerSecond = seconds > 0 ? double(p.windows * p.seqLen) / seconds : 0.0;
-        p.device = req.compute.device.str();
-        p.dtype = dtypeLabel(req.compute.dtype);
-        outcome.perplexity = p;
-    }
+    outcome.plans = std::move(result.plans);
+    if (req.evaluate)
+        outcome.perplexity =
+            perplexityResult(prep, result.evalNllSum, result.evalPredicted, seconds);
     AnalysisReport& report = outcome.report;
-    report.model = handle.directory;
-    report.recipe = recipe.toJson();
-    report.calibrationSamples = calib.size(0);
-    report.seqLen = calib.size(1);
+    report.model = prep.handle.directory;
+    report.recipe = prep.recipe.toJson();
+    report.calibrationSamples = prep.calibration.size(0);
+    report.seqLen = prep.calibration.size(1);
     report.layers = std::move(result.layers);
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return outcome;
+}
+
+PerplexityResult evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
+                                     const PipelineProgress& progress, TokenizerBackend backend) {
+    QuantizationRequest q;
+    q.modelDir = modelDir;
+    q.recipe.evaluation = request.evaluation; // no scheme: nothing is quantized
+    q.compute = parseComputeOptions(request.device, request.dtype);
+    q.evaluate = true;
+    q.tokenizer = backend;
+    return *runQuantization(q, progress).perplexity;
 }
 
 } // namespace qs

@@ -1,19 +1,10 @@
 #include "calib/SensitivityRun.h"
 
-#include "model/ModelLoader.h"
 #include "util/Error.h"
 
-namespace qs {
+#include <cmath>
 
-std::string exactLayerPattern(const std::string& name) {
-    std::string escaped;
-    for (char c : name) {
-        if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos)
-            escaped += '\\';
-        escaped += c;
-    }
-    return "re:" + escaped;
-}
+namespace qs {
 
 SensitivityResult runSensitivity(const QuantizationRequest& request,
                                  const PipelineProgress& progress,
@@ -22,54 +13,66 @@ SensitivityResult runSensitivity(const QuantizationRequest& request,
     base.evaluate = true;
     base.analyze = false;
     base.outDir.clear();
-    base.onBlockReports = nullptr;
+    PreparedRun prep = prepareRun(base, progress);
 
-    // The layers the recipe quantizes, from the module tree (headers only).
-    const ModuleNode tree = openModelHandle(request.modelDir).moduleTree();
-    std::vector<const ModuleNode*> nodes;
-    tree.collect("linear", nodes);
+    PipelineOptions options;
+    options.mode = prep.recipe.calibration.mode;
+    options.keepPlans = true;
+    options.transforms = prep.transforms;
+    CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
+
+    // The calibration run evaluates the whole recipe on the way (its evaluation stream).
+    std::vector<std::vector<LayerPlan>> plans;
+    double measurements = 2;
+    int done = 0;
+    auto part = [&](const std::string& what) {
+        return [&, what](double f, const std::string& m) {
+            return !progress || progress((done + f) / measurements, what + ": " + m);
+        };
+    };
+    PipelineResult calibrated =
+        pipeline.run(prep.calibration, prep.evaluation, part("whole recipe"));
+    plans = std::move(calibrated.plans);
+    ++done;
+
     std::vector<std::string> layers;
-    for (const ModuleNode* n : nodes) {
-        if (n->blockIndex < 0)
-            continue;
-        const std::string kind = n->name.substr(n->name.rfind('.') + 1);
-        if (request.recipe.schemeFor(n->name, kind))
-            layers.push_back(n->name);
-    }
+    for (const auto& block : plans)
+        for (const LayerPlan& p : block)
+            if (p.scheme)
+                layers.push_back(p.name);
     if (layers.empty())
         throw Error("recipe", "global", "the recipe quantizes no layer: nothing to measure");
+    measurements = double(2 * layers.size() + 2);
 
-    const double runs = double(2 * layers.size() + 2);
-    int done = 0;
-    auto run = [&](const Recipe& recipe, const std::string& what) {
-        QuantizationRequest r = base;
-        r.recipe = recipe;
-        const QuantizationOutcome out = runQuantization(r, [&](double f, const std::string& m) {
-            return !progress || progress((done + f) / runs, what + ": " + m);
-        });
+    auto perplexity = [&](const PlanFilter& filter, const std::string& what) {
+        int64_t predicted = 0;
+        const double nll =
+            pipeline.evaluateWithPlans(plans, filter, prep.evaluation, predicted, part(what));
         ++done;
-        return out.perplexity->perplexity;
+        return std::exp(nll / double(predicted));
     };
 
     SensitivityResult result;
-    Recipe none = request.recipe;
-    none.global.reset();
-    none.layerOverrides.clear();
-    none.layerTypeOverrides.clear();
-    none.kvCache.reset();
-    result.fpPerplexity = run(none, "full precision");
-    result.fullPerplexity = run(request.recipe, "whole recipe");
+    result.fullPerplexity = std::exp(calibrated.evalNllSum / double(calibrated.evalPredicted));
+    result.fpPerplexity =
+        perplexity([](const LayerPlan&) { return PlanParts{false, false}; }, "full precision");
     for (const std::string& layer : layers) {
         SensitivityRow row;
         row.layer = layer;
-        Recipe alone = request.recipe;
-        alone.kvCache.reset();
-        // Negative lookahead: every other layer is excluded.
-        alone.exclude.push_back("re:(?!" + exactLayerPattern(layer).substr(3) + "$).*");
-        row.alonePerplexity = run(alone, layer + " alone");
-        Recipe allBut = request.recipe;
-        allBut.exclude.push_back(exactLayerPattern(layer));
-        row.allButPerplexity = run(allBut, "all but " + layer);
+        // Only this layer: its weight and input quantizers, and its output quantizer unless that
+        // is the KV cache (which "alone" leaves off, as the KV cache belongs to no one layer).
+        row.alonePerplexity = perplexity(
+            [&layer](const LayerPlan& p) {
+                return p.name == layer ? PlanParts{true, !p.outputIsKvCache} : PlanParts{false, false};
+            },
+            layer + " alone");
+        // The whole recipe with this layer excluded: exclusion covers weights and inputs, and a
+        // KV-cache spec still applies to an excluded k/v projection (as in Quark).
+        row.allButPerplexity = perplexity(
+            [&layer](const LayerPlan& p) {
+                return p.name == layer ? PlanParts{false, p.outputIsKvCache} : PlanParts{};
+            },
+            "all but " + layer);
         if (onRow)
             onRow(row);
         result.rows.push_back(row);

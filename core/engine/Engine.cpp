@@ -3,7 +3,6 @@
 #include "engine/Runtime.h"
 #include "calib/QuantizationRun.h"
 #include "calib/SensitivityRun.h"
-#include "eval/TextEvaluation.h"
 #include "util/Error.h"
 #include "util/ErrorText.h"
 
@@ -207,10 +206,9 @@ int Engine::run(const RunRequest& request) {
                 };
             if (request.kind == Kind::Evaluate) {
                 // The fp32 figure beside the quantized one, on the same windows.
+                // (Both figures come from the same pipeline: a recipe without schemes.)
                 EvalRequest fp;
-                fp.dataPath = request.recipe.evaluation.dataPath;
-                fp.seqLen = request.recipe.evaluation.seqLen;
-                fp.maxWindows = request.recipe.evaluation.maxWindows;
+                fp.evaluation = request.recipe.evaluation;
                 fp.device = request.device;
                 fp.dtype = request.dtype;
                 summary.fp =

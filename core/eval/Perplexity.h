@@ -8,19 +8,14 @@
 
 namespace qs {
 
-struct PerplexityOptions {
-    int64_t seqLen = 512;
-    int64_t maxWindows = 0;                      // 0: all windows
-    int64_t maxBatchElements = int64_t(1) << 26; // windows per batch × seqLen × vocab bound
-};
-
-// The protocol of docs/evaluation.md on already tokenized ids (BOS included by the caller):
-// non-overlapping windows of seqLen, remainder dropped, NLL of tokens 1..L-1 of each window,
-// accumulated in double. `progress(windowsDone, windowsTotal)` returning false throws
-// qs::Cancelled between batches.
-PerplexityResult evaluatePerplexity(ModelRunner& runner, const std::vector<int32_t>& ids,
-                                    const PerplexityOptions& options,
-                                    const std::function<bool(int64_t, int64_t)>& progress = {});
+// The scoring half of the protocol of docs/evaluation.md, the one definition every perplexity
+// comes from (fp32 and quantized alike): the final norm and LM head over `hidden` ([W, L, H],
+// the last block's outputs for windows `ids` [W, L]) in batches of about maxBatchTokens, and
+// the sum over windows of -log p(token t | tokens < t) for t = 1..L-1, accumulated in double.
+// `progress(windowsDone, windowsTotal)` returning false throws qs::Cancelled between batches.
+double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Tensor& ids,
+                    int64_t maxBatchTokens,
+                    const std::function<bool(int64_t, int64_t)>& progress = {});
 
 // Greedy decoding without sampling; stops at `eosId` (when >= 0) or after maxNewTokens. The whole
 // prefix is recomputed per step (no KV cache): fine for the short continuations it serves.

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "eval/EvaluationSpec.h"
+
 #include <cstdint>
 #include <string>
 
@@ -19,10 +21,9 @@ struct PerplexityResult {
     std::string dtype;
 };
 
+// A full-precision evaluation: where (EvaluationSpec) and on what device and dtype.
 struct EvalRequest {
-    std::string dataPath;
-    int64_t seqLen = 0;            // 0: min(512, max positions)
-    int64_t maxWindows = 0;        // 0: all
+    EvaluationSpec evaluation;
     std::string device = "cpu";    // "cpu" or "cuda"
     std::string dtype = "float32"; // "float32", "bfloat16", "float16"
 };

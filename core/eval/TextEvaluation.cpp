@@ -40,9 +40,8 @@ int64_t defaultSeqLen(const ModelConfig& config) {
     return config.maxPositions > 0 ? std::min<int64_t>(512, config.maxPositions) : 512;
 }
 
-namespace {
-
-void checkIds(const std::vector<int32_t>& ids, const ModelConfig& config, const std::string& src) {
+void checkTokenIds(const std::vector<int32_t>& ids, const ModelConfig& config,
+                   const std::string& src) {
     for (int32_t id : ids)
         if (id < 0 || id >= config.vocabSize)
             throw Error(src, "",
@@ -50,34 +49,6 @@ void checkIds(const std::vector<int32_t>& ids, const ModelConfig& config, const 
                             " outside the model's vocab_size " + std::to_string(config.vocabSize));
 }
 
-} // namespace
-
-PerplexityResult
-evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
-                    const std::function<bool(double, const std::string&)>& progress,
-                    TokenizerBackend backend) {
-    const ComputeOptions compute = parseComputeOptions(request.device, request.dtype);
-    const ModelHandle handle = openModelHandle(modelDir);
-    handle.moduleTree(); // validates shapes before any weight is read
-    const LoadedTokenizer tok = TokenizerLoader::load(modelDir, backend);
-    if (progress && !progress(0.0, "tokenizing " + request.dataPath))
-        throw Cancelled();
-    const std::vector<int32_t> ids = tokenizeFile(tok, request.dataPath);
-    checkIds(ids, handle.config, tok.sourceFile);
-
-    ModelRunner runner(handle.instantiate(compute));
-    runner.loadAll([&](int done, int total) {
-        return !progress || progress(0.05 * done / total, "loading block " + std::to_string(done));
-    });
-    PerplexityOptions options;
-    options.seqLen = request.seqLen > 0 ? request.seqLen : defaultSeqLen(handle.config);
-    options.maxWindows = request.maxWindows;
-    return evaluatePerplexity(runner, ids, options, [&](int64_t done, int64_t total) {
-        return !progress ||
-               progress(0.05 + 0.95 * double(done) / double(total),
-                        "window " + std::to_string(done) + " of " + std::to_string(total));
-    });
-}
 
 GenerationResult generateFromPrompt(const std::string& modelDir, const std::string& prompt,
                                     int64_t maxNewTokens, const ComputeOptions& compute,
@@ -90,7 +61,7 @@ GenerationResult generateFromPrompt(const std::string& modelDir, const std::stri
         r.promptIds.push_back(tok.tokenizer->bosId());
     const std::vector<int32_t> body = tok.tokenizer->encode(prompt);
     r.promptIds.insert(r.promptIds.end(), body.begin(), body.end());
-    checkIds(r.promptIds, handle.config, tok.sourceFile);
+    checkTokenIds(r.promptIds, handle.config, tok.sourceFile);
     ModelRunner runner(handle.instantiate(compute));
     const int64_t eos =
         tok.tokenizer->eosId() >= 0 ? tok.tokenizer->eosId() : handle.config.eosTokenId;

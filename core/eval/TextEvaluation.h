@@ -17,15 +17,12 @@ std::string readTextUniversalNewlines(const std::string& path);
 // once when the tokenizer adds one.
 std::vector<int32_t> tokenizeFile(const LoadedTokenizer& tokenizer, const std::string& path);
 
+// Throws qs::Error naming `source` when an id is outside the model's vocabulary.
+void checkTokenIds(const std::vector<int32_t>& ids, const ModelConfig& config,
+                   const std::string& source);
+
 // Default window: 512, or the model's max positions when smaller.
 int64_t defaultSeqLen(const ModelConfig& config);
-
-// Opens the model folder, its tokenizer and the text, and runs the perplexity protocol.
-// `progress(fraction, message)` returning false cancels (qs::Cancelled).
-PerplexityResult
-evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
-                    const std::function<bool(double, const std::string&)>& progress = {},
-                    TokenizerBackend backend = TokenizerBackend::Auto);
 
 struct GenerationResult {
     std::vector<int32_t> promptIds;

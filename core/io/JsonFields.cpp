@@ -97,8 +97,22 @@ std::string JsonFields::optionalString(const std::string& key, const std::string
 }
 
 nlohmann::json parseJsonText(const std::string& text, const std::string& source) {
+    if (text.size() > kMaxJsonDocumentBytes)
+        throw Error(source, "",
+                    "JSON document of " + std::to_string(text.size()) +
+                        " bytes exceeds the limit of " + std::to_string(kMaxJsonDocumentBytes) +
+                        " (kMaxJsonDocumentBytes)");
+    // The depth is checked while parsing: every reader after this one (and nlohmann's own
+    // dump(), used in error messages) recurses per level.
+    const auto limitDepth = [&source](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kMaxJsonDepth)
+            throw Error(source, "",
+                        "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                            " levels (kMaxJsonDepth)");
+        return true;
+    };
     try {
-        return nlohmann::json::parse(text);
+        return nlohmann::json::parse(text, limitDepth);
     } catch (const nlohmann::json::parse_error& e) {
         throw Error(source, "",
                     std::string("invalid JSON at byte ") + std::to_string(e.byte) + ": " +

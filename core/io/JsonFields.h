@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -33,7 +34,13 @@ private:
     std::string m_source;
 };
 
-// Parses a JSON document; a syntax error becomes qs::Error naming `source` and the byte offset.
+// Limits of parseJsonText, named in its errors. The documents it reads (config.json, recipes,
+// Quark configs, checkpoint indexes) are kilobytes and nest fewer than 10 levels.
+constexpr size_t kMaxJsonDocumentBytes = size_t(64) << 20;
+constexpr int kMaxJsonDepth = 64;
+
+// Parses a JSON document; a syntax error becomes qs::Error naming `source` and the byte offset,
+// and so does a document over kMaxJsonDocumentBytes or nested deeper than kMaxJsonDepth.
 nlohmann::json parseJsonText(const std::string& text, const std::string& source);
 // Reads a whole file (qs::Error when missing or unreadable).
 std::string readTextFile(const std::string& path);

@@ -105,6 +105,35 @@ struct GroupJob {
 #define QS_MULTIVERSION
 #endif
 
+// The integer grid of one group: scale, zero point and the clamped round-to-nearest of a value.
+// Shared by the dynamic kernel (parameters computed here) and the static one (frozen parameters),
+// so both perform the operations of intFake in the same order and dtype.
+struct IntGrid {
+    float s, inv, zpf, lo, hi, qmin, qmax;
+
+    IntGrid(float scale, int32_t zp, float qmin_, float qmax_) : qmin(qmin_), qmax(qmax_) {
+        s = std::isnan(scale) ? scale : std::max(scale, FLT_MIN); // clamp_min keeps NaN
+        inv = 1.0f / s;
+        zpf = static_cast<float>(zp);
+        // round(v) + zp clamped to [qmin, qmax] equals the same with v first clamped to
+        // [qmin - zp - 1, qmax - zp + 1]; inside that range adding and subtracting 1.5 * 2^23
+        // rounds to the nearest integer, ties to even, exactly as nearbyint. NaN passes
+        // through every select unchanged, as through ATen's clamp.
+        lo = qmin - zpf - 1.0f;
+        hi = qmax - zpf + 1.0f;
+    }
+    float code(float x) const {
+        constexpr float kMagic = 12582912.0f;
+        float v = x * inv;
+        v = v < lo ? lo : v;
+        v = v > hi ? hi : v;
+        float q = ((v + kMagic) - kMagic) + zpf;
+        q = q < qmin ? qmin : q;
+        return q > qmax ? qmax : q;
+    }
+    float fake(float x) const { return (code(x) - zpf) * s; }
+};
+
 QS_MULTIVERSION void quantizeGroups(const GroupJob& j, int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
         const float* p = j.in + g * j.len;
@@ -128,35 +157,32 @@ QS_MULTIVERSION void quantizeGroups(const GroupJob& j, int64_t begin, int64_t en
         }
         j.scales[g] = scale;
         j.zps[g] = zp;
-        const float s = std::isnan(scale) ? scale : std::max(scale, FLT_MIN);
-        const float inv = 1.0f / s;
-        const auto zpf = static_cast<float>(zp);
-        // round(v) + zp clamped to [qmin, qmax] equals the same with v first clamped to
-        // [qmin - zp - 1, qmax - zp + 1]; inside that range adding and subtracting 1.5 * 2^23
-        // rounds to the nearest integer, ties to even, exactly as nearbyint. NaN passes
-        // through every select unchanged, as through ATen's clamp.
-        const float lo = j.qmin - zpf - 1.0f;
-        const float hi = j.qmax - zpf + 1.0f;
-        constexpr float kMagic = 12582912.0f;
-        auto code = [&](float x) {
-            float v = x * inv;
-            v = v < lo ? lo : v;
-            v = v > hi ? hi : v;
-            float q = ((v + kMagic) - kMagic) + zpf;
-            q = q < j.qmin ? j.qmin : q;
-            return q > j.qmax ? j.qmax : q;
-        };
+        const IntGrid grid(scale, zp, j.qmin, j.qmax);
         // Codes first: with `out` aliasing the input, the output loop overwrites p.
         if (j.codes) {
             int32_t* c = j.codes + g * j.len;
             for (int64_t i = 0; i < j.len; ++i) {
-                const float q = code(p[i]);
+                const float q = grid.code(p[i]);
                 c[i] = std::isnan(q) ? zp : static_cast<int32_t>(q);
             }
         }
         float* o = j.out + g * j.len;
         for (int64_t i = 0; i < j.len; ++i)
-            o[i] = (code(p[i]) - zpf) * s;
+            o[i] = grid.fake(p[i]);
+    }
+}
+
+// Static form: elements [begin, end) of groups of `len` values with frozen parameters.
+QS_MULTIVERSION void applyGroupParams(const float* in, float* out, int64_t begin, int64_t end,
+                                      int64_t len, const float* scales, const int32_t* zps,
+                                      float qmin, float qmax) {
+    int64_t i = begin;
+    while (i < end) {
+        const int64_t g = i / len;
+        const int64_t stop = std::min(end, (g + 1) * len);
+        const IntGrid grid(scales[g], zps[g], qmin, qmax);
+        for (; i < stop; ++i)
+            out[i] = grid.fake(in[i]);
     }
 }
 
@@ -218,6 +244,42 @@ FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, boo
     r.zeroPoint = r.zeroPoint.reshape(shape);
     r.fake = r.fake.reshape(x.sizes());
     return r;
+}
+
+bool fastParamsPathApplies(const at::Tensor& x, const QuantSpec& spec, const QuantParams& params) {
+    if (!x.defined() || x.scalar_type() != at::kFloat || !x.device().is_cpu() || x.numel() == 0)
+        return false;
+    if (traits(spec.dtype).encoding != Encoding::Int || !params.scale.defined() ||
+        !params.zeroPoint.defined() || !params.scale.device().is_cpu())
+        return false;
+    const int64_t len =
+        spec.granularity == Granularity::PerTensor ? x.numel() : contiguousGroupLength(x, spec);
+    return len > 0 && params.scale.numel() == x.numel() / len &&
+           params.zeroPoint.numel() == params.scale.numel();
+}
+
+at::Tensor fakeQuantizeFastWithParams(const at::Tensor& x, const QuantSpec& spec,
+                                      const QuantParams& params) {
+    if (!fastParamsPathApplies(x, spec, params))
+        throw Error("fakeQuantizeFastWithParams", "",
+                    "the fused path does not apply to this tensor/spec/parameters");
+    const TypeTraits& t = traits(spec.dtype);
+    const at::Tensor src = x.contiguous();
+    const int64_t len =
+        spec.granularity == Granularity::PerTensor ? src.numel() : contiguousGroupLength(src, spec);
+    const at::Tensor scales = params.scale.to(at::kFloat).contiguous();
+    const at::Tensor zps = params.zeroPoint.to(at::kInt).contiguous();
+    at::Tensor out = at::empty_like(src);
+    const float* in = src.data_ptr<float>();
+    float* result = out.data_ptr<float>();
+    const float* ps = scales.data_ptr<float>();
+    const int32_t* pz = zps.data_ptr<int32_t>();
+    const auto qmin = static_cast<float>(t.qmin);
+    const auto qmax = static_cast<float>(t.qmax);
+    at::parallel_for(0, src.numel(), 32768, [&](int64_t begin, int64_t end) {
+        applyGroupParams(in, result, begin, end, len, ps, pz, qmin, qmax);
+    });
+    return out.reshape(x.sizes());
 }
 
 } // namespace qs::quant

@@ -5,6 +5,7 @@
 // the same order, including NaN propagation.
 #pragma once
 
+#include "quant/Quantize.h"
 #include "quant/QuantSpec.h"
 
 #include <ATen/core/Tensor.h>
@@ -29,5 +30,12 @@ bool fastPathApplies(const at::Tensor& x, const QuantSpec& spec);
 // much as the arithmetic on large weights).
 FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, bool wantCodes = false,
                                  at::Tensor out = {});
+
+// The static form: fake quantization of a float32 CPU tensor with given (frozen) integer
+// parameters, for per-tensor specs and the contiguous group layouts above. Bit-identical to
+// fakeQuantize(x, spec, params) (the same IEEE operations in the same order).
+bool fastParamsPathApplies(const at::Tensor& x, const QuantSpec& spec, const QuantParams& params);
+at::Tensor fakeQuantizeFastWithParams(const at::Tensor& x, const QuantSpec& spec,
+                                      const QuantParams& params);
 
 } // namespace qs::quant

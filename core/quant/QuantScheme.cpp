@@ -69,6 +69,12 @@ QuantScheme QuantScheme::fromQuarkLayerConfig(const json& j, const std::string& 
     return s;
 }
 
+std::string QuantScheme::label() const {
+    if (!name.empty())
+        return name;
+    return description.empty() ? weight.summary() : description;
+}
+
 bool QuantScheme::operator==(const QuantScheme& o) const {
     return weight == o.weight && weightPreStage == o.weightPreStage && input == o.input &&
            output == o.output;

@@ -24,6 +24,9 @@ struct QuantScheme {
     std::optional<QuantSpec> output;
 
     void validate(const std::string& source = "QuantScheme") const;
+    // How reports, the CLI and the GUI name this scheme: the registry name, else the one-line
+    // description, else the weight spec's summary. Text only: never parsed back into a scheme.
+    std::string label() const;
 
     // Quark layer config: {"weight": ..., "input_tensors": ..., "output_tensors": ...,
     // "bias": null, "target_device": null}. A progressive weight becomes a two-element list.

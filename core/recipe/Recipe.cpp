@@ -192,4 +192,21 @@ bool Recipe::operator==(const Recipe& o) const {
            unfitPolicy == o.unfitPolicy && provenance == o.provenance;
 }
 
+std::string calibrationModeName(CalibrationMode mode) {
+    return mode == CalibrationMode::Sequential ? "sequential" : "float";
+}
+
+std::optional<CalibrationMode> calibrationModeFromName(const std::string& name) {
+    if (name == "float")
+        return CalibrationMode::Float;
+    if (name == "sequential")
+        return CalibrationMode::Sequential;
+    return std::nullopt;
+}
+
+const std::vector<std::string>& knownCalibrationModes() {
+    static const std::vector<std::string> modes = {"float", "sequential"};
+    return modes;
+}
+
 } // namespace qs

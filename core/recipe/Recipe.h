@@ -23,7 +23,8 @@
 //    "exclude": ["lm_head"],
 //    "kv_cache": null | "fp8" | {Quark tensor spec},
 //    "algorithms": [{"name": "gptq", "damp_percent": 0.01, ...}],
-//    "calibration": {"data": "", "num_samples": 128, "seq_len": 512, "seed": 0},
+//    "calibration": {"data": "", "num_samples": 128, "seq_len": 512, "seed": 0,
+//                    "mode": "float" | "sequential"},
 //    "evaluation": {"data": "", "seq_len": 0, "max_windows": 0},
 //    "export_targets": ["hf_fake"],
 //    "unfit_policy": "error",
@@ -33,6 +34,7 @@
 // same numerics, else as a Quark layer config ({"weight", "input_tensors", "output_tensors"}).
 #pragma once
 
+#include "eval/EvaluationSpec.h"
 #include "quant/QuantScheme.h"
 #include "quant/QuantSpec.h"
 
@@ -46,23 +48,27 @@
 
 namespace qs {
 
+// What static activation observers see while they calibrate.
+//  - Float (Quark's behaviour, the default): the full-precision model: float weights and
+//    unquantized activations upstream, so a layer's ranges do not depend on the other layers'
+//    quantization.
+//  - Sequential: the already-quantized model upstream (weights and activations of earlier
+//    blocks, quantized weights of this block), so ranges follow the error the layer will see.
+enum class CalibrationMode { Float, Sequential };
+std::string calibrationModeName(CalibrationMode mode);
+// nullopt for an unknown name.
+std::optional<CalibrationMode> calibrationModeFromName(const std::string& name);
+const std::vector<std::string>& knownCalibrationModes();
+
 struct CalibrationSpec {
     std::string dataPath; // text or token file; empty = the tool's default calibration set
     int64_t numSamples = 128;
     int64_t seqLen = 512;
     uint64_t seed = 0;
+    CalibrationMode mode = CalibrationMode::Float;
     bool operator==(const CalibrationSpec& o) const {
         return dataPath == o.dataPath && numSamples == o.numSamples && seqLen == o.seqLen &&
-               seed == o.seed;
-    }
-};
-
-struct EvaluationSpec {
-    std::string dataPath;   // empty = the tool's default evaluation set
-    int64_t seqLen = 0;     // 0 = the model's context length
-    int64_t maxWindows = 0; // 0 = the whole data set
-    bool operator==(const EvaluationSpec& o) const {
-        return dataPath == o.dataPath && seqLen == o.seqLen && maxWindows == o.maxWindows;
+               seed == o.seed && mode == o.mode;
     }
 };
 

@@ -70,6 +70,14 @@ void applyFlags(Recipe& recipe, const QuantFlags& flags) {
                         "must be at least 1, got " + std::to_string(flags.seqLen));
         r.calibration.seqLen = flags.seqLen;
     }
+    if (!flags.calibMode.empty()) {
+        const auto mode = calibrationModeFromName(flags.calibMode);
+        if (!mode)
+            throw Error(kSource, "--calib_mode",
+                        "unknown calibration mode '" + flags.calibMode +
+                            "' (valid: " + joinNames(knownCalibrationModes()) + ")");
+        r.calibration.mode = *mode;
+    }
     r.validate(kSource);
     recipe = std::move(r);
 }

@@ -21,6 +21,7 @@ struct QuantFlags {
     std::string calibData;     // empty = not given
     int64_t numCalibData = -1; // -1 = not given
     int64_t seqLen = -1;       // -1 = not given
+    std::string calibMode;     // "float", "sequential", or empty = not given
 };
 
 // A recipe from flags alone (defaults for everything not given).

@@ -186,6 +186,7 @@ ordered_json Recipe::toOrderedJson() const {
     calib["num_samples"] = calibration.numSamples;
     calib["seq_len"] = calibration.seqLen;
     calib["seed"] = calibration.seed;
+    calib["mode"] = calibrationModeName(calibration.mode);
     j["calibration"] = std::move(calib);
 
     ordered_json eval;
@@ -274,11 +275,17 @@ Recipe Recipe::fromJson(const json& j, const std::string& source) {
 
     if (const json* c = root.find("calibration")) {
         const ObjectReader calib(*c, source, "calibration");
-        calib.allowOnly({"data", "num_samples", "seq_len", "seed"});
+        calib.allowOnly({"data", "num_samples", "seq_len", "seed", "mode"});
         r.calibration.dataPath = calib.string("data", "");
         r.calibration.numSamples = calib.integer("num_samples", r.calibration.numSamples);
         r.calibration.seqLen = calib.integer("seq_len", r.calibration.seqLen);
         r.calibration.seed = calib.unsignedInteger("seed", r.calibration.seed);
+        const std::string mode = calib.string("mode", "float");
+        const auto parsed = calibrationModeFromName(mode);
+        if (!parsed)
+            throw Error(source, calib.field("mode"),
+                        "unknown calibration mode '" + mode + "' (known: float, sequential)");
+        r.calibration.mode = *parsed;
     }
     if (const json* e = root.find("evaluation")) {
         const ObjectReader eval(*e, source, "evaluation");

@@ -37,11 +37,15 @@ void AddedTokenMatcher::add(const AddedToken& token) {
         return;
     m_tokens.push_back(token);
     auto& bucket = m_byFirstByte[static_cast<unsigned char>(token.content[0])];
-    bucket.push_back(m_tokens.size() - 1);
-    // Longest first, so the first hit at a position is the leftmost-longest match.
-    std::stable_sort(bucket.begin(), bucket.end(), [this](size_t a, size_t b) {
-        return m_tokens[a].content.size() > m_tokens[b].content.size();
-    });
+    // Longest first, so the first hit at a position is the leftmost-longest match; equal lengths
+    // keep their order. Inserting in place (not re-sorting the bucket per token, which made a
+    // tokenizer with many added tokens quadratic-log to load) moves at most the longer tokens.
+    const size_t length = token.content.size();
+    const auto at =
+        std::upper_bound(bucket.begin(), bucket.end(), length, [this](size_t len, size_t index) {
+            return len > m_tokens[index].content.size();
+        });
+    bucket.insert(at, m_tokens.size() - 1);
 }
 
 std::vector<AddedTokenMatcher::Segment> AddedTokenMatcher::split(std::string_view text) const {

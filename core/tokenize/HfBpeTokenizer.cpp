@@ -18,6 +18,14 @@ std::string readFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in)
         throw Error(path, "", std::string("cannot open: ") + std::strerror(errno));
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    if (size > std::streamoff(hfjson::kMaxJsonBytes))
+        throw Error(path, "",
+                    "file of " + std::to_string(size) + " bytes exceeds the limit of " +
+                        std::to_string(hfjson::kMaxJsonBytes) + " (kMaxJsonBytes)");
+    in.clear();
+    in.seekg(0, std::ios::beg);
     std::ostringstream ss;
     ss << in.rdbuf();
     if (in.bad())
@@ -26,24 +34,24 @@ std::string readFile(const std::string& path) {
 }
 
 json parseJson(const std::string& path) {
-    const std::string text = readFile(path);
-    try {
-        return json::parse(text);
-    } catch (const json::parse_error& e) {
-        throw Error(path, "", std::string("not valid JSON: ") + e.what());
-    }
+    return hfjson::parseDocument(readFile(path), path);
 }
 
 std::unordered_map<std::string, int32_t> parseVocab(const json& vocab, const std::string& source,
                                                     const std::string& field) {
     if (!vocab.is_object())
         throw Error(source, field, "expected an object of token: id");
+    if (vocab.size() > size_t(hfjson::kMaxTokenId) + 1)
+        throw Error(source, field, "more tokens than ids allowed (kMaxTokenId)");
     std::unordered_map<std::string, int32_t> out;
     out.reserve(vocab.size());
     for (auto it = vocab.begin(); it != vocab.end(); ++it) {
         if (!it.value().is_number_integer())
             throw Error(source, field, "id of token '" + it.key() + "' is not an integer");
-        out.emplace(it.key(), it.value().get<int32_t>());
+        // Range-checked before the vocabulary sizes its id table by the largest id (an id of
+        // 2^31 - 1 asked for a table of 2^31 strings, and overflowed computing its size).
+        out.emplace(it.key(),
+                    hfjson::tokenId(it.value(), source, field, "id of token '" + it.key() + "'"));
     }
     return out;
 }
@@ -52,6 +60,9 @@ std::vector<std::pair<std::string, std::string>> parseMerges(const json& merges,
                                                              const std::string& source) {
     if (!merges.is_array())
         throw Error(source, "model.merges", "expected an array");
+    if (merges.size() > hfjson::kMaxMerges)
+        throw Error(source, "model.merges",
+                    "more than " + std::to_string(hfjson::kMaxMerges) + " merges (kMaxMerges)");
     std::vector<std::pair<std::string, std::string>> out;
     out.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) {
@@ -89,7 +100,7 @@ int32_t findTemplateBos(const json& node, const std::string& source,
     }
     if ((type == "BertProcessing" || type == "RobertaProcessing") && node.contains("cls") &&
         node["cls"].is_array() && node["cls"].size() == 2 && node["cls"][1].is_number_integer())
-        return node["cls"][1].get<int32_t>();
+        return hfjson::tokenId(node["cls"][1], source, "post_processor.cls", "BOS id");
     if (type != "TemplateProcessing" || !node.contains("single") || !node["single"].is_array() ||
         node["single"].empty())
         return -1;
@@ -101,7 +112,7 @@ int32_t findTemplateBos(const json& node, const std::string& source,
     if (specials && specials->is_object() && specials->contains(name)) {
         const json& ids = (*specials)[name].value("ids", json::array());
         if (ids.is_array() && !ids.empty() && ids[0].is_number_integer())
-            return ids[0].get<int32_t>();
+            return hfjson::tokenId(ids[0], source, "post_processor.special_tokens", "BOS id");
     }
     const int32_t id = lookup(name);
     if (id < 0)
@@ -150,6 +161,10 @@ std::unique_ptr<HfBpeTokenizer> HfBpeTokenizer::fromTokenizerJson(const std::str
     const json added = root.value("added_tokens", json::array());
     if (!added.is_array())
         throw Error(path, "added_tokens", "expected an array");
+    if (added.size() > hfjson::kMaxAddedTokens)
+        throw Error(path, "added_tokens",
+                    "more than " + std::to_string(hfjson::kMaxAddedTokens) +
+                        " added tokens (kMaxAddedTokens)");
     for (size_t i = 0; i < added.size(); ++i) {
         const json& a = added[i];
         const std::string field = "added_tokens[" + std::to_string(i) + "]";
@@ -157,7 +172,7 @@ std::unique_ptr<HfBpeTokenizer> HfBpeTokenizer::fromTokenizerJson(const std::str
             !a.contains("content") || !a["content"].is_string())
             throw Error(path, field, "expected an object with integer id and string content");
         AddedToken t;
-        t.id = a["id"].get<int32_t>();
+        t.id = hfjson::tokenId(a["id"], path, field + ".id", "id");
         t.content = a["content"].get<std::string>();
         t.singleWord = hfjson::boolOr(a, "single_word", false, path, field);
         t.lstrip = hfjson::boolOr(a, "lstrip", false, path, field);
@@ -171,6 +186,11 @@ std::unique_ptr<HfBpeTokenizer> HfBpeTokenizer::fromTokenizerJson(const std::str
         findTemplateBos(root.value("post_processor", json()), path,
                         [&tok](const std::string& name) { return tok->tokenToId(name); });
     tok->finishSetup();
+    // The post-processor's id is used as is when a text is evaluated: it must name a token.
+    if (tok->m_templateBosId >= 0 && !tok->m_addedById.count(tok->m_templateBosId) &&
+        !tok->m_model->idToToken(tok->m_templateBosId))
+        throw Error(path, "post_processor",
+                    "BOS id " + std::to_string(tok->m_templateBosId) + " is not a token");
     return tok;
 }
 
@@ -190,6 +210,9 @@ std::unique_ptr<HfBpeTokenizer> HfBpeTokenizer::fromVocabAndMerges(const std::st
             throw Error(mergesPath, "line " + std::to_string(lineNo),
                         "expected \"left right\", got \"" + line + "\"");
         merges.emplace_back(line.substr(0, space), line.substr(space + 1));
+        if (merges.size() > hfjson::kMaxMerges)
+            throw Error(mergesPath, "line " + std::to_string(lineNo),
+                        "more than " + std::to_string(hfjson::kMaxMerges) + " merges (kMaxMerges)");
     }
 
     auto tok = std::unique_ptr<HfBpeTokenizer>(new HfBpeTokenizer);

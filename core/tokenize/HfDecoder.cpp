@@ -49,6 +49,7 @@ HfDecoder HfDecoder::fromJson(const nlohmann::json& node, const std::string& sou
     if (!node.is_null()) {
         d.m_none = false;
         d.parse(node, source, field);
+        hfjson::checkStepCount(d.m_steps.size(), source, field);
     }
     return d;
 }

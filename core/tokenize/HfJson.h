@@ -4,9 +4,67 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace qs::hfjson {
+
+// Limits on what a tokenizer file may ask for, each named in the error that enforces it. Real
+// tokenizers stay far below them (Gemma 3's tokenizer.json, among the largest, is 33 MB with a
+// vocabulary of 262k and nesting 6 deep); a hostile file must not make loading allocate
+// gigabytes, recurse without bound or take minutes.
+constexpr size_t kMaxJsonBytes = size_t(256) << 20; // a tokenizer / vocab / config file
+constexpr int kMaxJsonDepth = 64;                   // nesting of arrays and objects
+// Any token id: 16x the largest real vocabulary, and the vocabulary's id table (sized by the
+// largest id) stays below 150 MB.
+constexpr int64_t kMaxTokenId = (int64_t(1) << 22) - 1;
+constexpr size_t kMaxMerges = size_t(1) << 24;
+constexpr size_t kMaxAddedTokens = size_t(1) << 16;
+constexpr size_t kMaxPipelineSteps = 256; // normalizer / pre-tokenizer / decoder steps
+
+// Parses a whole JSON document read from `source`: syntax errors, numbers no double holds
+// (1e400) and the limits above become qs::Error naming the file.
+inline nlohmann::json parseDocument(const std::string& text, const std::string& source) {
+    if (text.size() > kMaxJsonBytes)
+        throw Error(source, "",
+                    "file of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
+                        std::to_string(kMaxJsonBytes) + " (kMaxJsonBytes)");
+    try {
+        return nlohmann::json::parse(
+            text, [&source](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+                if (depth > kMaxJsonDepth)
+                    throw Error(source, "",
+                                "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                    " levels (kMaxJsonDepth)");
+                return true;
+            });
+    } catch (const nlohmann::json::exception& e) {
+        // parse_error for syntax, out_of_range for a number like 1e400
+        throw Error(source, "", std::string("not valid JSON: ") + e.what());
+    }
+}
+
+// A token id in [0, kMaxTokenId]; `node` must be an integer.
+inline int32_t tokenId(const nlohmann::json& node, const std::string& source,
+                       const std::string& field, const std::string& what) {
+    const bool inRange = node.is_number_unsigned()
+                             ? node.get<uint64_t>() <= uint64_t(kMaxTokenId)
+                             : node.is_number_integer() && node.get<int64_t>() >= 0 &&
+                                   node.get<int64_t>() <= kMaxTokenId;
+    if (!inRange)
+        throw Error(source, field,
+                    what + " " + node.dump() + " outside [0, " + std::to_string(kMaxTokenId) +
+                        "] (kMaxTokenId)");
+    return static_cast<int32_t>(node.get<int64_t>());
+}
+
+// Refuses a pipeline (normalizer, pre-tokenizer, decoder) longer than kMaxPipelineSteps.
+inline void checkStepCount(size_t steps, const std::string& source, const std::string& field) {
+    if (steps > kMaxPipelineSteps)
+        throw Error(source, field,
+                    "more than " + std::to_string(kMaxPipelineSteps) +
+                        " steps (kMaxPipelineSteps)");
+}
 
 inline std::string join(const std::string& field, const char* key) {
     return field.empty() ? std::string(key) : field + "." + key;

@@ -66,8 +66,10 @@ std::string normalizeForm(const std::string& text, QString::NormalizationForm fo
 HfNormalizer HfNormalizer::fromJson(const nlohmann::json& node, const std::string& source,
                                     const std::string& field) {
     HfNormalizer n;
-    if (!node.is_null())
+    if (!node.is_null()) {
         n.parse(node, source, field);
+        hfjson::checkStepCount(n.m_steps.size(), source, field);
+    }
     return n;
 }
 

@@ -158,8 +158,10 @@ int HfPreTokenizer::unicodeToByte(char32_t c) {
 HfPreTokenizer HfPreTokenizer::fromJson(const nlohmann::json& node, const std::string& source,
                                         const std::string& field) {
     HfPreTokenizer p;
-    if (!node.is_null())
+    if (!node.is_null()) {
         p.parse(node, source, field);
+        hfjson::checkStepCount(p.m_steps.size(), source, field);
+    }
     return p;
 }
 

@@ -1,6 +1,7 @@
 #include "tokenize/TokenizerLoader.h"
 
 #include "tokenize/HfBpeTokenizer.h"
+#include "tokenize/HfJson.h"
 #include "tokenize/TokenizerPlugin.h"
 #include "util/Error.h"
 
@@ -44,12 +45,14 @@ json readOptionalJson(const std::string& path) {
         return json();
     if (!f.open(QIODevice::ReadOnly))
         throw Error(path, "", "cannot open: " + f.errorString().toStdString());
+    if (f.size() > qint64(hfjson::kMaxJsonBytes))
+        throw Error(path, "",
+                    "file larger than " + std::to_string(hfjson::kMaxJsonBytes) +
+                        " bytes (kMaxJsonBytes)");
     const QByteArray bytes = f.readAll();
-    try {
-        return json::parse(bytes.constData(), bytes.constData() + bytes.size());
-    } catch (const json::parse_error& e) {
-        throw Error(path, "", std::string("not valid JSON: ") + e.what());
-    }
+    // Also turns 1e400 (out_of_range, not a parse_error) into qs::Error: found by
+    // fuzz_tokenizer_config.
+    return hfjson::parseDocument(std::string(bytes.constData(), size_t(bytes.size())), path);
 }
 
 // tokenizer_config.json writes special tokens as "text" or {"content": "text", ...}.
@@ -67,11 +70,16 @@ bool specialTokenName(const json& config, const char* key, std::string* name, bo
     return true;
 }
 
+// The id (or first of a list of ids), -1 when absent or not a valid token id: a value beyond
+// int32 must not wrap around into the vocabulary.
 int32_t firstId(const json& v) {
-    if (v.is_number_integer())
-        return v.get<int32_t>();
-    if (v.is_array() && !v.empty() && v[0].is_number_integer())
-        return v[0].get<int32_t>();
+    const json& id = v.is_array() && !v.empty() ? v[0] : v;
+    if (id.is_number_unsigned())
+        return id.get<uint64_t>() <= uint64_t(hfjson::kMaxTokenId) ? id.get<int32_t>() : -1;
+    if (id.is_number_integer())
+        return id.get<int64_t>() >= 0 && id.get<int64_t>() <= hfjson::kMaxTokenId
+                   ? id.get<int32_t>()
+                   : -1;
     return -1;
 }
 

@@ -4,6 +4,7 @@
 
 #include "analysis/LayerReport.h"
 #include "model/ModuleNode.h"
+#include "quant/SchemeRegistry.h"
 
 #include <cmath>
 #include <string>
@@ -74,7 +75,8 @@ inline LayerReport fixtureReport(int block, int kindIndex) {
     r.block = block;
     const int in = kind == "down_proj" ? 32 : 16;
     r.shape = {kind == "k_proj" ? 8 : (kind == "up_proj" ? 32 : 16), in};
-    r.scheme = "int8";
+    r.quantScheme = quant::resolveScheme("int8");
+    r.scheme = r.quantScheme->label();
     r.quantized = true;
     const double k = (kindIndex * 7) % 4; // 0, 3, 2, 1
     r.weight = fixtureError(40.0 - 2.0 * block - k, 0.01 * (1 + k));

@@ -44,9 +44,9 @@ private Q_SLOTS:
         QTest::mouseClick(panel.runButton(), Qt::LeftButton);
         QCOMPARE(run.count(), 1);
         const auto request = run[0][0].value<qs::EvalRequest>();
-        QCOMPARE(request.dataPath, std::string("/data/wiki.txt"));
-        QCOMPARE(request.seqLen, int64_t(256));
-        QCOMPARE(request.maxWindows, int64_t(40));
+        QCOMPARE(request.evaluation.dataPath, std::string("/data/wiki.txt"));
+        QCOMPARE(request.evaluation.seqLen, int64_t(256));
+        QCOMPARE(request.evaluation.maxWindows, int64_t(40));
         QCOMPARE(request.device, std::string("cuda"));
         QCOMPARE(request.dtype, std::string("bfloat16"));
     }
@@ -54,8 +54,8 @@ private Q_SLOTS:
     void defaultsMeanAutoAndAll() {
         qs::EvalPanel panel;
         const qs::EvalRequest request = panel.request();
-        QCOMPARE(request.seqLen, int64_t(0));     // EvalRequest: 0 = min(512, max positions)
-        QCOMPARE(request.maxWindows, int64_t(0)); // 0 = all windows
+        QCOMPARE(request.evaluation.seqLen, int64_t(0));     // EvalRequest: 0 = min(512, max positions)
+        QCOMPARE(request.evaluation.maxWindows, int64_t(0)); // 0 = all windows
         QCOMPARE(request.device, std::string("cpu"));
         QCOMPARE(request.dtype, std::string("float32"));
         QVERIFY(!panel.deviceBox()->isEnabled()); // nothing to choose with cpu alone

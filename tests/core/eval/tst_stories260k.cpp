@@ -2,6 +2,7 @@
 // docs/evaluation.md and the model's known greedy story opening.
 #include "TestSupport.h"
 
+#include "calib/QuantizationRun.h"
 #include "eval/TextEvaluation.h"
 #include "util/Error.h"
 
@@ -27,8 +28,8 @@ private Q_SLOTS:
     void tinyStoriesPerplexity() {
         QFETCH(QString, tokenizer);
         qs::EvalRequest req;
-        req.dataPath = qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-        req.seqLen = 256;
+        req.evaluation.dataPath = qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
+        req.evaluation.seqLen = 256;
         const qs::PerplexityResult r =
             qs::evaluateModelOnText(m_model.toStdString(), req, {},
                                     qs::TokenizerLoader::parseBackend(tokenizer.toStdString()));
@@ -41,9 +42,9 @@ private Q_SLOTS:
 
     void wikitextPerplexity() {
         qs::EvalRequest req;
-        req.dataPath = qs::test::sharedPath("data/wikitext2-test.txt").toStdString();
-        req.seqLen = 512;
-        req.maxWindows = 40;
+        req.evaluation.dataPath = qs::test::sharedPath("data/wikitext2-test.txt").toStdString();
+        req.evaluation.seqLen = 512;
+        req.evaluation.maxWindows = 40;
         const qs::PerplexityResult r = qs::evaluateModelOnText(m_model.toStdString(), req);
         QCOMPARE(r.windows, int64_t(40));
         const double rel = std::abs(r.perplexity - 131.01) / 131.01;
@@ -63,8 +64,8 @@ private Q_SLOTS:
 
     void seqLenBeyondPositionsRefused() {
         qs::EvalRequest req;
-        req.dataPath = qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-        req.seqLen = 1024; // the model has 512 positions
+        req.evaluation.dataPath = qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
+        req.evaluation.seqLen = 1024; // the model has 512 positions
         try {
             qs::evaluateModelOnText(m_model.toStdString(), req);
             QFAIL("accepted a window longer than the model's positions");

@@ -1,0 +1,49 @@
+#pragma once
+
+#include "calib/LayerPlan.h"
+#include "model/DecoderModel.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+struct AlgorithmSpec;
+
+// What a transform sees of one block: the block with its full-precision weights in place, the
+// plans of its linears, and (when it asked for them) each linear's inputs over the calibration
+// batches, captured by the capture pass.
+struct BlockTransformInput {
+    DecoderBlock& block;
+    std::vector<LayerPlan>& plans;
+    // layer name -> its inputs, one tensor per calibration batch ([rows, in_features] views of
+    // what the linear consumed). Empty unless needsInputs().
+    const std::map<std::string, std::vector<at::Tensor>>& inputs;
+};
+
+// A transform pass of the calibration pipeline: runs on each block after its inputs were
+// captured and before its weights are quantized (CalibrationPipeline.h). This is where
+// SmoothQuant and AWQ rescale and GPTQ's Hessians are gathered; a transform records its name in
+// each plan it changes (LayerPlan::transforms) and may replace the weights of the block's linears
+// (the new weights become the plans' reference weights). Versioned with the recipe's
+// "algorithms" list: every algorithm a recipe names must have a transform, or the run is refused.
+class BlockTransform {
+public:
+    virtual ~BlockTransform() = default;
+    virtual std::string name() const = 0;
+    // Whether apply() needs the captured inputs (the capture pass runs only if one does).
+    virtual bool needsInputs() const { return false; }
+    virtual void apply(BlockTransformInput& input) = 0;
+};
+
+// The transforms of a recipe's algorithms, in recipe order. Throws qs::Error(source,
+// "algorithms[i].name", why) for an algorithm the engine cannot run yet: a recipe field is
+// honoured or refused, never ignored.
+std::vector<std::unique_ptr<BlockTransform>>
+makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::string& source);
+
+} // namespace qs

@@ -1,0 +1,136 @@
+#include "calib/CalibrationPasses.h"
+
+#include "util/Error.h"
+
+#include <algorithm>
+
+namespace qs {
+
+void BlockProgress::report(int block, double within, const std::string& what) const {
+    if (m_progress && !m_progress((block + within) / double(std::max(1, m_blocks)),
+                                  "block " + std::to_string(block) + ": " + what))
+        throw Cancelled();
+}
+
+void BlockProgress::reportOverall(double fraction, const std::string& what) const {
+    if (m_progress && !m_progress(fraction, what))
+        throw Cancelled();
+}
+
+namespace pass {
+
+namespace {
+
+int64_t batchRows(const BlockRun& run, const at::Tensor& stream) {
+    return std::max<int64_t>(1, run.maxBatchTokens / std::max<int64_t>(1, stream.size(1)));
+}
+
+} // namespace
+
+void setWeights(BlockRun& run, bool quantized) {
+    const std::vector<LayerPlan>& plans = *run.plans;
+    for (size_t i = 0; i < run.linears.size(); ++i) {
+        const bool q = quantized && (!run.filter || run.filter(plans[i]).weightAndInput);
+        run.linears[i]->weight = q ? plans[i].weight.dequantized : plans[i].weight.reference;
+    }
+}
+
+at::Tensor forward(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
+                   BlockQuantHook::Mode mode, bool quantizedWeights, double from, double to,
+                   const std::string& what) {
+    setWeights(run, quantizedWeights);
+    run.hook->setMode(mode);
+    ForwardContext hooked = ctx;
+    hooked.hook = run.hook;
+    const int64_t rows = stream.size(0), size = batchRows(run, stream);
+    at::Tensor out = at::empty_like(stream);
+    for (int64_t b = 0; b < rows; b += size) {
+        run.progress->report(run.index, from + (to - from) * double(b) / double(rows), what);
+        const int64_t n = std::min(size, rows - b);
+        out.narrow(0, b, n).copy_(run.block->forward(stream.narrow(0, b, n), hooked));
+    }
+    return out;
+}
+
+std::map<std::string, std::vector<at::Tensor>> captureInputs(BlockRun& run, const at::Tensor& stream,
+                                                             const ForwardContext& ctx) {
+    std::map<std::string, std::vector<at::Tensor>> captured;
+    run.hook->setCollector(&captured);
+    try {
+        forward(run, stream, ctx, BlockQuantHook::Mode::Reference, false, 0.0, 0.1, "capturing");
+    } catch (...) {
+        run.hook->setCollector(nullptr);
+        throw;
+    }
+    run.hook->setCollector(nullptr);
+    return captured;
+}
+
+void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
+                     const std::map<std::string, std::vector<at::Tensor>>& captured) {
+    for (const auto& t : transforms) {
+        run.progress->report(run.index, 0.1, t->name());
+        BlockTransformInput in{*run.block, *run.plans, captured};
+        t->apply(in);
+    }
+}
+
+void quantizeWeights(BlockRun& run) {
+    std::vector<LayerPlan>& plans = *run.plans;
+    run.progress->report(run.index, 0.15, "quantizing weights");
+    for (size_t i = 0; i < plans.size(); ++i) {
+        LayerPlan& p = plans[i];
+        p.quantizeWeight(run.linears[i]->weight);
+        p.createActivationQuantizers();
+        LayerReport& rep = p.report;
+        rep.name = p.name;
+        rep.kind = p.kind;
+        rep.block = p.block;
+        rep.shape = p.shape;
+        rep.quantized = p.quantized();
+        rep.note = p.note;
+        rep.quantScheme = p.scheme;
+        rep.scheme = p.scheme ? p.scheme->label() : std::string();
+    }
+}
+
+at::Tensor observeActivations(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
+                              bool quantizedWeights) {
+    return forward(run, stream, ctx, BlockQuantHook::Mode::Observe, quantizedWeights, 0.2, 0.5,
+                   "observing");
+}
+
+void freeze(BlockRun& run) {
+    for (LayerPlan& p : *run.plans)
+        p.freeze();
+}
+
+void analyse(BlockRun& run, const at::Tensor& refStream, const at::Tensor& quantStream,
+             const ForwardContext& ctx, LayerAnalyzer& analyzer, at::Tensor& nextRef,
+             at::Tensor& nextQuant) {
+    ForwardContext hooked = ctx;
+    hooked.hook = run.hook;
+    const int64_t rows = quantStream.size(0), size = batchRows(run, quantStream);
+    nextRef = at::empty_like(refStream);
+    nextQuant = at::empty_like(quantStream);
+    BlockQuantHook& hook = *run.hook;
+    for (int64_t b = 0; b < rows; b += size) {
+        run.progress->report(run.index, 0.5 + 0.4 * double(b) / double(rows), "analysing");
+        const int64_t n = std::min(size, rows - b);
+        setWeights(run, false);
+        hook.setMode(BlockQuantHook::Mode::Reference);
+        hook.setCapture(true);
+        nextRef.narrow(0, b, n).copy_(run.block->forward(refStream.narrow(0, b, n), hooked));
+        const std::map<std::string, at::Tensor> refIn = hook.inputs(), refOut = hook.outputs();
+        setWeights(run, true);
+        hook.setMode(BlockQuantHook::Mode::Apply);
+        hook.setCapture(true);
+        nextQuant.narrow(0, b, n).copy_(run.block->forward(quantStream.narrow(0, b, n), hooked));
+        analyzer.addBatch(*run.plans, run.linears, refIn, refOut, hook.inputs(), hook.outputs());
+    }
+    hook.setCapture(false);
+}
+
+} // namespace pass
+
+} // namespace qs

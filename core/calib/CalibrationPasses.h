@@ -1,0 +1,95 @@
+// The passes of the calibration pipeline over one block (CalibrationPipeline.h gives the order).
+// Each pass is a function of the block's state, testable alone; the batch loops report progress
+// and check for cancellation between batches.
+#pragma once
+
+#include "calib/BlockQuantHook.h"
+#include "calib/BlockTransform.h"
+#include "calib/LayerAnalyzer.h"
+#include "calib/LayerPlan.h"
+#include "model/DecoderModel.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// fraction in [0, 1] and a message; returning false cancels (qs::Cancelled) within one batch.
+using PipelineProgress = std::function<bool(double, const std::string&)>;
+
+// Progress of a run over `blocks` blocks: a pass reports its position within the block.
+class BlockProgress {
+public:
+    BlockProgress(PipelineProgress progress, int blocks)
+        : m_progress(std::move(progress)), m_blocks(blocks) {}
+    // Throws qs::Cancelled when the callback says stop.
+    void report(int block, double within, const std::string& what) const;
+    void reportOverall(double fraction, const std::string& what) const;
+
+private:
+    PipelineProgress m_progress;
+    int m_blocks;
+};
+
+// One block as the passes see it.
+struct BlockRun {
+    int index = 0;
+    DecoderBlock* block = nullptr;
+    std::vector<LinearLayer*> linears; // the block's linears, in the plans' order
+    std::vector<LayerPlan>* plans = nullptr;
+    BlockQuantHook* hook = nullptr;
+    const BlockProgress* progress = nullptr;
+    int64_t maxBatchTokens = 2048;
+    // When set, the quantized weights go only where it selects them (build the hook with the
+    // same filter); the others keep their reference weights.
+    PlanFilter filter;
+};
+
+namespace pass {
+
+// Puts the plans' reference (full-precision) or quantized weights into the block's linears
+// (quantized ones only where run.filter selects them).
+void setWeights(BlockRun& run, bool quantized);
+
+// Runs the block over `stream` ([N, T, H]) batch by batch with the hook in `mode` and the
+// reference or quantized weights; returns the block's outputs (the next block's inputs).
+// Progress goes from `from` to `to` within the block.
+at::Tensor forward(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
+                   BlockQuantHook::Mode mode, bool quantizedWeights, double from, double to,
+                   const std::string& what);
+
+// 1. Capture: every linear's inputs over the calibration stream (reference weights), for the
+//    transforms that need them.
+std::map<std::string, std::vector<at::Tensor>> captureInputs(BlockRun& run, const at::Tensor& stream,
+                                                             const ForwardContext& ctx);
+
+// 2. Transforms (algorithms), in order, on the full-precision block.
+void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
+                     const std::map<std::string, std::vector<at::Tensor>>& captured);
+
+// 3. Weight quantization: each plan quantizes its linear's current weight (codes, scales and
+//    zero points kept) and creates its activation quantizers; fills the report header.
+void quantizeWeights(BlockRun& run);
+
+// 4. Observation: static quantizers see the block's activations over `stream`; with
+//    `quantizedWeights` false (float calibration) the block runs in full precision. Returns the
+//    block's outputs (unchanged by observation).
+at::Tensor observeActivations(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
+                              bool quantizedWeights);
+
+// 5. Freeze: static quantizers take their parameters from what they observed.
+void freeze(BlockRun& run);
+
+// 6. Analysis: each batch runs through the full-precision block (reference stream) and the
+//    quantized block (quantized stream), and the analyzer compares them layer by layer. Writes
+//    both streams' outputs into `nextRef` and `nextQuant`.
+void analyse(BlockRun& run, const at::Tensor& refStream, const at::Tensor& quantStream,
+             const ForwardContext& ctx, LayerAnalyzer& analyzer, at::Tensor& nextRef,
+             at::Tensor& nextQuant);
+
+} // namespace pass
+
+} // namespace qs

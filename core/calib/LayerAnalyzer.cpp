@@ -1,0 +1,77 @@
+#include "calib/LayerAnalyzer.h"
+
+#include <algorithm>
+
+namespace qs {
+
+namespace {
+
+double median(std::vector<float> v) {
+    if (v.empty())
+        return 0.0;
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    return v[v.size() / 2];
+}
+
+} // namespace
+
+LayerAnalyzer::LayerAnalyzer(const std::vector<LayerPlan>& plans) {
+    for (const LayerPlan& p : plans)
+        m_layers[p.name];
+}
+
+void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
+                             const std::vector<LinearLayer*>& linears,
+                             const std::map<std::string, at::Tensor>& refInputs,
+                             const std::map<std::string, at::Tensor>& refOutputs,
+                             const std::map<std::string, at::Tensor>& quantInputs,
+                             const std::map<std::string, at::Tensor>& quantOutputs) {
+    for (size_t i = 0; i < plans.size(); ++i) {
+        const LayerPlan& p = plans[i];
+        Layer& a = m_layers.at(p.name);
+        const at::Tensor& xRef = refInputs.at(p.name);
+        const at::Tensor& yRef = refOutputs.at(p.name);
+        a.channels.add(xRef);
+        a.accumulated.add(quantOutputs.at(p.name), yRef);
+        a.drift.add(quantInputs.at(p.name), xRef);
+        if (!p.quantized())
+            continue;
+        // The layer alone: its quantizers and quantized weight on full-precision inputs.
+        const at::Tensor xq = p.quantizeInput(xRef);
+        if (p.input) {
+            a.inputQuant.add(xq, xRef);
+            a.channels.addQuantized(xq);
+        }
+        a.local.add(p.quantizeOutput(at::linear(xq, p.weight.dequantized, linears[i]->bias)), yRef);
+    }
+}
+
+void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
+    for (LayerPlan& p : plans) {
+        const Layer& a = m_layers.at(p.name);
+        LayerReport& rep = p.report;
+        if (p.scheme && p.weight.reference.defined()) {
+            ErrorAccumulator w;
+            w.add(p.weight.dequantized, p.weight.reference);
+            rep.weight = w.metrics();
+            rep.weightHistogram = histogramOf(p.weight.reference, 128);
+            rep.weightQuantizedHistogram = histogramOf(p.weight.dequantized, 128,
+                                                       rep.weightHistogram.lo,
+                                                       rep.weightHistogram.hi);
+        }
+        rep.outputLocal = a.local.metrics();
+        rep.outputAccumulated = a.accumulated.metrics();
+        rep.inputQuantization = a.inputQuant.metrics();
+        rep.inputDrift = a.drift.metrics();
+        rep.input = a.channels.finish();
+        if (!rep.input.absmax.empty()) {
+            rep.inputAbsmax = *std::max_element(rep.input.absmax.begin(), rep.input.absmax.end());
+            const double med = median(rep.input.absmax);
+            rep.outlierScore = med > 0 ? rep.inputAbsmax / med : 0.0;
+            rep.maxKurtosis =
+                *std::max_element(rep.input.kurtosis.begin(), rep.input.kurtosis.end());
+        }
+    }
+}
+
+} // namespace qs

@@ -1,0 +1,41 @@
+#pragma once
+
+#include "analysis/ChannelStatsAccumulator.h"
+#include "analysis/ErrorAccumulator.h"
+#include "calib/LayerPlan.h"
+#include "model/DecoderModel.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// The analysis pass of one block: per linear, the error of its quantized weight, of its output
+// on full-precision inputs (local) and in the quantized model (accumulated), of its input
+// quantizer, and its input statistics per channel. Fed one calibration batch at a time with what
+// the hook captured on the reference (full-precision) and the quantized stream.
+class LayerAnalyzer {
+public:
+    explicit LayerAnalyzer(const std::vector<LayerPlan>& plans);
+
+    // `ref*`: each linear's input and output on the reference stream; `quant*`: on the quantized
+    // stream (inputs before the input quantizer, outputs after the output quantizer).
+    void addBatch(const std::vector<LayerPlan>& plans, const std::vector<LinearLayer*>& linears,
+                  const std::map<std::string, at::Tensor>& refInputs,
+                  const std::map<std::string, at::Tensor>& refOutputs,
+                  const std::map<std::string, at::Tensor>& quantInputs,
+                  const std::map<std::string, at::Tensor>& quantOutputs);
+
+    // Writes the metrics into each plan's report (weights must still be in the plans).
+    void finish(std::vector<LayerPlan>& plans) const;
+
+private:
+    struct Layer {
+        ErrorAccumulator local, accumulated, inputQuant, drift;
+        ChannelStatsAccumulator channels;
+    };
+    std::map<std::string, Layer> m_layers;
+};
+
+} // namespace qs

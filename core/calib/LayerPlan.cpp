@@ -1,0 +1,68 @@
+#include "calib/LayerPlan.h"
+
+#include "quant/FastGroupQuant.h"
+#include "quant/TypeTraits.h"
+
+namespace qs {
+
+namespace {
+
+// Formats that exist only as fake quantization have no codes to keep.
+bool hasCodes(const quant::QuantScheme& s) {
+    const quant::Kernel k = quant::traits(s.weight.dtype).kernel;
+    return !s.weightPreStage && k != quant::Kernel::Mx6 && k != quant::Kernel::Bfp16;
+}
+
+} // namespace
+
+void LayerPlan::quantizeWeight(const at::Tensor& w) {
+    weight.reference = w;
+    weight.codes.reset();
+    if (!scheme) {
+        weight.dequantized = w;
+        return;
+    }
+    const quant::QuantScheme& s = *scheme;
+    if (s.weightPreStage) {
+        weight.dequantized = quant::fakeQuantizeProgressive(w, *s.weightPreStage, s.weight);
+        return;
+    }
+    if (quant::fastPathApplies(w, s.weight)) {
+        // One fused pass gives the fake-quantized weight and its codes (FastGroupQuant.h).
+        quant::FastQuantResult r = quant::fakeQuantizeFast(w, s.weight, /*wantCodes=*/true);
+        weight.dequantized = r.fake;
+        weight.codes = quant::QuantizedTensor{s.weight.dtype, r.codes, {r.scale, r.zeroPoint, {}, {}}};
+        return;
+    }
+    // Statistics once; the fake-quantized weight and the codes from the same parameters.
+    // fakeQuantize rather than dequantize(codes): for bf16/fp16 FP8 Quark's fake quantization
+    // rounds in the input dtype, and the forward must match Quark's.
+    auto observer = quant::Observer::create(s.weight);
+    observer->observe(w);
+    const quant::QuantParams params = observer->params();
+    weight.dequantized = quant::fakeQuantize(w, s.weight, params);
+    if (hasCodes(s))
+        weight.codes = quant::quantize(w, s.weight, params);
+}
+
+void LayerPlan::createActivationQuantizers() {
+    input.reset();
+    output.reset();
+    if (scheme && scheme->input)
+        input.emplace(name, *scheme->input);
+    if (outputSpec)
+        output.emplace(name, *outputSpec);
+}
+
+void LayerPlan::freeze() {
+    if (input)
+        input->freeze();
+    if (output)
+        output->freeze();
+}
+
+void LayerPlan::releaseTensors() {
+    weight = WeightQuantization{};
+}
+
+} // namespace qs

@@ -1,0 +1,79 @@
+#pragma once
+
+#include "analysis/LayerReport.h"
+#include "calib/ActivationQuantizer.h"
+#include "quant/QuantScheme.h"
+#include "quant/Quantize.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// A linear's weight as quantization left it. `codes` keeps what an exporter writes (integer or
+// bit codes with their scales and zero points); `dequantized` is what the quantized forward
+// multiplies by. Nothing downstream re-derives codes from the dequantized floats.
+struct WeightQuantization {
+    at::Tensor reference;   // full precision, after the transforms
+    at::Tensor dequantized; // == reference when the weight is not quantized
+    // Absent for unquantized weights and for formats that exist only as fake quantization
+    // (Quark's progressive int4->fp8 stage, MX6, BFP16).
+    std::optional<quant::QuantizedTensor> codes;
+};
+
+// Which parts of a plan a run applies (sensitivity turns layers on and off without
+// recalibrating): the quantized weight with the input quantizer, and the output quantizer.
+struct PlanParts {
+    bool weightAndInput = true;
+    bool output = true;
+};
+struct LayerPlan;
+using PlanFilter = std::function<PlanParts(const LayerPlan&)>;
+
+// Everything known about the quantization of one linear layer: what every consumer reads (the
+// passes of CalibrationPipeline, analysis, evaluation, the algorithms, the exporters, the GUI
+// through `report`). Built by LayerPlanner, filled in by the passes in their order:
+// transforms -> weight -> input/output quantizers observed and frozen -> report.
+struct LayerPlan {
+    std::string name; // "model.layers.0.mlp.down_proj"
+    std::string kind; // "down_proj"
+    int block = -1;
+    std::vector<int64_t> shape; // [out, in]
+
+    // Weight and input quantization; nullopt: both stay in full precision (excluded, or unfit
+    // under the "skip" policy, with `note` saying which).
+    std::optional<quant::QuantScheme> scheme;
+    // Output quantization: the recipe's KV-cache spec for k/v projections, else the scheme's.
+    std::optional<quant::QuantSpec> outputSpec;
+    bool outputIsKvCache = false; // outputSpec is the recipe's KV-cache spec
+    std::string note;
+
+    std::vector<std::string> transforms; // names of the transforms applied, in order
+    WeightQuantization weight;
+    std::optional<ActivationQuantizer> input;
+    std::optional<ActivationQuantizer> output;
+
+    LayerReport report;
+
+    bool quantized() const { return scheme.has_value() || outputSpec.has_value(); }
+    bool needsObservation() const {
+        return (input && input->needsObservation()) || (output && output->needsObservation());
+    }
+    // Fake-quantizes `weight` (kept as the reference) with the scheme's weight spec, keeping the
+    // codes, scales and zero points. Without a weight spec the weight stays as it is.
+    void quantizeWeight(const at::Tensor& weight);
+    // Creates the input/output quantizers of the scheme (after the weight, before observation).
+    void createActivationQuantizers();
+
+    at::Tensor quantizeInput(const at::Tensor& x) const { return input ? input->apply(x) : x; }
+    at::Tensor quantizeOutput(const at::Tensor& y) const { return output ? output->apply(y) : y; }
+    void freeze();
+    // Drops the tensors (weights, codes, frozen parameters stay in the report only).
+    void releaseTensors();
+};
+
+} // namespace qs

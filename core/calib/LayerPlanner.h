@@ -1,0 +1,62 @@
+#pragma once
+
+#include "calib/LayerPlan.h"
+#include "model/DecoderModel.h"
+#include "model/ModuleNode.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+struct Recipe;
+
+// Decides each linear's plan before any weight is read: which scheme (the recipe's resolution),
+// which output spec, and what happens to layers whose shape does not fit their scheme.
+class LayerPlanner {
+public:
+    // Scheme of a linear (full name, kind such as "q_proj"); nullopt leaves it unquantized.
+    using SchemeFn =
+        std::function<std::optional<quant::QuantScheme>(const std::string&, const std::string&)>;
+    // Output (KV-cache) spec of a linear, if any.
+    using OutputFn =
+        std::function<std::optional<quant::QuantSpec>(const std::string&, const std::string&)>;
+
+    // `unfitPolicy`: "error" (an unfit layer stops the run, naming it) or "skip" (it stays
+    // unquantized and is reported).
+    LayerPlanner(SchemeFn schemeFor, OutputFn outputSpecFor, std::string unfitPolicy);
+    // The recipe's own resolution (Recipe::schemeFor, Recipe::kvOutputFor, unfit_policy).
+    static LayerPlanner forRecipe(const Recipe& recipe);
+
+    // Checks every block linear of `tree` against its scheme (headers only). Under "error"
+    // throws qs::Error naming every unfit layer; under "skip" remembers them.
+    void checkShapes(const ModuleNode& tree);
+
+    // The plans of one loaded block's linears, in the block's order (no weight touched yet).
+    std::vector<LayerPlan> planBlock(DecoderBlock& block);
+
+    // Layers left unquantized by the "skip" policy, "name: reason", in the order found.
+    const std::vector<std::string>& skipped() const { return m_skipped; }
+    // Whether any linear of `tree` gets a scheme.
+    bool quantizesAny(const ModuleNode& tree) const;
+    // Whether any linear of `tree` has a static input or output quantizer (needs calibration).
+    bool needsCalibration(const ModuleNode& tree) const;
+
+    // Why a weight of shape [out, in] cannot take `scheme` (empty when it can).
+    static std::string unfitReason(const quant::QuantScheme& scheme, int64_t inFeatures);
+
+private:
+    std::vector<const ModuleNode*> blockLinears(const ModuleNode& tree) const;
+    void markUnfit(const std::string& layer, const std::string& reason);
+
+    SchemeFn m_schemeFor;
+    OutputFn m_outputSpecFor;
+    std::string m_unfitPolicy;
+    std::map<std::string, std::string> m_unfit; // layer -> reason
+    std::vector<std::string> m_skipped;
+};
+
+} // namespace qs

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Builds the fuzz preset (clang++, libFuzzer, ASan/UBSan) into build/fuzz and runs every fuzz
+# target for SECONDS each, then prints executions, coverage and findings per target.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 60 s, every target
+#   scripts/fuzz.sh 0 [TARGET...]             regression run: every seed and every input in
+#                                             fuzz/regressions/<target>/ once, no fuzzing
+#
+# Per target: seeds (written at build time from fuzz/make_corpus.py and the shared models) in
+# build/fuzz/fuzz/corpus/<name>, inputs the fuzzer found interesting in build/fuzz/fuzz/work/
+# <target> (kept between runs), findings (crash-*, timeout-*, oom-*, leak-*) in
+# build/fuzz/fuzz/findings/<target>/ and the log in build/fuzz/fuzz/logs/<target>.log. A finding's
+# input belongs in fuzz/regressions/<target>/ once fixed, so every later run replays it.
+# Environment: JOBS (build parallelism, default 2), NICE (default 15: the machine is shared).
+# Exit status: 0 when every target built and ran without a finding, 1 otherwise.
+set -u -o pipefail
+
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift $(($# > 0 ? 1 : 0))
+jobs=${JOBS:-2}
+nice_level=${NICE:-15}
+build=build/fuzz
+out=$build/fuzz
+
+# target  seed-folder  max_len  dictionaries (fuzz/<name>.dict)
+table=(
+    "fuzz_safetensors       safetensors       4096   safetensors"
+    "fuzz_config            config            4096   config files"
+    "fuzz_checkpoint        checkpoint        16384  checkpoint safetensors files"
+    "fuzz_model             model             16384  config safetensors files"
+    "fuzz_tokenizer_json    tokenizer_json    16384  tokenizer files"
+    "fuzz_vocab_merges      vocab_merges      16384  tokenizer files"
+    "fuzz_tokenizer_config  tokenizer_config  16384  tokenizer config files"
+    "fuzz_recipe            recipe            4096   recipe pattern files"
+    "fuzz_quark_config      quark_config      8192   recipe pattern files"
+    "fuzz_layer_pattern     layer_pattern     1024   pattern"
+)
+
+selected=("$@")
+wanted() {
+    [ ${#selected[@]} -eq 0 ] && return 0
+    local t
+    for t in "${selected[@]}"; do [ "$t" = "$1" ] && return 0; done
+    return 1
+}
+
+if ! command -v clang++ >/dev/null; then
+    echo "fuzz.sh: clang++ not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2
+    exit 1
+fi
+if [ ! -f "$build/build.ninja" ]; then
+    nice -n "$nice_level" cmake --preset fuzz >/dev/null || exit 1
+fi
+
+mkdir -p "$out/logs" "$out/dicts"
+declare -A built
+for row in "${table[@]}"; do
+    read -r target _ <<<"$row"
+    wanted "$target" || continue
+    # One target at a time: a target whose sources do not compile is reported, not fatal.
+    if nice -n "$nice_level" cmake --build "$build" --target "$target" -j "$jobs" \
+        >"$out/logs/$target.build.log" 2>&1; then
+        built[$target]=1
+    else
+        echo "fuzz.sh: $target did not build (see $out/logs/$target.build.log)" >&2
+    fi
+done
+
+status=0
+results=()
+for row in "${table[@]}"; do
+    read -r target seeds max_len dicts <<<"$row"
+    wanted "$target" || continue
+    if [ -z "${built[$target]:-}" ]; then
+        results+=("$(printf '%-22s %8s %10s %8s %8s  %s' "$target" - - - - "build failed")")
+        status=1
+        continue
+    fi
+    dict=$out/dicts/$target.dict
+    : >"$dict"
+    for d in $dicts; do cat "fuzz/$d.dict" >>"$dict"; done
+    work=$out/work/$target
+    findings=$out/findings/$target
+    regressions=fuzz/regressions/$target
+    mkdir -p "$work" "$findings" "$out/corpus/$seeds" "$regressions"
+    before=$(find "$findings" -type f | wc -l)
+    log=$out/logs/$target.log
+    common=(-timeout=10 -rss_limit_mb=3072 -max_len="$max_len" -dict="$dict"
+            -artifact_prefix="$findings/" -print_final_stats=1)
+    start=$(date +%s)
+    if [ "$seconds" -eq 0 ]; then
+        # Regression: each seed and kept input once (-runs=0 only loads and runs the corpus).
+        nice -n "$nice_level" "$build/bin/$target" "${common[@]}" -runs=0 \
+            "$out/corpus/$seeds" "$regressions" >"$log" 2>&1
+    else
+        nice -n "$nice_level" "$build/bin/$target" "${common[@]}" -max_total_time="$seconds" \
+            "$work" "$out/corpus/$seeds" "$regressions" >"$log" 2>&1
+    fi
+    rc=$?
+    elapsed=$(($(date +%s) - start))
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+    found=$(($(find "$findings" -type f | wc -l) - before))
+    note=ok
+    if [ "$rc" -ne 0 ] || [ "$found" -gt 0 ]; then
+        note="FINDING (exit $rc): $(grep -m1 -E 'ERROR:|SUMMARY:|deadly signal|timeout' "$log" |
+            cut -c1-100) -> $findings"
+        status=1
+    fi
+    results+=("$(printf '%-22s %8s %10s %8s %8s  %s' "$target" "$elapsed" "${execs:-?}" \
+        "${cov:-?}" "$found" "$note")")
+done
+
+printf '\n%-22s %8s %10s %8s %8s  %s\n' target seconds executions coverage findings result
+printf '%s\n' "${results[@]}"
+exit $status
