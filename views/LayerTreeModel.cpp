@@ -1,4 +1,5 @@
 #include "LayerTreeModel.h"
+#include "recipe/LayerPattern.h"
 
 #include <QBrush>
 #include <QSet>
@@ -32,10 +33,6 @@ bool LayerTreeModel::isQuantizableKind(const std::string& nodeKind) {
     // The engine quantizes the linears of the decoder blocks only; lm_head ("head") stays in
     // full precision whatever the recipe's global scheme says.
     return nodeKind == "linear";
-}
-
-std::string LayerTreeModel::linearKind(const QString& layerName) {
-    return layerName.section(QLatin1Char('.'), -1).toStdString();
 }
 
 double LayerTreeModel::metricOf(const LayerReport& r, int column) {
@@ -253,7 +250,7 @@ QString LayerTreeModel::schemeText(int e) const {
     if (!isQuantizableKind(entry.node->kind) || !m_hasRecipe)
         return kDash;
     const auto scheme =
-        m_recipe.schemeFor(entry.fullName.toStdString(), linearKind(entry.fullName));
+        m_recipe.schemeFor(entry.fullName.toStdString(), layerKindOf(entry.fullName.toStdString()));
     if (!scheme)
         return m_recipe.isExcluded(entry.fullName.toStdString()) ? tr("none (excluded)")
                                                                  : tr("none");

@@ -72,8 +72,6 @@ public:
     static bool higherIsBetter(int column);
     // Whether a node is a layer the engine quantizes by the recipe (kind "linear").
     static bool isQuantizableKind(const std::string& nodeKind);
-    // The kind recipes use for a layer: the last component of its name ("q_proj", "fc1").
-    static std::string linearKind(const QString& layerName);
 
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;

@@ -201,6 +201,16 @@ void RecipeDocument::setCalibrationSeed(quint64 seed) {
     push(r, tr("calibration seed %1").arg(seed), MergeCalibrationSeed);
 }
 
+void RecipeDocument::setCalibrationMode(const QString& mode) {
+    const auto parsed = calibrationModeFromName(mode.toStdString());
+    if (!parsed)
+        throw Error("recipe", "calibration.mode",
+                    "unknown calibration mode '" + mode.toStdString() + "' (float or sequential)");
+    Recipe r = m_recipe;
+    r.calibration.mode = *parsed;
+    push(r, tr("calibration mode %1").arg(mode));
+}
+
 void RecipeDocument::setEvaluationData(const QString& path) {
     Recipe r = m_recipe;
     r.evaluation.dataPath = path.toStdString();

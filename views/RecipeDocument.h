@@ -46,6 +46,8 @@ public:
     void setCalibrationSamples(qint64 samples);
     void setCalibrationSeqLen(qint64 seqLen);
     void setCalibrationSeed(quint64 seed);
+    // "float" or "sequential" (Recipe.h CalibrationMode); qs::Error for anything else.
+    void setCalibrationMode(const QString& mode);
     void setEvaluationData(const QString& path);
     void setEvaluationSeqLen(qint64 seqLen);
     void setEvaluationMaxWindows(qint64 maxWindows);

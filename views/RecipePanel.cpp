@@ -36,22 +36,6 @@ namespace {
 const char* const NotImplementedTip = "not implemented in the engine yet";
 constexpr int PreviewLimit = 500; // more rows than this only slow the list down
 
-// The parameter names of an algorithm. AlgorithmCatalog keeps its table private and lists the
-// valid names only in the error for an unknown parameter, so ask it that way.
-QStringList algorithmParameters(const std::string& name) {
-    try {
-        validateAlgorithmParams(name, nlohmann::json{{"\x01", 0}}, "catalog", name);
-    } catch (const Error& e) {
-        const QString reason = QString::fromStdString(e.reason());
-        const int start = reason.indexOf(QLatin1String("(known: "));
-        if (start >= 0 && reason.endsWith(QLatin1Char(')'))) {
-            const int from = start + 8;
-            return reason.mid(from, reason.size() - from - 1)
-                .split(QStringLiteral(", "), Qt::SkipEmptyParts);
-        }
-    }
-    return {};
-}
 
 void selectData(QComboBox* box, const QString& value) {
     const QSignalBlocker blocker(box);
@@ -337,6 +321,17 @@ QWidget* RecipePanel::createDataGroup() {
     connect(m_evalWindows, &QSpinBox::valueChanged, this,
             [this](int v) { edit([this, v] { m_document->setEvaluationMaxWindows(v); }); });
 
+    m_calibMode = new QComboBox(group);
+    m_calibMode->setObjectName(QStringLiteral("calibrationMode"));
+    for (const std::string& mode : knownCalibrationModes())
+        m_calibMode->addItem(QString::fromStdString(mode), QString::fromStdString(mode));
+    m_calibMode->setToolTip(
+        tr("What static activation observers see while they calibrate. float: the "
+           "full-precision model (Quark's behaviour). sequential: the model quantized upstream, "
+           "so ranges follow the error each layer will see."));
+    connect(m_calibMode, &QComboBox::activated, this, [this] {
+        edit([this] { m_document->setCalibrationMode(m_calibMode->currentData().toString()); });
+    });
     auto* calibRow = new QHBoxLayout;
     calibRow->addWidget(m_calibData, 1);
     calibRow->addWidget(browseCalib);
@@ -348,6 +343,7 @@ QWidget* RecipePanel::createDataGroup() {
     form->addRow(tr("Samples:"), m_calibSamples);
     form->addRow(tr("Sequence length:"), m_calibSeqLen);
     form->addRow(tr("Seed:"), m_calibSeed);
+    form->addRow(tr("Observers see:"), m_calibMode);
     form->addRow(tr("Evaluation:"), evalRow);
     form->addRow(tr("Eval sequence length:"), m_evalSeqLen);
     form->addRow(tr("Eval windows:"), m_evalWindows);
@@ -358,12 +354,16 @@ QWidget* RecipePanel::createAlgorithmGroup() {
     auto* group = new QGroupBox(tr("Algorithms"));
     group->setToolTip(tr(NotImplementedTip));
     auto* layout = new QVBoxLayout(group);
-    for (const std::string& name : knownAlgorithmNames()) {
-        auto* box = new QCheckBox(QString::fromStdString(name), group);
-        box->setObjectName(QStringLiteral("algorithm_") + QString::fromStdString(name));
+    for (const AlgorithmInfo& algorithm : algorithmCatalog()) {
+        const QString name = QString::fromStdString(algorithm.name);
+        auto* box = new QCheckBox(name, group);
+        box->setObjectName(QStringLiteral("algorithm_") + name);
         box->setEnabled(false);
         box->setToolTip(tr(NotImplementedTip));
-        auto* params = new QLabel(algorithmParameters(name).join(QStringLiteral(", ")), group);
+        QStringList parameters;
+        for (const AlgorithmParameterInfo& p : algorithm.parameters)
+            parameters << QString::fromStdString(p.name);
+        auto* params = new QLabel(parameters.join(QStringLiteral(", ")), group);
         params->setWordWrap(true);
         params->setEnabled(false);
         params->setToolTip(tr(NotImplementedTip));
@@ -461,6 +461,7 @@ void RecipePanel::followRecipe(const Recipe& recipe) {
     setSpin(m_calibSamples, recipe.calibration.numSamples);
     setSpin(m_calibSeqLen, recipe.calibration.seqLen);
     setSpin(m_calibSeed, static_cast<int64_t>(recipe.calibration.seed));
+    selectData(m_calibMode, QString::fromStdString(calibrationModeName(recipe.calibration.mode)));
     setText(m_evalData, recipe.evaluation.dataPath);
     setSpin(m_evalSeqLen, recipe.evaluation.seqLen);
     setSpin(m_evalWindows, recipe.evaluation.maxWindows);

@@ -53,6 +53,7 @@ public:
     RecipeExclusionsModel* exclusionsModel() const { return m_exclusions; }
     QLineEdit* calibrationDataEdit() const { return m_calibData; }
     QSpinBox* calibrationSamplesBox() const { return m_calibSamples; }
+    QComboBox* calibrationModeBox() const { return m_calibMode; }
     QSpinBox* calibrationSeqLenBox() const { return m_calibSeqLen; }
     QLabel* messageLabel() const { return m_message; }
     // The disabled algorithm group boxes, one per AlgorithmCatalog name.
@@ -94,6 +95,7 @@ private:
     QSpinBox* m_calibSamples;
     QSpinBox* m_calibSeqLen;
     QSpinBox* m_calibSeed;
+    QComboBox* m_calibMode;
     QLineEdit* m_evalData;
     QSpinBox* m_evalSeqLen;
     QSpinBox* m_evalWindows;

@@ -1,6 +1,7 @@
 #include "export/FakeQuantCheckpointWriter.h"
 
 #include "util/Error.h"
+#include "util/HostTensor.h"
 
 #include <QDir>
 #include <QFile>
@@ -120,8 +121,7 @@ void FakeQuantCheckpointWriter::writeBlock(int index, DecoderBlock& block) {
         if (it == weights.end()) {
             copyRaw(info.name);
         } else {
-            const at::Tensor t =
-                it->second->to(at::kCPU, scalarTypeOf(info.dtype, info.name)).contiguous();
+            const at::Tensor t = toHost(it->second->to(scalarTypeOf(info.dtype, info.name)));
             if (uint64_t(t.nbytes()) != info.byteSize())
                 throw Error(m_outDir, info.name, "quantized weight size differs from the source");
             m_writer->writeNext(t.data_ptr(), info.byteSize());

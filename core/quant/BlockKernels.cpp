@@ -5,6 +5,7 @@
 // them (PerBlockMXObserver.get_scale, SequentialQuantize for NVFP4's scale quantization).
 #include "quant/KernelsInternal.h"
 #include "util/Error.h"
+#include "util/HostTensor.h"
 
 #include <ATen/Parallel.h>
 
@@ -140,7 +141,7 @@ float finiteOrZero(float v) {
 
 // Runs f(block pointer in, block pointer out, block length) over the rows in parallel.
 template <typename F> at::Tensor forEachBlock(const RowLayout& l, F f) {
-    const at::Tensor xf = l.rows.to(at::kFloat).to(at::kCPU).contiguous();
+    const at::Tensor xf = toHost(l.rows.to(at::kFloat));
     at::Tensor out = at::empty_like(xf);
     const int64_t n = xf.size(1);
     const float* px = xf.data_ptr<float>();

@@ -4,6 +4,7 @@
 // which divide and multiply in the input's dtype.
 #include "quant/KernelsInternal.h"
 #include "util/Error.h"
+#include "util/HostTensor.h"
 
 #include <ATen/Parallel.h>
 
@@ -17,7 +18,7 @@ namespace {
 // host memory (a CUDA build still works, just not at device speed).
 template <typename In, typename Out, typename F>
 at::Tensor mapElements(const at::Tensor& in, at::ScalarType outType, F f) {
-    const at::Tensor src = in.to(at::kCPU).contiguous();
+    const at::Tensor src = toHost(in);
     at::Tensor out = at::empty(src.sizes(), src.options().dtype(outType));
     const In* ps = src.data_ptr<In>();
     Out* po = out.data_ptr<Out>();

@@ -1,6 +1,7 @@
 #include "quant/HistogramObserver.h"
 
 #include "util/Error.h"
+#include "util/HostTensor.h"
 
 #include <ATen/ATen.h>
 
@@ -17,7 +18,7 @@ HistogramObserver::HistogramObserver(QuantSpec spec, int bins, bool skipZeros)
 }
 
 void HistogramObserver::doObserve(const at::Tensor& x) {
-    const at::Tensor xf = x.detach().to(at::kFloat).to(at::kCPU).contiguous().view(-1);
+    const at::Tensor xf = toHost(x.detach().to(at::kFloat)).view(-1);
     const float* p = xf.data_ptr<float>();
     const bool symmetric = m_spec.symmetric;
     std::vector<float> values;

@@ -3,6 +3,7 @@
 // dtype of every intermediate (and hence every rounding) matches Quark for fp32 and bf16 inputs.
 #include "quant/KernelsInternal.h"
 #include "util/Error.h"
+#include "util/HostTensor.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -37,8 +38,8 @@ void checkParams(const QuantParams& p, int64_t rows, const char* what) {
 QuantParams pow2Params(const QuantSpec& spec, const Range& range) {
     const TypeTraits& t = traits(spec.dtype);
     const double qmin = t.qmin, qmax = t.qmax;
-    const at::Tensor mn = range.min.to(at::kFloat).to(at::kCPU).contiguous();
-    const at::Tensor mx = range.max.to(at::kFloat).to(at::kCPU).contiguous();
+    const at::Tensor mn = toHost(range.min.to(at::kFloat));
+    const at::Tensor mx = toHost(range.max.to(at::kFloat));
     at::Tensor scale = at::empty(mn.sizes(), at::kFloat);
     at::Tensor zp = at::empty(mn.sizes(), at::kInt);
     const float* pmn = mn.data_ptr<float>();

@@ -3,6 +3,7 @@
 #include "quant/FloatFormats.h"
 #include "quant/TypeTraits.h"
 #include "util/Error.h"
+#include "util/HostTensor.h"
 
 #include <ATen/ATen.h>
 
@@ -23,8 +24,8 @@ MseObserver::MseObserver(QuantSpec spec, const ObserverOptions& options)
 double MseObserver::candidateError(double lo, double hi) const {
     const QuantParams p = paramsForRange(lo, hi);
     const TypeTraits& t = traits(m_spec.dtype);
-    const float s = p.scale.to(at::kFloat).item<float>();
-    const auto zp = static_cast<float>(p.zeroPoint.item<int32_t>());
+    const auto s = static_cast<float>(hostScalar(p.scale.to(at::kFloat)));
+    const auto zp = static_cast<float>(hostScalar(p.zeroPoint));
     const auto& c = counts();
     double err = 0.0;
     for (size_t i = 0; i < c.size(); ++i) {

@@ -3,6 +3,7 @@
 #include "quant/FloatFormats.h"
 #include "quant/TypeTraits.h"
 #include "util/Error.h"
+#include "util/HostTensor.h"
 
 #include <ATen/ATen.h>
 
@@ -30,7 +31,7 @@ Flat flatten(const at::Tensor& t, at::ScalarType dtype, const char* what) {
         throw Error(what, "", "expected at least a 1-D tensor");
     Flat f;
     f.lead.assign(t.sizes().begin(), t.sizes().end() - 1);
-    f.rows = t.to(at::kCPU).to(dtype).contiguous().reshape({-1, t.size(-1)});
+    f.rows = toHost(t.to(dtype)).reshape({-1, t.size(-1)});
     return f;
 }
 
@@ -207,7 +208,7 @@ at::Tensor unpackFp6(const at::Tensor& packed) {
 }
 
 at::Tensor e8m0FromScale(const at::Tensor& scale) {
-    const at::Tensor s = scale.to(at::kFloat).to(at::kCPU).contiguous();
+    const at::Tensor s = toHost(scale.to(at::kFloat));
     at::Tensor out = at::empty(s.sizes(), at::kByte);
     const float* in = s.data_ptr<float>();
     uint8_t* po = out.data_ptr<uint8_t>();
@@ -224,7 +225,7 @@ at::Tensor e8m0FromScale(const at::Tensor& scale) {
 at::Tensor scaleFromE8m0(const at::Tensor& codes) {
     if (codes.scalar_type() != at::kByte)
         throw Error("scaleFromE8m0", "", "expected uint8 codes");
-    const at::Tensor c = codes.to(at::kCPU).contiguous();
+    const at::Tensor c = toHost(codes);
     at::Tensor out = at::empty(c.sizes(), at::kFloat);
     const uint8_t* in = c.data_ptr<uint8_t>();
     float* po = out.data_ptr<float>();

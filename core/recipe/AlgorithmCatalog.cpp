@@ -188,6 +188,20 @@ void checkParam(const ParamDef& def, const json& v, const std::string& source,
 
 } // namespace
 
+const std::vector<AlgorithmInfo>& algorithmCatalog() {
+    static const std::vector<AlgorithmInfo> infos = [] {
+        std::vector<AlgorithmInfo> out;
+        for (const auto& def : catalog()) {
+            AlgorithmInfo info{def.name, def.quarkName, {}};
+            for (const auto& p : def.params)
+                info.parameters.push_back({p.name, typeName(p.type), p.nullable, p.choices});
+            out.push_back(std::move(info));
+        }
+        return out;
+    }();
+    return infos;
+}
+
 const std::vector<std::string>& knownAlgorithmNames() {
     static const std::vector<std::string> names = [] {
         std::vector<std::string> out;

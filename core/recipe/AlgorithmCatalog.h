@@ -13,6 +13,24 @@
 
 namespace qs {
 
+// One parameter of an algorithm as the catalog describes it: what the GUI lists and the
+// validation checks (names and types follow Quark's algorithm dataclasses).
+struct AlgorithmParameterInfo {
+    std::string name;
+    std::string type; // "true/false", "an integer", "a number", "a string", "a list of strings", ...
+    bool nullable = false;
+    std::vector<std::string> choices; // allowed strings, empty = any
+};
+
+struct AlgorithmInfo {
+    std::string name;      // ours: "gptq", "awq", "smoothquant", "autosmoothquant", "rotation"
+    std::string quarkName; // Quark's algo_config name
+    std::vector<AlgorithmParameterInfo> parameters;
+};
+
+// The table every reader of algorithm parameters uses (validation, the recipe panel).
+const std::vector<AlgorithmInfo>& algorithmCatalog();
+
 // "gptq", "awq", "smoothquant", "autosmoothquant", "rotation".
 const std::vector<std::string>& knownAlgorithmNames();
 

@@ -4,6 +4,7 @@
 #include "synth/SyntheticTokenizer.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
+#include "util/HostTensor.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -159,7 +160,7 @@ std::string tensorBytes(const at::Tensor& t, DType dtype) {
         c = t.to(at::kBFloat16);
     else if (dtype == DType::F16)
         c = t.to(at::kHalf);
-    c = c.contiguous();
+    c = toHost(c);
     return std::string(static_cast<const char*>(c.data_ptr()), size_t(c.nbytes()));
 }
 
