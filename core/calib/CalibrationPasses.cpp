@@ -30,6 +30,10 @@ int64_t batchRows(const BlockRun& run, const at::Tensor& stream) {
 void setWeights(BlockRun& run, bool quantized) {
     const std::vector<LayerPlan>& plans = *run.plans;
     for (size_t i = 0; i < run.linears.size(); ++i) {
+        // Before weight quantization (capture, transforms) the plans hold no weights yet and
+        // the linears keep the full-precision weights they were loaded (or transformed) with.
+        if (!plans[i].weight.reference.defined())
+            continue;
         const bool q = quantized && (!run.filter || run.filter(plans[i]).weightAndInput);
         run.linears[i]->weight = q ? plans[i].weight.dequantized : plans[i].weight.reference;
     }

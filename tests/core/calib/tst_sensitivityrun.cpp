@@ -1,0 +1,116 @@
+// Sensitivity calibrates once and reuses the frozen plans for every row. Its rows must equal
+// what separate runs of each row's recipe give (the way it was measured before: one
+// calibration plus evaluation per row): exactly for weight-only schemes, and for static
+// activation schemes under float calibration too, since float-calibrated ranges do not depend
+// on which other layers are quantized. Under sequential calibration they may differ.
+#include "TestSupport.h"
+
+#include "calib/QuantizationRun.h"
+#include "calib/SensitivityRun.h"
+#include "model/ModelLoader.h"
+#include "recipe/LayerPattern.h"
+#include "recipe/RecipeFlags.h"
+#include "synth/SyntheticModel.h"
+#include "util/Error.h"
+
+#include <QtTest>
+
+class TestSensitivityRun : public QObject {
+    Q_OBJECT
+
+private:
+    QString m_model;
+    std::vector<std::string> m_layers;
+
+    qs::QuantizationRequest request(const std::string& scheme, const std::string& mode) const {
+        qs::QuantFlags flags;
+        flags.quantScheme = scheme;
+        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        flags.numCalibData = 4;
+        flags.seqLen = 32;
+        flags.calibMode = mode;
+        qs::QuantizationRequest req;
+        req.modelDir = m_model.toStdString();
+        req.recipe = qs::recipeFromFlags(flags);
+        req.recipe.evaluation.dataPath =
+            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
+        req.recipe.evaluation.seqLen = 48;
+        req.recipe.evaluation.maxWindows = 5;
+        return req;
+    }
+
+    // A row measured the old way: its own recipe, calibrated and evaluated on its own.
+    double separateRun(qs::QuantizationRequest req, const std::string& layer, bool alone) const {
+        req.evaluate = true;
+        if (alone) {
+            req.recipe.kvCache.reset();
+            for (const std::string& other : m_layers)
+                if (other != layer)
+                    req.recipe.exclude.push_back(qs::exactLayerPattern(other));
+        } else {
+            req.recipe.exclude.push_back(qs::exactLayerPattern(layer));
+        }
+        return qs::runQuantization(req).perplexity->perplexity;
+    }
+
+    void compareRows(const std::string& scheme, const std::string& mode, bool expectEqual) {
+        const qs::QuantizationRequest req = request(scheme, mode);
+        std::vector<qs::SensitivityRow> streamed;
+        const qs::SensitivityResult r =
+            qs::runSensitivity(req, {}, [&](const qs::SensitivityRow& row) { streamed.push_back(row); });
+        QCOMPARE(r.rows.size(), m_layers.size());
+        QCOMPARE(streamed.size(), r.rows.size());
+
+        qs::EvalRequest fp;
+        fp.evaluation = req.recipe.evaluation;
+        QCOMPARE(r.fpPerplexity, qs::evaluateModelOnText(m_model.toStdString(), fp).perplexity);
+        qs::QuantizationRequest whole = req;
+        whole.evaluate = true;
+        QCOMPARE(r.fullPerplexity, qs::runQuantization(whole).perplexity->perplexity);
+
+        int differing = 0;
+        for (size_t i : {size_t(0), size_t(5), m_layers.size() - 1}) {
+            const qs::SensitivityRow& row = r.rows[i];
+            QCOMPARE(row.layer, m_layers[i]);
+            const double alone = separateRun(req, row.layer, true);
+            const double allBut = separateRun(req, row.layer, false);
+            if (expectEqual) {
+                QCOMPARE(row.alonePerplexity, alone);
+                QCOMPARE(row.allButPerplexity, allBut);
+            }
+            differing += (row.alonePerplexity != alone) + (row.allButPerplexity != allBut);
+        }
+        if (!expectEqual)
+            QVERIFY(differing > 0); // sequential ranges follow the whole recipe's upstream
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        qs::SyntheticModelOptions o;
+        o.hiddenSize = 64, o.intermediateSize = 160, o.numLayers = 2, o.numHeads = 4,
+        o.numKvHeads = 2, o.seed = 9;
+        o.outDir = (qs::test::tempDir("sensitivity") + "/model").toStdString();
+        qs::writeSyntheticModel(o);
+        m_model = QString::fromStdString(o.outDir);
+        std::vector<const qs::ModuleNode*> nodes;
+        const qs::ModuleNode tree = qs::openModelHandle(o.outDir).moduleTree();
+        tree.collect("linear", nodes);
+        for (const qs::ModuleNode* n : nodes)
+            if (n->blockIndex >= 0)
+                m_layers.push_back(n->name);
+        QCOMPARE(int(m_layers.size()), 2 * 7);
+    }
+
+    void weightOnlyRowsEqualSeparateRuns() { compareRows("int4_wo_32", "float", true); }
+    void floatCalibratedRowsEqualSeparateRuns() { compareRows("int8", "float", true); }
+    void sequentialRowsReuseTheWholeRecipesRanges() { compareRows("int8", "sequential", false); }
+
+    void emptyRecipeIsRefused() {
+        qs::QuantizationRequest req = request("int8", "float");
+        req.recipe.global.reset();
+        QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runSensitivity(req));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSensitivityRun)
+#include "tst_sensitivityrun.moc"
