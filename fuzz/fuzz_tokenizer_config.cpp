@@ -42,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const qs::LoadedTokenizer loaded =
             qs::TokenizerLoader::load(dir.path(), qs::TokenizerBackend::HuggingFace);
         const qs::Tokenizer& tok = *loaded.tokenizer;
-        if (loaded.addBos && tok.bosId() < 0)
+        if ((loaded.addBos && tok.bosId() < 0) || tok.bosId() >= tok.vocabSize() ||
+            tok.eosId() >= tok.vocabSize())
             __builtin_trap();
         for (const int32_t id : tok.encode("ab a AB"))
             if (id < 0 || id >= tok.vocabSize())

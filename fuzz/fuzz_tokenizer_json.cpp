@@ -20,6 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (id < 0 || id >= tok->vocabSize())
                 __builtin_trap();
         tok->decode(ids);
+        // BOS/EOS are prepended and compared as ids of this vocabulary.
+        if (tok->bosId() >= tok->vocabSize() || tok->eosId() >= tok->vocabSize())
+            __builtin_trap();
         for (int32_t id = -1; id < std::min<int32_t>(tok->vocabSize(), 64) + 1; ++id)
             tok->tokenToId(tok->idToToken(id));
         tok->decode({-5, 0, tok->bosId(), tok->eosId(), tok->vocabSize(), INT32_MAX});

@@ -36,8 +36,9 @@ int runAnalyze(const QStringList& args) {
     parser.addOption({"no-channels", "Leave per-channel arrays out of the JSON report."});
     parser.addOption({"json", "The full per-layer report as JSON, keyed by layer name."});
     parser.addOption({"sensitivity", "Also measure each layer quantized alone and the recipe with "
-                                     "all but that layer, as perplexity on --data (2 runs per "
-                                     "layer: keep the evaluation set small)."});
+                                     "all but that layer, as perplexity on --data (one "
+                                     "calibration, then 2 evaluations per layer: keep the "
+                                     "evaluation set small with --max-windows)."});
     parser.addOption({"data", "Evaluation text for --sensitivity.", "TEXT"});
     parser.addOption({"eval-seq-len",
                       "Evaluation window for --sensitivity (default 512 or max "
@@ -54,17 +55,20 @@ int runAnalyze(const QStringList& args) {
     applyThreadsOption(parser);
     QuantizationRequest q = requestFromOptions(parser, dir);
     q.analyze = true;
+    if (parser.isSet("sensitivity") && !parser.isSet("data"))
+        throw UsageError{"--sensitivity needs --data TEXT (the evaluation set)"};
+    // The analysis first: it checks the recipe, the model and the calibration data before the
+    // (longer) sensitivity study starts.
+    const QuantizationOutcome out = runQuantization(q, terminalProgress("analyze"));
     std::optional<SensitivityResult> sens;
     if (parser.isSet("sensitivity")) {
-        if (!parser.isSet("data"))
-            throw UsageError{"--sensitivity needs --data TEXT (the evaluation set)"};
         QuantizationRequest s = q;
+        s.analyze = false;
         s.recipe.evaluation.dataPath = parser.value("data").toStdString();
         s.recipe.evaluation.seqLen = intOption(parser, "eval-seq-len", 0, 1 << 24);
         s.recipe.evaluation.maxWindows = intOption(parser, "max-windows", 1, 1 << 24);
-        sens = runSensitivity(s);
+        sens = runSensitivity(s, terminalProgress("sensitivity"));
     }
-    const QuantizationOutcome out = runQuantization(q);
     if (parser.isSet("json")) {
         nlohmann::json j = out.report.toJson(!parser.isSet("no-channels"));
         if (sens) {

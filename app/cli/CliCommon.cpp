@@ -1,11 +1,36 @@
 #include "CliCommon.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
 #include "engine/Runtime.h"
 
 #include <cstdio>
 #include <iostream>
 
 namespace qs::cli {
+
+std::function<bool(double, const std::string&)> terminalProgress(const std::string& what) {
+    if (!isatty(STDERR_FILENO))
+        return {};
+    auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+    return [what, last](double fraction, const std::string& message) {
+        const auto now = std::chrono::steady_clock::now();
+        if (fraction < 1.0 && now - *last < std::chrono::milliseconds(200))
+            return true;
+        *last = now;
+        std::fprintf(stderr, "\r\033[K%s %3d%%  %s", what.c_str(), int(fraction * 100.0),
+                     message.substr(0, 70).c_str());
+        if (fraction >= 1.0)
+            std::fputc('\n', stderr);
+        std::fflush(stderr);
+        return true;
+    };
+}
+
 
 bool parseOrHelp(QCommandLineParser& parser, const QStringList& args, const QString& synopsis) {
     parser.setApplicationDescription(synopsis);

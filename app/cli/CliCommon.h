@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace qs::cli {
@@ -30,6 +31,11 @@ void printLine(const std::string& s);
 // Common options: --threads N (LibTorch intra-op threads, default = cores).
 void addThreadsOption(QCommandLineParser& parser);
 void applyThreadsOption(const QCommandLineParser& parser);
+
+// A progress callback for long runs: on a terminal, one self-overwriting line on stderr
+// ("analyze  42%  block 3: observing"), at most a few updates a second; elsewhere silent, so
+// piped output stays clean. Never cancels.
+std::function<bool(double, const std::string&)> terminalProgress(const std::string& what);
 
 int runInspect(const QStringList& args);
 int runEval(const QStringList& args);

@@ -49,9 +49,9 @@ int runEval(const QStringList& args) {
         q.compute = parseComputeOptions(req.device, req.dtype);
         q.evaluate = true;
         q.tokenizer = backend;
-        r = *runQuantization(q).perplexity;
+        r = *runQuantization(q, terminalProgress("eval")).perplexity;
     } else {
-        r = evaluateModelOnText(dir.toStdString(), req, {}, backend);
+        r = evaluateModelOnText(dir.toStdString(), req, terminalProgress("eval"), backend);
     }
     if (parser.isSet("json")) {
         printJson({{"tokens", r.tokens},

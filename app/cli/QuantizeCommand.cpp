@@ -29,7 +29,7 @@ int runQuantize(const QStringList& args) {
     applyThreadsOption(parser);
     QuantizationRequest q = requestFromOptions(parser, dir);
     q.outDir = parser.value("out").toStdString();
-    const QuantizationOutcome out = runQuantization(q);
+    const QuantizationOutcome out = runQuantization(q, terminalProgress("quantize"));
     const double seconds = std::accumulate(out.blockSeconds.begin(), out.blockSeconds.end(), 0.0);
     if (parser.isSet("json")) {
         printJson({{"out", q.outDir},

@@ -8,6 +8,7 @@
 #include "util/Error.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QtTest>
 
@@ -165,6 +166,90 @@ private Q_SLOTS:
         const std::string msg = errorOf([&] { TokenizerLoader::load(dir.toStdString()); });
         QVERIFY2(contains(msg, dir), msg.c_str());
         QVERIFY2(contains(msg, "does not exist"), msg.c_str());
+    }
+
+    // ---- hostile files (fuzz/regressions/fuzz_tokenizer_*): a clean qs::Error naming the file,
+    // the field and the limit, never another exception, a huge allocation or a wrapped id ----
+
+    void hostileTokenizerJson_data() {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<QString>("expected"); // in the message besides the path
+        // nlohmann throws out_of_range, not parse_error, for a number no double holds.
+        QTest::newRow("number beyond double") << tokenizerJson(
+            R"({"type": "BPE", "vocab": {"a": 1e400}, "merges": []})") << "not valid JSON";
+        // An id of 2^31 - 1 sized the id table at 2^31 strings (and overflowed maxId + 1).
+        QTest::newRow("vocab id int32 max")
+            << tokenizerJson(R"({"type": "BPE", "vocab": {"a": 2147483647}, "merges": []})")
+            << "kMaxTokenId";
+        QTest::newRow("vocab id beyond int32")
+            << tokenizerJson(R"({"type": "BPE", "vocab": {"a": 4294967296}, "merges": []})")
+            << "model.vocab";
+        QTest::newRow("negative added token id")
+            << QByteArray(R"({"added_tokens": [{"id": -7, "content": "x"}], "model": )" +
+                          kGoodModel + "}")
+            << "added_tokens[0].id";
+        QTest::newRow("post-processor BOS not a token")
+            << QByteArray(R"({"post_processor": {"type": "BertProcessing", "cls": ["<s>", 99999],
+                             "sep": ["</s>", 2]}, "model": )" +
+                          kGoodModel + "}")
+            << "post_processor";
+        QTest::newRow("nesting") << QByteArray("{\"model\": " + QByteArray(3000, '[') + "]")
+                                 << "kMaxJsonDepth";
+        QByteArray steps = R"({"type": "Sequence", "decoders": [)";
+        for (int i = 0; i < 300; ++i)
+            steps += QByteArray(i ? "," : "") + R"({"type": "Fuse"})";
+        QTest::newRow("too many decoder steps")
+            << QByteArray(R"({"decoder": )" + steps + R"(]}, "model": )" + kGoodModel + "}")
+            << "kMaxPipelineSteps";
+    }
+    void hostileTokenizerJson() {
+        QFETCH(QByteArray, json);
+        QFETCH(QString, expected);
+        const QString dir = qs::test::tempDir("tok-hostile");
+        const QString path = writeFile(dir, "tokenizer.json", json);
+        const std::string msg =
+            errorOf([&] { HfBpeTokenizer::fromTokenizerJson(path.toStdString()); });
+        QVERIFY2(contains(msg, path), msg.c_str());
+        QVERIFY2(contains(msg, expected), msg.c_str());
+    }
+
+    void manyAddedTokensLoadQuickly() {
+        // Each added token re-sorted its bucket: 20000 tokens sharing a first byte took minutes.
+        QByteArray added = "[";
+        for (int i = 0; i < 20000; ++i)
+            added += (i ? "," : "") + QByteArray(R"({"id": )") + QByteArray::number(3 + i) +
+                     R"(, "content": "<t)" + QByteArray::number(i) + R"(>", "special": true})";
+        const QString dir = qs::test::tempDir("tok-many-added");
+        const QString path = writeFile(
+            dir, "tokenizer.json",
+            R"({"added_tokens": )" + added + R"(], "model": )" + kGoodModel + "}");
+        QElapsedTimer timer;
+        timer.start();
+        const auto tok = HfBpeTokenizer::fromTokenizerJson(path.toStdString());
+        QVERIFY2(timer.elapsed() < 20000, qPrintable(QString::number(timer.elapsed())));
+        QCOMPARE(tok->encode("ab<t19999>b<t7>"), (std::vector<int32_t>{2, 20002, 1, 10}));
+    }
+
+    void configIdsDoNotWrapAround() {
+        // 4294967298 used to be read as int32 (2, a valid id): it is not a token id.
+        const QString dir = qs::test::tempDir("tok-wrap");
+        writeFile(dir, "tokenizer.json", tokenizerJson(kGoodModel));
+        writeFile(dir, "tokenizer_config.json", R"({"eos_token": "<missing>"})");
+        writeFile(dir, "config.json", R"({"eos_token_id": 4294967298, "bos_token_id": [-1]})");
+        const qs::LoadedTokenizer loaded =
+            TokenizerLoader::load(dir.toStdString(), TokenizerBackend::HuggingFace);
+        QCOMPARE(loaded.tokenizer->eosId(), -1);
+        QCOMPARE(loaded.tokenizer->bosId(), -1);
+    }
+
+    void loaderReportsNumberBeyondDouble() {
+        const QString dir = qs::test::tempDir("tok-loader-1e400");
+        writeFile(dir, "tokenizer.json", tokenizerJson(kGoodModel));
+        writeFile(dir, "tokenizer_config.json", R"({"model_max_length": 1e400})");
+        const std::string msg = errorOf(
+            [&] { TokenizerLoader::load(dir.toStdString(), TokenizerBackend::HuggingFace); });
+        QVERIFY2(contains(msg, dir + "/tokenizer_config.json"), msg.c_str());
+        QVERIFY2(contains(msg, "not valid JSON"), msg.c_str());
     }
 };
 
