@@ -8,12 +8,15 @@
 //
 // Paths, per spec (int4 g128 sym = Quark int4_wo_128's weight, uint4 g128 asym, int8 per-channel):
 //   fast     fakeQuantizeFast(x, spec, false, out) into a preallocated, pre-touched `out`
+//   plan     LayerPlan::quantizeWeight: what the calibration pipeline runs per weight (the fused
+//            loop, allocating, keeping the int32 codes for exporters)
 //   generic  fakeQuantize(x, spec): the public API (dispatches to the fused loop, allocates)
 //   chained  observeRange + computeParams + fakeQuantize(x, spec, params): plain ATen ops, what
 //            the fused loop replaces (docs/pitfalls.md measured ~0.5 GB/s for it); 20x slower,
 //            so it gets --chained-reps repetitions after one warm-up
 //   memcpy   std::memcpy of the same bytes into a pre-touched buffer, split over the same
 //            threads with at::parallel_for (one call when N = 1)
+#include "calib/LayerPlan.h"
 #include "quant/FastGroupQuant.h"
 #include "quant/QuantSpec.h"
 #include "quant/Quantize.h"
@@ -214,6 +217,14 @@ int main(int argc, char** argv) {
             for (const NamedSpec& s : all) {
                 row(s.name, "fast", medianSeconds(o.warmup, o.reps, [&] {
                         qs::quant::fakeQuantizeFast(x, s.spec, false, out);
+                    }));
+                // What the calibration pipeline calls per weight (LayerPlan::quantizeWeight):
+                // the fused pass that also keeps the int32 codes for exporters (allocating).
+                row(s.name, "plan", medianSeconds(o.warmup, o.reps, [&] {
+                        qs::LayerPlan plan;
+                        plan.scheme = qs::quant::QuantScheme{};
+                        plan.scheme->weight = s.spec;
+                        plan.quantizeWeight(x);
                     }));
                 row(s.name, "generic", medianSeconds(o.warmup, o.reps, [&] {
                         g_sink = qs::quant::fakeQuantize(x, s.spec).data_ptr<float>()[0];

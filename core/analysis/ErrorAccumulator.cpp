@@ -2,14 +2,79 @@
 
 #include "util/HostTensor.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
 namespace qs {
 
+namespace {
+
+// The six sums of one chunk, in double.
+struct ErrorSums {
+    double sse = 0, refSq = 0, valSq = 0, dot = 0, maxAbs = 0, rel = 0;
+};
+
+// CPU float32 fast path: one pass over both tensors instead of a dozen ATen ops with double
+// temporaries. Chunks of fixed length are summed in parallel and combined in chunk order, so
+// the result does not depend on the thread count.
+ErrorSums cpuErrorSums(const at::Tensor& value, const at::Tensor& reference, double eps) {
+    const at::Tensor a = value.contiguous(), r = reference.contiguous();
+    const float* pa = a.data_ptr<float>();
+    const float* pr = r.data_ptr<float>();
+    const int64_t n = a.numel();
+    constexpr int64_t kChunk = int64_t(1) << 15;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<ErrorSums> partial(static_cast<size_t>(chunks));
+    at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+            ErrorSums s;
+            const int64_t stop = std::min(n, (c + 1) * kChunk);
+            for (int64_t i = c * kChunk; i < stop; ++i) {
+                const double x = pa[i], y = pr[i], d = x - y, ad = std::fabs(d);
+                s.sse += d * d;
+                s.refSq += y * y;
+                s.valSq += x * x;
+                s.dot += x * y;
+                s.maxAbs = std::isnan(ad) || ad > s.maxAbs ? ad : s.maxAbs; // NaN propagates
+                s.rel += ad / (std::fabs(y) + eps);
+            }
+            partial[size_t(c)] = s;
+        }
+    });
+    ErrorSums total;
+    for (const ErrorSums& s : partial) {
+        total.sse += s.sse;
+        total.refSq += s.refSq;
+        total.valSq += s.valSq;
+        total.dot += s.dot;
+        total.maxAbs = std::isnan(s.maxAbs) || s.maxAbs > total.maxAbs ? s.maxAbs : total.maxAbs;
+        total.rel += s.rel;
+    }
+    return total;
+}
+
+} // namespace
+
 void ErrorAccumulator::add(const at::Tensor& value, const at::Tensor& reference) {
     if (value.numel() == 0)
         return;
+    if (value.device().is_cpu() && reference.device().is_cpu() &&
+        value.scalar_type() == at::kFloat && reference.scalar_type() == at::kFloat &&
+        value.numel() == reference.numel()) {
+        const ErrorSums s = cpuErrorSums(value, reference, kRelativeEps);
+        m_sse += s.sse;
+        m_refSq += s.refSq;
+        m_valSq += s.valSq;
+        m_dot += s.dot;
+        m_maxAbs = std::isnan(s.maxAbs) || s.maxAbs > m_maxAbs ? s.maxAbs : m_maxAbs;
+        m_rel += s.rel;
+        m_count += value.numel();
+        return;
+    }
     const at::Tensor a = value.to(at::kDouble).reshape(-1);
     const at::Tensor r = reference.to(at::kDouble).reshape(-1);
     const at::Tensor d = a - r;
@@ -21,7 +86,7 @@ void ErrorAccumulator::add(const at::Tensor& value, const at::Tensor& reference)
     m_refSq += s[1];
     m_valSq += s[2];
     m_dot += s[3];
-    m_maxAbs = std::max(m_maxAbs, s[4]);
+    m_maxAbs = std::isnan(s[4]) || s[4] > m_maxAbs ? s[4] : m_maxAbs;
     m_rel += s[5];
     m_count += a.numel();
 }
@@ -41,7 +106,52 @@ ErrorMetrics ErrorAccumulator::metrics() const {
     return m;
 }
 
+namespace {
+
+// CPU float32 fast path of histogramOf: one pass for the finite range, one for the counts
+// (bin = floor((v - lo) / (hi - lo) * bins), the top edge in the last bin, values outside
+// [lo, hi] clamped into the end bins as the ATen path clamps them).
+Histogram cpuHistogram(const at::Tensor& x, int64_t bins, double lo, double hi) {
+    Histogram h;
+    const at::Tensor c = x.contiguous();
+    const float* p = c.data_ptr<float>();
+    const int64_t n = c.numel();
+    if (lo == hi) {
+        double mn = std::numeric_limits<double>::infinity(), mx = -mn;
+        for (int64_t i = 0; i < n; ++i) {
+            if (!std::isfinite(p[i]))
+                continue;
+            mn = std::min(mn, double(p[i]));
+            mx = std::max(mx, double(p[i]));
+        }
+        if (mn > mx)
+            return h; // nothing finite
+        lo = mn;
+        hi = mx;
+        if (lo == hi) {
+            lo -= 0.5;
+            hi += 0.5;
+        }
+    }
+    h.lo = lo;
+    h.hi = hi;
+    h.counts.assign(size_t(bins), 0);
+    const double scale = double(bins) / (hi - lo);
+    for (int64_t i = 0; i < n; ++i) {
+        if (!std::isfinite(p[i]))
+            continue;
+        const double v = std::min(std::max(double(p[i]), lo), hi);
+        const auto b = std::min<int64_t>(bins - 1, int64_t((v - lo) * scale));
+        ++h.counts[size_t(b)];
+    }
+    return h;
+}
+
+} // namespace
+
 Histogram histogramOf(const at::Tensor& x, int64_t bins, double lo, double hi) {
+    if (x.device().is_cpu() && x.scalar_type() == at::kFloat && bins > 0)
+        return cpuHistogram(x, bins, lo, hi);
     Histogram h;
     const at::Tensor f = x.to(at::kFloat).reshape(-1);
     const at::Tensor finite = f.masked_select(at::isfinite(f));

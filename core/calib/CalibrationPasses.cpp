@@ -39,9 +39,12 @@ void setWeights(BlockRun& run, bool quantized) {
     }
 }
 
-at::Tensor forward(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
-                   BlockQuantHook::Mode mode, bool quantizedWeights, double from, double to,
-                   const std::string& what) {
+namespace {
+
+// The batch loop of every forward pass; `captures`, when given, receives each batch's captures.
+at::Tensor runBatches(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
+                      BlockQuantHook::Mode mode, bool quantizedWeights, double from, double to,
+                      const std::string& what, std::vector<BatchCapture>* captures) {
     setWeights(run, quantizedWeights);
     run.hook->setMode(mode);
     ForwardContext hooked = ctx;
@@ -51,9 +54,21 @@ at::Tensor forward(BlockRun& run, const at::Tensor& stream, const ForwardContext
     for (int64_t b = 0; b < rows; b += size) {
         run.progress->report(run.index, from + (to - from) * double(b) / double(rows), what);
         const int64_t n = std::min(size, rows - b);
+        run.hook->setCapture(captures != nullptr);
         out.narrow(0, b, n).copy_(run.block->forward(stream.narrow(0, b, n), hooked));
+        if (captures)
+            captures->push_back({run.hook->inputs(), run.hook->outputs()});
     }
+    run.hook->setCapture(false);
     return out;
+}
+
+} // namespace
+
+at::Tensor forward(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
+                   BlockQuantHook::Mode mode, bool quantizedWeights, double from, double to,
+                   const std::string& what) {
+    return runBatches(run, stream, ctx, mode, quantizedWeights, from, to, what, nullptr);
 }
 
 std::map<std::string, std::vector<at::Tensor>> captureInputs(BlockRun& run, const at::Tensor& stream,
@@ -99,9 +114,9 @@ void quantizeWeights(BlockRun& run) {
 }
 
 at::Tensor observeActivations(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
-                              bool quantizedWeights) {
-    return forward(run, stream, ctx, BlockQuantHook::Mode::Observe, quantizedWeights, 0.2, 0.5,
-                   "observing");
+                              bool quantizedWeights, std::vector<BatchCapture>* captures) {
+    return runBatches(run, stream, ctx, BlockQuantHook::Mode::Observe, quantizedWeights, 0.2, 0.5,
+                      "observing", captures);
 }
 
 void freeze(BlockRun& run) {
@@ -110,27 +125,36 @@ void freeze(BlockRun& run) {
 }
 
 void analyse(BlockRun& run, const at::Tensor& refStream, const at::Tensor& quantStream,
-             const ForwardContext& ctx, LayerAnalyzer& analyzer, at::Tensor& nextRef,
+             const ForwardContext& ctx, LayerAnalyzer& analyzer,
+             const std::vector<BatchCapture>& refCaptures, at::Tensor& nextRef,
              at::Tensor& nextQuant) {
     ForwardContext hooked = ctx;
     hooked.hook = run.hook;
     const int64_t rows = quantStream.size(0), size = batchRows(run, quantStream);
-    nextRef = at::empty_like(refStream);
+    const bool haveRefs = !refCaptures.empty();
+    if (!haveRefs)
+        nextRef = at::empty_like(refStream);
     nextQuant = at::empty_like(quantStream);
     BlockQuantHook& hook = *run.hook;
-    for (int64_t b = 0; b < rows; b += size) {
+    for (int64_t b = 0, batch = 0; b < rows; b += size, ++batch) {
         run.progress->report(run.index, 0.5 + 0.4 * double(b) / double(rows), "analysing");
         const int64_t n = std::min(size, rows - b);
-        setWeights(run, false);
-        hook.setMode(BlockQuantHook::Mode::Reference);
-        hook.setCapture(true);
-        nextRef.narrow(0, b, n).copy_(run.block->forward(refStream.narrow(0, b, n), hooked));
-        const std::map<std::string, at::Tensor> refIn = hook.inputs(), refOut = hook.outputs();
+        BatchCapture ref;
+        if (haveRefs) {
+            ref = refCaptures.at(size_t(batch));
+        } else {
+            setWeights(run, false);
+            hook.setMode(BlockQuantHook::Mode::Reference);
+            hook.setCapture(true);
+            nextRef.narrow(0, b, n).copy_(run.block->forward(refStream.narrow(0, b, n), hooked));
+            ref = {hook.inputs(), hook.outputs()};
+        }
         setWeights(run, true);
         hook.setMode(BlockQuantHook::Mode::Apply);
         hook.setCapture(true);
         nextQuant.narrow(0, b, n).copy_(run.block->forward(quantStream.narrow(0, b, n), hooked));
-        analyzer.addBatch(*run.plans, run.linears, refIn, refOut, hook.inputs(), hook.outputs());
+        analyzer.addBatch(*run.plans, run.linears, ref.inputs, ref.outputs, hook.inputs(),
+                          hook.outputs());
     }
     hook.setCapture(false);
 }

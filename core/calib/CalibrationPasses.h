@@ -34,6 +34,11 @@ private:
     int m_blocks;
 };
 
+// What the hook captured for one calibration batch: each linear's input and output.
+struct BatchCapture {
+    std::map<std::string, at::Tensor> inputs, outputs;
+};
+
 // One block as the passes see it.
 struct BlockRun {
     int index = 0;
@@ -76,18 +81,22 @@ void quantizeWeights(BlockRun& run);
 
 // 4. Observation: static quantizers see the block's activations over `stream`; with
 //    `quantizedWeights` false (float calibration) the block runs in full precision. Returns the
-//    block's outputs (unchanged by observation).
+//    block's outputs (unchanged by observation). With `captures`, each batch's linear inputs
+//    and outputs are kept there (the analysis of a float-calibrated block reuses them instead
+//    of running the full-precision block a second time).
 at::Tensor observeActivations(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
-                              bool quantizedWeights);
+                              bool quantizedWeights, std::vector<BatchCapture>* captures = nullptr);
 
 // 5. Freeze: static quantizers take their parameters from what they observed.
 void freeze(BlockRun& run);
 
-// 6. Analysis: each batch runs through the full-precision block (reference stream) and the
-//    quantized block (quantized stream), and the analyzer compares them layer by layer. Writes
-//    both streams' outputs into `nextRef` and `nextQuant`.
+// 6. Analysis: each batch runs through the quantized block (quantized stream) and, unless
+//    `refCaptures` already holds its full-precision captures (from observation), through the
+//    full-precision block (reference stream, output into `nextRef`); the analyzer compares them
+//    layer by layer. The quantized stream's outputs go into `nextQuant`.
 void analyse(BlockRun& run, const at::Tensor& refStream, const at::Tensor& quantStream,
-             const ForwardContext& ctx, LayerAnalyzer& analyzer, at::Tensor& nextRef,
+             const ForwardContext& ctx, LayerAnalyzer& analyzer,
+             const std::vector<BatchCapture>& refCaptures, at::Tensor& nextRef,
              at::Tensor& nextQuant);
 
 } // namespace pass

@@ -7,6 +7,21 @@
 
 namespace qs {
 
+namespace {
+
+// Bytes of every linear's input and output over the whole calibration stream, in the stream's
+// dtype: what keeping one pass's captures for the analysis costs.
+int64_t captureBytes(const std::vector<LayerPlan>& plans, const at::Tensor& stream) {
+    if (!stream.defined())
+        return 0;
+    int64_t perToken = 0;
+    for (const LayerPlan& p : plans)
+        perToken += p.shape[0] + p.shape[1];
+    return perToken * stream.size(0) * stream.size(1) * int64_t(stream.element_size());
+}
+
+} // namespace
+
 CalibrationPipeline::CalibrationPipeline(DecoderModel& model, LayerPlanner& planner,
                                          PipelineOptions options)
     : m_model(model), m_planner(planner), m_options(std::move(options)) {}
@@ -70,22 +85,31 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         bool observe = false;
         for (const LayerPlan& p : plans)
             observe = observe || p.needsObservation();
+        // An analysed run passes the full-precision block over the reference stream once: float
+        // calibration observes there, and the analysis reuses that pass's captures when they fit
+        // the memory budget.
+        const bool refPass = analyze && hasCalibration && (observe ? floatCalibration : true) &&
+                             captureBytes(plans, ref) <= m_options.maxCaptureBytes;
+        std::vector<BatchCapture> refCaptures;
         at::Tensor nextRef, nextQuant;
-        if (observe) {
-            if (!hasCalibration)
-                throw Error("calibration", "data",
-                            "block " + std::to_string(bi) +
-                                " has static quantizers but no calibration samples were given");
+        if (observe && !hasCalibration)
+            throw Error("calibration", "data",
+                        "block " + std::to_string(bi) +
+                            " has static quantizers but no calibration samples were given");
+        if (observe || refPass) {
             // Float calibration advances the reference stream in the same pass.
-            at::Tensor out = pass::observeActivations(run, observed, calibCtx, !floatCalibration);
-            if (floatCalibration)
+            const at::Tensor& stream = refPass ? ref : observed;
+            at::Tensor out = pass::observeActivations(run, stream, calibCtx,
+                                                      !(floatCalibration || refPass),
+                                                      refPass ? &refCaptures : nullptr);
+            if (floatCalibration || refPass)
                 nextRef = out;
         }
         pass::freeze(run);
 
         if (analyze && hasCalibration) {
             LayerAnalyzer analyzer(plans);
-            pass::analyse(run, ref, quant, calibCtx, analyzer, nextRef, nextQuant);
+            pass::analyse(run, ref, quant, calibCtx, analyzer, refCaptures, nextRef, nextQuant);
             analyzer.finish(plans);
         } else {
             if (needRef && !nextRef.defined())
@@ -95,6 +119,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
                 nextQuant = pass::forward(run, quant, calibCtx, BlockQuantHook::Mode::Apply, true,
                                           0.5, 0.9, "propagating");
         }
+        refCaptures.clear();
         if (evalStream.defined())
             evalStream = pass::forward(run, evalStream, evalCtx, BlockQuantHook::Mode::Apply, true,
                                        0.9, 0.97, "evaluating");

@@ -19,6 +19,10 @@ struct PipelineOptions {
     CalibrationMode mode = CalibrationMode::Float; // what static observers see (Recipe.h)
     bool analyze = false;          // per-layer report (a full-precision reference stream too)
     int64_t maxBatchTokens = 2048; // tokens per forward batch (bounds activation temporaries)
+    // An analysed run keeps the full-precision pass's captures (every linear's input and output
+    // over the calibration set, for one block) when they fit here; otherwise it runs the
+    // full-precision block a second time after freezing.
+    int64_t maxCaptureBytes = int64_t(1) << 30;
     // Keep every block's plans (weights, codes, frozen quantizers) in the result, for runs that
     // reuse one calibration (sensitivity). Otherwise a block's tensors go with the block.
     bool keepPlans = false;

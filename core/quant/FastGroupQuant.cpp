@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <cfloat>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -246,7 +247,17 @@ FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, boo
     return r;
 }
 
+namespace {
+std::atomic<bool> g_fusedStatic{true};
+} // namespace
+
+void setFusedStaticKernelEnabled(bool enabled) {
+    g_fusedStatic = enabled;
+}
+
 bool fastParamsPathApplies(const at::Tensor& x, const QuantSpec& spec, const QuantParams& params) {
+    if (!g_fusedStatic)
+        return false;
     if (!x.defined() || x.scalar_type() != at::kFloat || !x.device().is_cpu() || x.numel() == 0)
         return false;
     if (traits(spec.dtype).encoding != Encoding::Int || !params.scale.defined() ||

@@ -35,6 +35,9 @@ FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, boo
 // parameters, for per-tensor specs and the contiguous group layouts above. Bit-identical to
 // fakeQuantize(x, spec, params) (the same IEEE operations in the same order).
 bool fastParamsPathApplies(const at::Tensor& x, const QuantSpec& spec, const QuantParams& params);
+// On by default. Benchmarks switch the static kernel off to time the ATen path it replaces in
+// the same run (bench/bench_engine.cpp); the results are the same bits either way.
+void setFusedStaticKernelEnabled(bool enabled);
 at::Tensor fakeQuantizeFastWithParams(const at::Tensor& x, const QuantSpec& spec,
                                       const QuantParams& params);
 
