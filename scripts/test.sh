@@ -18,3 +18,9 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import safetensors" 2>/de
 fi
 export QT_QPA_PLATFORM=offscreen
 ctest --preset release -j2 --timeout 900
+# The headless configuration a GPU server builds (no Qt Widgets, no sentencepiece): it must
+# configure, build and pass too. Its objects are the release build's (ccache), so this costs
+# mostly links and the core suites a second time.
+[ -f build/headless/build.ninja ] || cmake --preset headless >/dev/null
+cmake --build --preset headless -j"$(nproc)"
+ctest --preset headless -j2 --timeout 900

@@ -68,6 +68,9 @@ private:
 
 private Q_SLOTS:
     void initTestCase() {
+        if (!QS_HAVE_SENTENCEPIECE_PLUGIN)
+            QSKIP("built without libsentencepiece (QS_WITH_SENTENCEPIECE=OFF): there is no "
+                  "plugin to compare with tokenizer.json");
         m_sp = TokenizerLoader::load(modelDir(), TokenizerBackend::SentencePiece);
         m_hf = TokenizerLoader::load(modelDir(), TokenizerBackend::HuggingFace);
         QVERIFY(m_sp.tokenizer);
