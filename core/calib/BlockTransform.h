@@ -29,7 +29,10 @@ struct BlockTransformInput {
 // captured and before its weights are quantized (CalibrationPipeline.h). This is where
 // SmoothQuant and AWQ rescale and GPTQ's Hessians are gathered; a transform records its name in
 // each plan it changes (LayerPlan::transforms) and may replace the weights of the block's linears
-// (the new weights become the plans' reference weights). Versioned with the recipe's
+// (the new weights become the plans' reference weights). A transform that chooses the integer
+// codes itself (GPTQ) fills the plan's `weight` in (reference, dequantized, codes with scales
+// and zero points); the weight pass then leaves that plan alone and round-to-nearest quantizes
+// the others. Versioned with the recipe's
 // "algorithms" list: every algorithm a recipe names must have a transform, or the run is refused.
 class BlockTransform {
 public:

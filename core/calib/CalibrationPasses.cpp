@@ -99,7 +99,9 @@ void quantizeWeights(BlockRun& run) {
     run.progress->report(run.index, 0.15, "quantizing weights");
     for (size_t i = 0; i < plans.size(); ++i) {
         LayerPlan& p = plans[i];
-        p.quantizeWeight(run.linears[i]->weight);
+        // A transform that chooses the codes itself (GPTQ) has filled the weight in already.
+        if (!p.weight.dequantized.defined())
+            p.quantizeWeight(run.linears[i]->weight);
         p.createActivationQuantizers();
         LayerReport& rep = p.report;
         rep.name = p.name;

@@ -75,8 +75,9 @@ std::map<std::string, std::vector<at::Tensor>> captureInputs(BlockRun& run, cons
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
                      const std::map<std::string, std::vector<at::Tensor>>& captured);
 
-// 3. Weight quantization: each plan quantizes its linear's current weight (codes, scales and
-//    zero points kept) and creates its activation quantizers; fills the report header.
+// 3. Weight quantization: each plan quantizes its linear's current weight round-to-nearest
+//    (codes, scales and zero points kept) unless a transform quantized it already, and creates
+//    its activation quantizers; fills the report header.
 void quantizeWeights(BlockRun& run);
 
 // 4. Observation: static quantizers see the block's activations over `stream`; with

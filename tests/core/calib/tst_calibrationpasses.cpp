@@ -48,6 +48,23 @@ public:
     std::vector<at::Tensor> m_originals;
 };
 
+// Chooses q_proj's quantized weight itself, as GPTQ does (here: all zeros, unmistakable).
+class CodeChoosingTransform : public qs::BlockTransform {
+public:
+    std::string name() const override { return "chooser"; }
+    void apply(qs::BlockTransformInput& in) override {
+        std::vector<qs::LinearLayer*> linears = in.block.linears();
+        for (size_t i = 0; i < linears.size(); ++i) {
+            if (linears[i]->kind != "q_proj")
+                continue;
+            qs::LayerPlan& p = in.plans[i];
+            p.weight.reference = linears[i]->weight;
+            p.weight.dequantized = at::zeros_like(linears[i]->weight);
+            p.transforms.push_back(name());
+        }
+    }
+};
+
 } // namespace
 
 class TestCalibrationPasses : public QObject {
@@ -119,6 +136,28 @@ private Q_SLOTS:
                                                   recipe.global->weight)));
         QVERIFY(o.weight.codes.has_value());
         QVERIFY(r.plans.at(1).at(0).transforms.empty());
+    }
+
+    void weightsChosenByATransformAreKept() {
+        c10::InferenceMode guard;
+        const qs::ModelHandle h = qs::openModelHandle(m_model.toStdString());
+        auto model = h.instantiate({});
+        qs::Recipe recipe;
+        recipe.global = qs::quant::resolveScheme("int4_wo_32");
+        qs::LayerPlanner planner = qs::LayerPlanner::forRecipe(recipe);
+        qs::PipelineOptions options;
+        options.transforms = {std::make_shared<CodeChoosingTransform>()};
+        options.keepPlans = true;
+        qs::CalibrationPipeline pipeline(*model, planner, options);
+        const qs::PipelineResult r = pipeline.run(at::zeros({0, 2}, at::kLong), {});
+        for (const auto& block : r.plans) {
+            for (const qs::LayerPlan& p : block) {
+                if (p.kind == "q_proj")
+                    QVERIFY(at::equal(p.weight.dequantized, at::zeros_like(p.weight.reference)));
+                else
+                    QVERIFY(!at::equal(p.weight.dequantized, p.weight.reference)); // RTN ran
+            }
+        }
     }
 
     void unhonouredRecipeFieldsAreRefusedBeforeWork() {
