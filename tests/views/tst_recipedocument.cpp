@@ -95,6 +95,7 @@ private Q_SLOTS:
         step([&] { doc.setCalibrationSamples(8); });
         step([&] { doc.setCalibrationSeqLen(128); });
         step([&] { doc.setCalibrationSeed(7); });
+        step([&] { doc.setCalibrationMode(QStringLiteral("sequential")); });
         step([&] { doc.setEvaluationData(QStringLiteral("/data/eval.txt")); });
         step([&] { doc.setEvaluationSeqLen(256); });
         step([&] { doc.setEvaluationMaxWindows(4); });
@@ -263,6 +264,17 @@ private Q_SLOTS:
 
         doc.setCalibrationSamples(8);
         QCOMPARE(panel.calibrationSamplesBox()->value(), 8);
+
+        // Calibration mode: Quark's float by default, both ways between panel and document.
+        QComboBox* mode = panel.calibrationModeBox();
+        QCOMPARE(mode->currentData().toString(), QStringLiteral("float"));
+        mode->setCurrentIndex(mode->findData(QStringLiteral("sequential")));
+        Q_EMIT mode->activated(mode->currentIndex());
+        QCOMPARE(doc.recipe().calibration.mode, qs::CalibrationMode::Sequential);
+        doc.undoStack()->undo();
+        QCOMPARE(mode->currentData().toString(), QStringLiteral("float"));
+        QVERIFY_THROWS_EXCEPTION(qs::Error, doc.setCalibrationMode(QStringLiteral("greedy")));
+        QCOMPARE(doc.recipe().calibration.mode, qs::CalibrationMode::Float);
     }
 
     void algorithmsAreShownDisabled() {
