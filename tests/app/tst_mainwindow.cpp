@@ -185,7 +185,10 @@ private Q_SLOTS:
         bool ok = false;
         const double ppl = eval->resultLabel(QStringLiteral("perplexity"))->text().toDouble(&ok);
         QVERIFY2(ok, qPrintable(eval->statusLabel()->text()));
-        QVERIFY2(std::abs(ppl - 5.7471) / 5.7471 < 2e-4, qPrintable(QString::number(ppl, 'f', 6)));
+        // The protocol's agreement with the reference is 1e-4 relative (docs/evaluation.md); the
+        // label shows 4 decimals, which adds at most 0.00005 / 5.7471 < 1e-5.
+        QVERIFY2(std::abs(ppl - 5.7471) / 5.7471 < 1e-4 + 1e-5,
+                 qPrintable(QString::number(ppl, 'f', 6)));
         QCOMPARE(eval->resultLabel(QStringLiteral("windows"))->text(),
                  QStringLiteral("44 × 256 tokens"));
         QVERIFY2(stalls.longestMs() < 1000,
