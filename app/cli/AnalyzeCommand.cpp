@@ -60,6 +60,7 @@ int runAnalyze(const QStringList& args) {
     // The analysis first: it checks the recipe, the model and the calibration data before the
     // (longer) sensitivity study starts.
     const QuantizationOutcome out = runQuantization(q, terminalProgress("analyze"));
+    printWarnings("analyze", out.warnings);
     std::optional<SensitivityResult> sens;
     if (parser.isSet("sensitivity")) {
         QuantizationRequest s = q;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace qs::cli {
 
@@ -36,6 +37,9 @@ void applyThreadsOption(const QCommandLineParser& parser);
 // ("analyze  42%  block 3: observing"), at most a few updates a second; elsewhere silent, so
 // piped output stays clean. Never cancels.
 std::function<bool(double, const std::string&)> terminalProgress(const std::string& what);
+
+// "quantscope-cli <command>: warning: <text>" on stderr for each warning of a run.
+void printWarnings(const std::string& command, const std::vector<std::string>& warnings);
 
 int runInspect(const QStringList& args);
 int runEval(const QStringList& args);

@@ -49,9 +49,16 @@ int runEval(const QStringList& args) {
         q.compute = parseComputeOptions(req.device, req.dtype);
         q.evaluate = true;
         q.tokenizer = backend;
-        r = *runQuantization(q, terminalProgress("eval")).perplexity;
+        const QuantizationOutcome out = runQuantization(q, terminalProgress("eval"));
+        printWarnings("eval", out.warnings);
+        r = *out.perplexity;
     } else {
-        r = evaluateModelOnText(dir.toStdString(), req, terminalProgress("eval"), backend);
+        if (parser.isSet("save-recipe"))
+            throw UsageError{"--save-recipe: nothing to record without a scheme or --recipe"};
+        std::vector<std::string> warnings;
+        r = evaluateModelOnText(dir.toStdString(), req, terminalProgress("eval"), backend,
+                                &warnings);
+        printWarnings("eval", warnings);
     }
     if (parser.isSet("json")) {
         printJson({{"tokens", r.tokens},

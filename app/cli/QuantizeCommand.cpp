@@ -30,6 +30,7 @@ int runQuantize(const QStringList& args) {
     QuantizationRequest q = requestFromOptions(parser, dir);
     q.outDir = parser.value("out").toStdString();
     const QuantizationOutcome out = runQuantization(q, terminalProgress("quantize"));
+    printWarnings("quantize", out.warnings);
     const double seconds = std::accumulate(out.blockSeconds.begin(), out.blockSeconds.end(), 0.0);
     if (parser.isSet("json")) {
         printJson({{"out", q.outDir},

@@ -9,7 +9,9 @@
 
 #include <QCoreApplication>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 namespace {
@@ -63,7 +65,14 @@ int main(int argc, char** argv) {
     }
     args.removeAt(0); // QCommandLineParser expects the program name first: use the command's
     try {
-        return it->second(args);
+        const int code = it->second(args);
+        // A report cut short by a full disk or a closed pipe is a failure, not a success.
+        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+            std::fprintf(stderr, "quantscope-cli %s: error: writing the output failed: %s\n",
+                         qPrintable(name), std::strerror(errno));
+            return qs::cli::kExitFailure;
+        }
+        return code;
     } catch (const qs::cli::UsageError& e) {
         std::fprintf(stderr, "quantscope-cli %s: %s\n(see 'quantscope-cli %s --help')\n",
                      qPrintable(name), e.message.c_str(), qPrintable(name));

@@ -597,6 +597,8 @@ void MainWindow::onRunFinished(int job, const RunSummary& summary) {
     if (!summary.skipped.empty())
         status += tr("; %n unfit layer(s) left unquantized", nullptr,
                      static_cast<int>(summary.skipped.size()));
+    for (const std::string& w : summary.warnings)
+        status += QStringLiteral("\n") + tr("Warning: %1").arg(QString::fromStdString(w));
     m_runPanel->setIdle(status);
     statusBar()->showMessage(status, StatusMessageMs);
     updateBusy();

@@ -4,6 +4,7 @@
 #include "eval/TextEvaluation.h"
 #include "export/FakeQuantCheckpointWriter.h"
 #include "io/JsonFields.h"
+#include "recipe/LayerPattern.h"
 #include "recipe/Provenance.h"
 #include "util/Error.h"
 
@@ -24,6 +25,32 @@ void checkExportTargets(const Recipe& recipe) {
             throw Error("recipe", "export_targets[" + std::to_string(i) + "]",
                         "the engine cannot write '" + recipe.exportTargets[i] +
                             "' yet (it writes hf_fake, the fake-quantized checkpoint)");
+}
+
+// Patterns of the recipe that match none of the model's quantizable linears: almost always a
+// typo, and otherwise silently without effect.
+void warnUnmatchedPatterns(const Recipe& recipe, const ModuleNode& tree,
+                           std::vector<std::string>& warnings) {
+    std::vector<const ModuleNode*> nodes;
+    tree.collect("linear", nodes);
+    auto matchesAny = [&](const std::string& pattern) {
+        for (const ModuleNode* n : nodes)
+            if (n->blockIndex >= 0 && matchesLayerPattern(pattern, n->name))
+                return true;
+        return false;
+    };
+    // The LM head stays in full precision whatever the recipe says; excluding it, as Quark's
+    // commands do, is no mistake.
+    for (size_t i = 0; i < recipe.exclude.size(); ++i)
+        if (!matchesAny(recipe.exclude[i]) && recipe.exclude[i] != "lm_head" &&
+            recipe.exclude[i] != "*lm_head")
+            warnings.push_back("exclude[" + std::to_string(i) + "] '" + recipe.exclude[i] +
+                               "' matches no quantizable layer");
+    for (size_t i = 0; i < recipe.layerOverrides.size(); ++i)
+        if (!matchesAny(recipe.layerOverrides[i].pattern))
+            warnings.push_back("layer_overrides[" + std::to_string(i) + "] '" +
+                               recipe.layerOverrides[i].pattern +
+                               "' matches no quantizable layer");
 }
 
 } // namespace
@@ -55,6 +82,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     if (recipe.provenance.modelConfigHash.empty())
         recipe.provenance = fresh;
 
+    warnUnmatchedPatterns(recipe, tree, prep.warnings);
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
     const bool needCalib = req.analyze || prep.planner->needsCalibration(tree);
@@ -95,6 +123,12 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         checkTokenIds(ids, handle.config, recipe.calibration.dataPath);
         prep.calibration = calibrationSamples(ids, recipe.calibration.numSamples, seq,
                                               recipe.calibration.seed, recipe.calibration.dataPath);
+        if (prep.calibration.size(0) < recipe.calibration.numSamples)
+            prep.warnings.push_back(
+                "calibration: " + recipe.calibration.dataPath + " holds " +
+                std::to_string(prep.calibration.size(0)) + " windows of " + std::to_string(seq) +
+                " tokens, fewer than the " + std::to_string(recipe.calibration.numSamples) +
+                " asked; calibrating on " + std::to_string(prep.calibration.size(0)));
     } else {
         prep.calibration = at::zeros({0, 2}, at::kLong); // weight-only: nothing to observe
     }
@@ -106,6 +140,12 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         prep.evalTokens = int64_t(ids.size());
         prep.evaluation = evaluationWindows(ids, evalSeq, recipe.evaluation.maxWindows,
                                             recipe.evaluation.dataPath);
+        if (recipe.evaluation.maxWindows > prep.evaluation.size(0))
+            prep.warnings.push_back(
+                "evaluation: " + recipe.evaluation.dataPath + " holds " +
+                std::to_string(prep.evaluation.size(0)) + " windows of " +
+                std::to_string(evalSeq) + " tokens, fewer than the " +
+                std::to_string(recipe.evaluation.maxWindows) + " asked");
     }
     prep.model = handle.instantiate(req.compute);
     return prep;
@@ -161,6 +201,7 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     if (writer)
         writer->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
 
+    outcome.warnings = prep.warnings;
     outcome.skipped = result.skipped;
     outcome.blockSeconds = result.blockSeconds;
     outcome.plans = std::move(result.plans);
@@ -178,14 +219,18 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
 }
 
 PerplexityResult evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
-                                     const PipelineProgress& progress, TokenizerBackend backend) {
+                                     const PipelineProgress& progress, TokenizerBackend backend,
+                                     std::vector<std::string>* warnings) {
     QuantizationRequest q;
     q.modelDir = modelDir;
     q.recipe.evaluation = request.evaluation; // no scheme: nothing is quantized
     q.compute = parseComputeOptions(request.device, request.dtype);
     q.evaluate = true;
     q.tokenizer = backend;
-    return *runQuantization(q, progress).perplexity;
+    QuantizationOutcome out = runQuantization(q, progress);
+    if (warnings)
+        *warnings = std::move(out.warnings);
+    return *out.perplexity;
 }
 
 } // namespace qs

@@ -37,6 +37,7 @@ struct QuantizationOutcome {
     std::vector<std::string> skipped; // unfit layers left unquantized ("skip" policy)
     std::vector<double> blockSeconds;
     std::vector<std::vector<LayerPlan>> plans; // keepPlans only
+    std::vector<std::string> warnings;         // PreparedRun::warnings
 };
 
 // A request checked and made ready: the recipe validated (provenance filled in), the model
@@ -52,6 +53,9 @@ struct PreparedRun {
     at::Tensor evaluation;    // int64 [W, L'] or undefined
     int64_t evalTokens = 0;   // tokens of the whole evaluation text
     std::unique_ptr<DecoderModel> model;
+    // What the run does differently from what was asked, said once (the CLI prints them, the
+    // GUI shows them): patterns that match no layer, fewer windows than asked.
+    std::vector<std::string> warnings;
 };
 PreparedRun prepareRun(const QuantizationRequest& request, const PipelineProgress& progress = {});
 
@@ -67,8 +71,10 @@ QuantizationOutcome runQuantization(const QuantizationRequest& request,
 
 // The full-precision perplexity of a model on a text: runQuantization with a recipe that
 // quantizes nothing.
+// `warnings`, when given, receives the run's warnings (PreparedRun::warnings).
 PerplexityResult evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
                                      const PipelineProgress& progress = {},
-                                     TokenizerBackend backend = TokenizerBackend::Auto);
+                                     TokenizerBackend backend = TokenizerBackend::Auto,
+                                     std::vector<std::string>* warnings = nullptr);
 
 } // namespace qs

@@ -223,6 +223,7 @@ int Engine::run(const RunRequest& request) {
             summary.recipe = out.recipe;
             summary.quantized = out.perplexity;
             summary.skipped = out.skipped;
+            summary.warnings = out.warnings;
             summary.blockSeconds = out.blockSeconds;
             summary.outDir = q.outDir;
         }

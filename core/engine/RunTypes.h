@@ -32,7 +32,8 @@ struct RunSummary {
     std::optional<PerplexityResult> fp;        // Evaluate
     std::optional<PerplexityResult> quantized; // Evaluate
     std::optional<SensitivityResult> sensitivity;
-    std::vector<std::string> skipped; // unfit layers left unquantized
+    std::vector<std::string> skipped;  // unfit layers left unquantized
+    std::vector<std::string> warnings; // what the run did differently from what was asked
     std::vector<double> blockSeconds;
     std::string outDir;
     double seconds = 0.0;

@@ -153,8 +153,10 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// ASCII only, whatever the process locale (Qt applications switch to the user's): matching is
+// bytewise, as std::regex<char> in the "C" locale.
 bool isWordByte(unsigned char c) {
-    return std::isalnum(c) || c == '_';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
 ByteSet classSet(char c) {
@@ -415,7 +417,7 @@ private:
         }
         if (c >= '1' && c <= '9')
             fail(std::string("backreference \\") + c + " is not supported");
-        if (std::isalnum(static_cast<unsigned char>(c)))
+        if (c != '_' && isWordByte(static_cast<unsigned char>(c)))
             fail(std::string("unsupported escape \\") + c);
         return one(static_cast<unsigned char>(c)); // an escaped punctuation character is literal
     }
@@ -489,7 +491,7 @@ public:
                                    " characters");
         const RegexNode root = RegexParser(expression).parse();
         m_states.push_back({State::Match, {}, -1, -1, 0});
-        m_start = compile(root, 0, 0);
+        m_start = compile(root, 0);
     }
 
     bool fullMatch(const std::string& name) const {
@@ -533,7 +535,7 @@ private:
 
     // Compiles `node` so that matching it continues at state `next`; returns its entry state.
     // Recursion follows the parse tree, whose depth the parser bounds.
-    int compile(const RegexNode& node, int next, int depth) {
+    int compile(const RegexNode& node, int next) {
         switch (node.kind) {
         case RegexNode::Empty:
             return next;
@@ -543,13 +545,12 @@ private:
             return add({State::Assert, {}, next, -1, node.assertion});
         case RegexNode::Concat:
             for (auto it = node.children.rbegin(); it != node.children.rend(); ++it)
-                next = compile(*it, next, depth + 1);
+                next = compile(*it, next);
             return next;
         case RegexNode::Alt: {
-            int entry = compile(node.children.back(), next, depth + 1);
+            int entry = compile(node.children.back(), next);
             for (size_t i = node.children.size() - 1; i-- > 0;)
-                entry =
-                    add({State::Split, {}, compile(node.children[i], next, depth + 1), entry, 0});
+                entry = add({State::Split, {}, compile(node.children[i], next), entry, 0});
             return entry;
         }
         case RegexNode::Repeat: {
@@ -558,15 +559,15 @@ private:
             if (node.max < 0) {
                 // A loop: the split state enters the body (which returns to it) or leaves.
                 const int loop = add({State::Split, {}, -1, next, 0});
-                m_states[size_t(loop)].out = compile(body, loop, depth + 1);
+                m_states[size_t(loop)].out = compile(body, loop);
                 entry = loop;
             } else {
                 // Optional copies, each one able to skip straight to `next`.
                 for (int i = node.min; i < node.max; ++i)
-                    entry = add({State::Split, {}, compile(body, entry, depth + 1), next, 0});
+                    entry = add({State::Split, {}, compile(body, entry), next, 0});
             }
             for (int i = 0; i < node.min; ++i)
-                entry = compile(body, entry, depth + 1);
+                entry = compile(body, entry);
             return entry;
         }
         }

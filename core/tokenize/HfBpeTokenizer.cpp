@@ -89,7 +89,8 @@ int32_t findTemplateBos(const json& node, const std::string& source,
                         const std::function<int32_t(const std::string&)>& lookup) {
     if (!node.is_object())
         return -1;
-    const std::string type = node.value("type", std::string());
+    // Checked accessors throughout: json::value() throws nlohmann's type_error on a wrong type.
+    const std::string type = hfjson::stringOr(node, "type", "", source, "post_processor");
     if (type == "Sequence" && node.contains("processors") && node["processors"].is_array()) {
         for (const json& p : node["processors"]) {
             const int32_t id = findTemplateBos(p, source, lookup);
@@ -107,10 +108,12 @@ int32_t findTemplateBos(const json& node, const std::string& source,
     const json& first = node["single"][0];
     if (!first.is_object() || !first.contains("SpecialToken"))
         return -1;
-    const std::string name = first["SpecialToken"].value("id", std::string());
+    const std::string name =
+        hfjson::stringOr(first["SpecialToken"], "id", "", source, "post_processor.single[0]");
     const json* specials = node.contains("special_tokens") ? &node["special_tokens"] : nullptr;
-    if (specials && specials->is_object() && specials->contains(name)) {
-        const json& ids = (*specials)[name].value("ids", json::array());
+    if (specials && specials->is_object() && specials->contains(name) &&
+        (*specials)[name].is_object() && (*specials)[name].contains("ids")) {
+        const json& ids = (*specials)[name]["ids"];
         if (ids.is_array() && !ids.empty() && ids[0].is_number_integer())
             return hfjson::tokenId(ids[0], source, "post_processor.special_tokens", "BOS id");
     }

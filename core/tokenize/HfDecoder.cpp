@@ -86,8 +86,10 @@ void HfDecoder::parse(const nlohmann::json& node, const std::string& source,
         Step s{Kind::Strip, hfjson::stringOr(node, "content", " ", source, field)};
         if (utf8::decode(s.a).size() != 1)
             throw Error(source, field + ".content", "expected one character");
-        s.start = node.value("start", size_t{0});
-        s.stop = node.value("stop", size_t{0});
+        // Counts of characters; node.value() threw nlohmann's type_error for a non-number
+        // (found by fuzz_tokenizer_json).
+        s.start = hfjson::countOr(node, "start", 0, 1 << 20, source, field);
+        s.stop = hfjson::countOr(node, "stop", 0, 1 << 20, source, field);
         m_steps.push_back(s);
     } else if (type == "Metaspace") {
         Step s{Kind::Metaspace,

@@ -99,6 +99,21 @@ inline bool boolOr(const nlohmann::json& node, const char* key, bool fallback,
     return node.at(key).get<bool>();
 }
 
+// A non-negative integer no larger than `max`, or `fallback` when absent or null.
+inline size_t countOr(const nlohmann::json& node, const char* key, size_t fallback, size_t max,
+                      const std::string& source, const std::string& field) {
+    if (!node.is_object() || !node.contains(key) || node.at(key).is_null())
+        return fallback;
+    const nlohmann::json& v = node.at(key);
+    const bool inRange = v.is_number_unsigned() ? v.get<uint64_t>() <= max
+                                                : v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                                                      uint64_t(v.get<int64_t>()) <= max;
+    if (!inRange)
+        throw Error(source, join(field, key),
+                    "expected an integer in [0, " + std::to_string(max) + "], got " + v.dump());
+    return size_t(v.get<uint64_t>());
+}
+
 inline std::string typeOf(const nlohmann::json& node, const std::string& source,
                           const std::string& field) {
     if (!node.is_object())

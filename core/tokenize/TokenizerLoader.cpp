@@ -87,7 +87,9 @@ int32_t firstId(const json& v) {
 bool postProcessorAddsBos(const json& node) {
     if (!node.is_object())
         return false;
-    const std::string type = node.value("type", std::string());
+    const auto typeIt = node.find("type");
+    const std::string type =
+        typeIt != node.end() && typeIt->is_string() ? typeIt->get<std::string>() : std::string();
     if (type == "Sequence" && node.contains("processors") && node["processors"].is_array()) {
         for (const json& p : node["processors"]) {
             if (postProcessorAddsBos(p))

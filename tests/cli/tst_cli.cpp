@@ -4,6 +4,7 @@
 #include <QJsonDocument>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QFileInfo>
 #include <QProcess>
 #include <QtTest>
 
@@ -158,6 +159,40 @@ private Q_SLOTS:
         const double pQ = QJsonDocument::fromJson(q.out).object()["perplexity"].toDouble();
         QVERIFY2(pQ > pFp * 1.01 && pQ < pFp * 1.5,
                  qPrintable(QString("%1 vs %2").arg(pQ).arg(pFp)));
+    }
+
+    // A report that cannot be written in full is a failure (here: stdout on a full device).
+    void fullStdoutFails() {
+        if (!QFileInfo::exists(QStringLiteral("/dev/full")))
+            QSKIP("this platform has no /dev/full");
+        QProcess p;
+        p.setStandardOutputFile(QStringLiteral("/dev/full"));
+        p.start(qs::test::binDir() + "/quantscope-cli",
+                {"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
+                 "--seq-len", "256", "--max-windows", "2", "--json"});
+        QVERIFY(p.waitForFinished(600000));
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(p.readAllStandardError().contains("No space left on device"), "no OS reason");
+    }
+
+    // Nothing silent: patterns without a layer and fewer windows than asked are warnings;
+    // --save-recipe with nothing to record is a command-line error.
+    void silentNoOpsAreReported() {
+        const QString eval = qs::test::sharedPath("data/tinystories-eval.txt");
+        const QString calib = qs::test::sharedPath("data/tinystories-calib.txt");
+        Run r = cli({"eval", m_model, "--data", eval, "--seq-len", "256", "--max-windows", "100",
+                     "--quant-scheme", "int8", "--calib-data", calib, "--num-calib-data", "128",
+                     "--exclude-layers", "*dwn_proj", "lm_head", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.err.contains("warning: exclude[0] '*dwn_proj' matches no quantizable layer"),
+                 r.err);
+        QVERIFY2(!r.err.contains("exclude[1]"), r.err); // lm_head: full precision anyway
+        QVERIFY2(r.err.contains("holds 7 windows of 512 tokens, fewer than the 128 asked"), r.err);
+        QVERIFY2(r.err.contains("holds 44 windows of 256 tokens, fewer than the 100 asked"), r.err);
+        r = cli({"eval", m_model, "--data", eval, "--save-recipe",
+                 qs::test::tempDir("cli-save") + "/r.json"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("nothing to record"), r.err);
     }
 
     void unknownSchemeListsValidNames() {
