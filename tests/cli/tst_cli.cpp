@@ -4,6 +4,7 @@
 #include <QJsonDocument>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QDir>
 #include <QFileInfo>
 #include <QProcess>
 #include <QtTest>
@@ -173,6 +174,31 @@ private Q_SLOTS:
         QVERIFY(p.waitForFinished(600000));
         QCOMPARE(p.exitCode(), 1);
         QVERIFY2(p.readAllStandardError().contains("No space left on device"), "no OS reason");
+    }
+
+    // A recipe that cannot be written in full fails and leaves nothing under its name. The full
+    // disk is simulated with a file-size limit of 0 blocks (writes fail with EFBIG).
+    void unwritableRecipeFailsAndLeavesNothing() {
+        const QString out = qs::test::tempDir("cli-full") + "/recipe.json";
+        QProcess p;
+        p.start(QStringLiteral("/bin/bash"),
+                {"-c", "ulimit -f 0; trap '' XFSZ; exec \"$0\" \"$@\"",
+                 qs::test::binDir() + "/quantscope-cli", "recipe", "--help"});
+        QVERIFY(p.waitForFinished(60000));
+        if (p.exitCode() != 0)
+            QSKIP("cannot run the CLI under a file-size limit here");
+        p.start(QStringLiteral("/bin/bash"),
+                {"-c", "ulimit -f 0; trap '' XFSZ; exec \"$0\" \"$@\"",
+                 qs::test::binDir() + "/quantscope-cli", "eval", m_model, "--data",
+                 qs::test::sharedPath("data/tinystories-eval.txt"), "--seq-len", "256",
+                 "--max-windows", "1", "--quant-scheme", "int4_wo_32", "--exclude-layers",
+                 "*down_proj", "--save-recipe", out});
+        QVERIFY(p.waitForFinished(600000));
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains("recipe.json") && err.contains("write failed"), err);
+        QVERIFY(!QFileInfo::exists(out));
+        QCOMPARE(QDir(QFileInfo(out).path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
     }
 
     // Nothing silent: patterns without a layer and fewer windows than asked are warnings;
