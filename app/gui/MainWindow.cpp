@@ -1,4 +1,5 @@
 #include "MainWindow.h"
+#include "LayerTreeModel.h"
 
 #include "DisplayFormat.h"
 #include "EvalPanel.h"
@@ -519,6 +520,9 @@ bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir) {
     QString title;
     switch (kind) {
     case RunRequest::Kind::Analyze:
+        m_reportsBeforeRun.clear();
+        for (const LayerReport* r : m_workbench->layerTreeModel()->reports())
+            m_reportsBeforeRun.push_back(*r);
         m_workbench->clearLayerReports();
         title = tr("Analyzing");
         break;
@@ -584,6 +588,8 @@ void MainWindow::onRunFinished(int job, const RunSummary& summary) {
                      .arg(QDir::toNativeSeparators(QString::fromStdString(summary.outDir)));
         break;
     case RunRequest::Kind::Evaluate:
+        m_lastFp = summary.fp;
+        m_lastQuantized = summary.quantized;
         m_runPanel->showPerplexities(summary.fp, summary.quantized);
         status = tr("Evaluation done");
         break;
@@ -640,6 +646,14 @@ void MainWindow::onModelOpened(int job, const ModelInfo& info) {
     m_openJob = -1;
     m_modelDirectory =
         info.directory.empty() ? m_openingDirectory : QString::fromStdString(info.directory);
+    // Results belong to the model that made them: another model starts without any.
+    m_workbench->clearLayerReports();
+    m_workbench->evalPanel()->clearResult();
+    m_runPanel->clearSensitivity();
+    m_runPanel->showPerplexities(std::nullopt, std::nullopt);
+    m_reportsBeforeRun.clear();
+    m_lastFp.reset();
+    m_lastQuantized.reset();
     m_workbench->setModelInfo(info);
     m_workbench->setRecipe(m_recipe->recipe());
     m_recipePanel->setModelInfo(info);
@@ -711,6 +725,13 @@ void MainWindow::onCancelled(int job) {
     }
     if (job == m_runJob) {
         m_runJob = -1;
+        // A cancelled run leaves the previous results in place.
+        if (m_runKind == RunRequest::Kind::Analyze) {
+            m_workbench->clearLayerReports();
+            m_workbench->addLayerReports(std::exchange(m_reportsBeforeRun, {}));
+        } else if (m_runKind == RunRequest::Kind::Evaluate) {
+            m_runPanel->showPerplexities(m_lastFp, m_lastQuantized);
+        }
         m_runPanel->setIdle(tr("Cancelled"));
         Q_EMIT runCancelled();
     }

@@ -156,6 +156,9 @@ private:
     bool m_recipeLayoutPending = true;
     int m_runJob = -1; // the one recipe run allowed at a time
     RunRequest::Kind m_runKind = RunRequest::Kind::Analyze;
+    // What the current run replaces, put back if it is cancelled.
+    std::vector<LayerReport> m_reportsBeforeRun;
+    std::optional<PerplexityResult> m_lastFp, m_lastQuantized;
     QString m_recipeAfterOpen;
     QString m_recipeFile; // last opened or saved, for the file dialogs
 };

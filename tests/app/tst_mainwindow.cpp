@@ -4,6 +4,7 @@
 // reference perplexity of docs/evaluation.md, recent models are remembered (at
 // most 10), and the GUI thread keeps turning while the engine works.
 #include "EvalPanel.h"
+#include "LayerTreeModel.h"
 #include "LayerTreePanel.h"
 #include "MainWindow.h"
 #include "ModelSummaryView.h"
@@ -246,6 +247,29 @@ private Q_SLOTS:
         QVERIFY(!window.isWorkbenchShown());
         QCOMPARE(window.workbenchPage()->layerTree()->model()->nodeCount(), 0);
         QVERIFY(!window.workbenchPage()->evalPanel()->runButton()->isEnabled());
+    }
+
+    // Results belong to the model that made them: opening a model (even the same folder again)
+    // starts without the previous layer reports.
+    void openingAModelClearsPreviousResults() {
+        qs::MainWindow window;
+        window.show();
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        qs::LayerReport r;
+        r.name = "model.layers.0.self_attn.q_proj";
+        r.kind = "q_proj";
+        r.block = 0;
+        r.shape = {64, 64};
+        r.quantized = true;
+        r.weight.valid = true;
+        r.weight.sqnrDb = 12.5;
+        window.workbenchPage()->addLayerReports({r});
+        QCOMPARE(window.workbenchPage()->layerTreeModel()->reports().size(), size_t(1));
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 2, 60000);
+        QCOMPARE(window.workbenchPage()->layerTreeModel()->reports().size(), size_t(0));
     }
 
     void windowSizeIsRemembered() {
