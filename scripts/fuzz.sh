@@ -18,6 +18,12 @@ set -u -o pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift $(($# > 0 ? 1 : 0))
+case $seconds in
+'' | *[!0-9]*)
+    echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
+    exit 2
+    ;;
+esac
 jobs=${JOBS:-2}
 nice_level=${NICE:-15}
 build=build/fuzz
@@ -44,6 +50,13 @@ wanted() {
     for t in "${selected[@]}"; do [ "$t" = "$1" ] && return 0; done
     return 1
 }
+
+for t in "${selected[@]}"; do
+    if ! printf '%s\n' "${table[@]}" | grep -q "^$t "; then
+        echo "fuzz.sh: unknown target '$t'" >&2
+        exit 2
+    fi
+done
 
 if ! command -v clang++ >/dev/null; then
     echo "fuzz.sh: clang++ not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2

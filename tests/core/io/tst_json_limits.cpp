@@ -59,11 +59,10 @@ private Q_SLOTS:
     }
 
     void withinLimitsIsAccepted() {
-        const std::string nested = std::string(kMaxJsonDepth - 1, '[') + "1" +
-                                   std::string(kMaxJsonDepth - 1, ']');
+        const std::string nested =
+            std::string(kMaxJsonDepth - 1, '[') + "1" + std::string(kMaxJsonDepth - 1, ']');
         QCOMPARE(errorOf(nested), std::string("accepted"));
-        QCOMPARE(parseJsonText("{\"a\": [1, {\"b\": null}]}", "ok.json")["a"][1].is_object(),
-                 true);
+        QCOMPARE(parseJsonText("{\"a\": [1, {\"b\": null}]}", "ok.json")["a"][1].is_object(), true);
     }
 
     void deepCheckpointIndexIsRefused() {

@@ -68,7 +68,7 @@ private Q_SLOTS:
         row(".*\\bq_proj", "model_q_proj", false);
         row(".*\\Bq_proj", "model_q_proj", true);
         row("\\x41\\u0042", "AB", true);
-        row("[]a", "a", false);  // "[]" is an empty class in ECMAScript
+        row("[]a", "a", false); // "[]" is an empty class in ECMAScript
         row("[^]", "\n", true); // and "[^]" any character
         row(".", "\n", false);
         row("a|b|", "", true);
@@ -102,25 +102,41 @@ private Q_SLOTS:
     void refusedFeaturesAreNamed_data() {
         QTest::addColumn<QString>("pattern");
         QTest::addColumn<QString>("reason");
-        QTest::newRow("backreference") << R"(re:(a)\1)" << "backreference";
-        QTest::newRow("lookahead") << "re:(?=a)a" << "lookahead";
-        QTest::newRow("negative lookahead") << "re:(?!a)b" << "lookahead";
-        QTest::newRow("lookbehind") << "re:(?<=a)b" << "lookbehind";
-        QTest::newRow("named group") << "re:(?<n>a)" << "named groups";
-        QTest::newRow("posix class") << "re:[[:alpha:]]" << "POSIX";
-        QTest::newRow("stacked quantifiers") << "re:a**" << "nothing to repeat";
-        QTest::newRow("unbalanced") << "re:(a" << "missing ')'";
-        QTest::newRow("unmatched paren") << "re:a)" << "unmatched ')'";
-        QTest::newRow("unclosed class") << "re:[a-" << "missing ']'";
-        QTest::newRow("reversed range") << "re:[z-a]" << "out of order";
-        QTest::newRow("bad braces") << "re:a{2" << "'}'";
-        QTest::newRow("count limit") << "re:a{1001}" << "over 1000";
-        QTest::newRow("state limit") << "re:(a{1000}){1000}" << "10000 states";
-        QTest::newRow("nesting limit") << "re:" + QString(100, '(') + "a" + QString(100, ')')
-                                       << "nested deeper than 64";
+        QTest::newRow("backreference") << R"(re:(a)\1)"
+                                       << "backreference";
+        QTest::newRow("lookahead") << "re:(?=a)a"
+                                   << "lookahead";
+        QTest::newRow("negative lookahead") << "re:(?!a)b"
+                                            << "lookahead";
+        QTest::newRow("lookbehind") << "re:(?<=a)b"
+                                    << "lookbehind";
+        QTest::newRow("named group") << "re:(?<n>a)"
+                                     << "named groups";
+        QTest::newRow("posix class") << "re:[[:alpha:]]"
+                                     << "POSIX";
+        QTest::newRow("stacked quantifiers") << "re:a**"
+                                             << "nothing to repeat";
+        QTest::newRow("unbalanced") << "re:(a"
+                                    << "missing ')'";
+        QTest::newRow("unmatched paren") << "re:a)"
+                                         << "unmatched ')'";
+        QTest::newRow("unclosed class") << "re:[a-"
+                                        << "missing ']'";
+        QTest::newRow("reversed range") << "re:[z-a]"
+                                        << "out of order";
+        QTest::newRow("bad braces") << "re:a{2"
+                                    << "'}'";
+        QTest::newRow("count limit") << "re:a{1001}"
+                                     << "over 1000";
+        QTest::newRow("state limit") << "re:(a{1000}){1000}"
+                                     << "10000 states";
+        QTest::newRow("nesting limit")
+            << "re:" + QString(100, '(') + "a" + QString(100, ')') << "nested deeper than 64";
         QTest::newRow("pattern length") << "*" + QString(5000, 'a') << "4096";
-        QTest::newRow("empty regex") << "re:" << "empty regular expression";
-        QTest::newRow("empty") << "" << "empty layer pattern";
+        QTest::newRow("empty regex") << "re:"
+                                     << "empty regular expression";
+        QTest::newRow("empty") << ""
+                               << "empty layer pattern";
     }
     void refusedFeaturesAreNamed() {
         QFETCH(QString, pattern);
