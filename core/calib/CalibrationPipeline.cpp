@@ -157,20 +157,23 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
     return result;
 }
 
-double CalibrationPipeline::evaluateWithPlans(std::vector<std::vector<LayerPlan>>& plans,
-                                              const PlanFilter& filter,
-                                              const at::Tensor& evaluation, int64_t& predicted,
-                                              const PipelineProgress& progressFn) {
+at::Tensor CalibrationPipeline::forwardWithPlans(std::vector<std::vector<LayerPlan>>& plans,
+                                                 const PlanFilter& filter, at::Tensor stream,
+                                                 int fromBlock, int64_t seqLen,
+                                                 std::vector<at::Tensor>* blockInputs,
+                                                 const PipelineProgress& progressFn) {
     const int blocks = m_model.numBlocks();
     if (int(plans.size()) != blocks)
-        throw Error("evaluateWithPlans", "plans",
+        throw Error("forwardWithPlans", "plans",
                     "expected the plans of " + std::to_string(blocks) + " blocks, got " +
                         std::to_string(plans.size()));
     const BlockProgress progress(progressFn, blocks);
-    const at::Device device = m_model.compute().device;
-    const ForwardContext ctx = m_model.makeContext(evaluation.size(1));
-    at::Tensor stream = m_model.embed(evaluation.to(device));
-    for (int bi = 0; bi < blocks; ++bi) {
+    const ForwardContext ctx = m_model.makeContext(seqLen);
+    if (blockInputs)
+        blockInputs->resize(size_t(blocks));
+    for (int bi = fromBlock; bi < blocks; ++bi) {
+        if (blockInputs)
+            (*blockInputs)[size_t(bi)] = stream;
         std::unique_ptr<DecoderBlock> block = m_model.loadBlock(bi);
         std::vector<LayerPlan>& blockPlans = plans[size_t(bi)];
         BlockQuantHook hook(blockPlans, filter);
@@ -184,13 +187,21 @@ double CalibrationPipeline::evaluateWithPlans(std::vector<std::vector<LayerPlan>
         run.maxBatchTokens = m_options.maxBatchTokens;
         run.filter = filter;
         if (run.linears.size() != blockPlans.size())
-            throw Error("evaluateWithPlans", "plans",
+            throw Error("forwardWithPlans", "plans",
                         "plans do not match block " + std::to_string(bi));
         stream = pass::forward(run, stream, ctx, BlockQuantHook::Mode::Apply, true, 0.0, 1.0,
                                "evaluating");
     }
-    predicted = evaluation.size(0) * (evaluation.size(1) - 1);
-    return sumWindowNll(m_model, stream, evaluation.to(device), m_options.maxBatchTokens, {});
+    return stream;
+}
+
+at::Tensor CalibrationPipeline::embedWindows(const at::Tensor& ids) {
+    return m_model.embed(ids.to(m_model.compute().device));
+}
+
+double CalibrationPipeline::scoreWindows(const at::Tensor& hidden, const at::Tensor& ids) {
+    return sumWindowNll(m_model, hidden, ids.to(m_model.compute().device),
+                        m_options.maxBatchTokens);
 }
 
 } // namespace qs

@@ -66,13 +66,20 @@ public:
     PipelineResult run(const at::Tensor& calibration, const at::Tensor& evaluation,
                        const PipelineProgress& progress = {}, const BlockSink& sink = {});
 
-    // The perplexity protocol's sum over windows with quantization given by `plans` (from a
-    // keepPlans run): each plan applies the parts `filter` selects (quantized weight and input
-    // quantizer, output quantizer), the others run in full precision. No calibration runs.
-    // Returns the NLL sum; `predicted` receives the number of predicted tokens.
-    double evaluateWithPlans(std::vector<std::vector<LayerPlan>>& plans, const PlanFilter& filter,
-                             const at::Tensor& evaluation, int64_t& predicted,
-                             const PipelineProgress& progress = {});
+    // Evaluation with quantization given by `plans` (from a keepPlans run), no calibration:
+    // each plan applies the parts `filter` selects (quantized weight and input quantizer,
+    // output quantizer), the others run in full precision. `stream` holds the inputs of block
+    // `fromBlock` for the evaluation windows (embedWindows() for block 0); returns the last
+    // block's outputs. `blockInputs`, when given, receives the input of every block run
+    // (index = block), so a later evaluation that differs from block b on can start there.
+    at::Tensor forwardWithPlans(std::vector<std::vector<LayerPlan>>& plans, const PlanFilter& filter,
+                                at::Tensor stream, int fromBlock, int64_t seqLen,
+                                std::vector<at::Tensor>* blockInputs = nullptr,
+                                const PipelineProgress& progress = {});
+    // Block 0's inputs for windows `ids` [W, L].
+    at::Tensor embedWindows(const at::Tensor& ids);
+    // The protocol's NLL sum of the last block's outputs `hidden` for windows `ids`.
+    double scoreWindows(const at::Tensor& hidden, const at::Tensor& ids);
 
 private:
     DecoderModel& m_model;

@@ -21,7 +21,6 @@ SensitivityResult runSensitivity(const QuantizationRequest& request,
     options.transforms = prep.transforms;
     CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
 
-    // The calibration run evaluates the whole recipe on the way (its evaluation stream).
     std::vector<std::vector<LayerPlan>> plans;
     double measurements = 2;
     int done = 0;
@@ -30,49 +29,63 @@ SensitivityResult runSensitivity(const QuantizationRequest& request,
             return !progress || progress((done + f) / measurements, what + ": " + m);
         };
     };
-    PipelineResult calibrated =
-        pipeline.run(prep.calibration, prep.evaluation, part("whole recipe"));
+    PipelineResult calibrated = pipeline.run(prep.calibration, {}, part("calibration"));
     plans = std::move(calibrated.plans);
     ++done;
 
-    std::vector<std::string> layers;
+    // Every row differs from the full-precision model (alone) or from the whole recipe
+    // (all-but) only from its layer's block on: the two reference evaluations keep each block's
+    // input, and a row starts at its layer's block. Blocks before it would compute exactly those
+    // inputs again (same weights, same batches), so the rows stay what separate runs give.
+    struct Layer {
+        std::string name;
+        int block;
+    };
+    std::vector<Layer> layers;
     for (const auto& block : plans)
         for (const LayerPlan& p : block)
             if (p.scheme)
-                layers.push_back(p.name);
+                layers.push_back({p.name, p.block});
     if (layers.empty())
         throw Error("recipe", "global", "the recipe quantizes no layer: nothing to measure");
-    measurements = double(2 * layers.size() + 2);
+    measurements = double(2 * layers.size() + 3);
 
-    auto perplexity = [&](const PlanFilter& filter, const std::string& what) {
-        int64_t predicted = 0;
-        const double nll =
-            pipeline.evaluateWithPlans(plans, filter, prep.evaluation, predicted, part(what));
+    const int64_t seqLen = prep.evaluation.size(1);
+    const int64_t predicted = prep.evaluation.size(0) * (seqLen - 1);
+    const at::Tensor embedded = pipeline.embedWindows(prep.evaluation);
+    auto perplexity = [&](const PlanFilter& filter, const at::Tensor& start, int fromBlock,
+                          std::vector<at::Tensor>* blockInputs, const std::string& what) {
+        const at::Tensor last = pipeline.forwardWithPlans(plans, filter, start, fromBlock, seqLen,
+                                                          blockInputs, part(what));
         ++done;
-        return std::exp(nll / double(predicted));
+        return std::exp(pipeline.scoreWindows(last, prep.evaluation) / double(predicted));
     };
+    const PlanFilter nothing = [](const LayerPlan&) { return PlanParts{false, false}; };
+    const PlanFilter everything = [](const LayerPlan&) { return PlanParts{}; };
 
     SensitivityResult result;
-    result.fullPerplexity = std::exp(calibrated.evalNllSum / double(calibrated.evalPredicted));
-    result.fpPerplexity =
-        perplexity([](const LayerPlan&) { return PlanParts{false, false}; }, "full precision");
-    for (const std::string& layer : layers) {
+    std::vector<at::Tensor> fpInputs, quantInputs;
+    result.fpPerplexity = perplexity(nothing, embedded, 0, &fpInputs, "full precision");
+    result.fullPerplexity = perplexity(everything, embedded, 0, &quantInputs, "whole recipe");
+    for (const Layer& layer : layers) {
         SensitivityRow row;
-        row.layer = layer;
+        row.layer = layer.name;
+        const std::string& name = layer.name;
+        const size_t b = size_t(layer.block);
         // Only this layer: its weight and input quantizers, and its output quantizer unless that
         // is the KV cache (which "alone" leaves off, as the KV cache belongs to no one layer).
         row.alonePerplexity = perplexity(
-            [&layer](const LayerPlan& p) {
-                return p.name == layer ? PlanParts{true, !p.outputIsKvCache} : PlanParts{false, false};
+            [&name](const LayerPlan& p) {
+                return p.name == name ? PlanParts{true, !p.outputIsKvCache} : PlanParts{false, false};
             },
-            layer + " alone");
+            fpInputs[b], layer.block, nullptr, name + " alone");
         // The whole recipe with this layer excluded: exclusion covers weights and inputs, and a
         // KV-cache spec still applies to an excluded k/v projection (as in Quark).
         row.allButPerplexity = perplexity(
-            [&layer](const LayerPlan& p) {
-                return p.name == layer ? PlanParts{false, p.outputIsKvCache} : PlanParts{};
+            [&name](const LayerPlan& p) {
+                return p.name == name ? PlanParts{false, p.outputIsKvCache} : PlanParts{};
             },
-            "all but " + layer);
+            quantInputs[b], layer.block, nullptr, "all but " + name);
         if (onRow)
             onRow(row);
         result.rows.push_back(row);
