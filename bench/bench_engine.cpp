@@ -137,8 +137,7 @@ void staticCalibrationPerBlock(const Options& o) {
     const std::string calib = o.shared + "/data/calib-general.txt";
     qs::QuantizationRequest req = int8Request(s.outDir, calib, 16, 256, "float");
     const qs::PreparedRun prep = qs::prepareRun(req);
-    const std::vector<double> fp =
-        plainForwardPerBlock(s.outDir, prep.calibration); // warm-up run
+    const std::vector<double> fp = plainForwardPerBlock(s.outDir, prep.calibration); // warm-up run
     std::vector<double> fpRuns;
     for (int i = 0; i < o.reps; ++i) {
         const auto t = plainForwardPerBlock(s.outDir, prep.calibration);
@@ -204,8 +203,9 @@ void sensitivity(const Options& o) {
     });
     double maxDiff = 0.0;
     for (size_t i = 0; i < old.size() && i < fresh.rows.size(); ++i)
-        maxDiff = std::max({maxDiff, std::abs(old[i].alonePerplexity - fresh.rows[i].alonePerplexity),
-                            std::abs(old[i].allButPerplexity - fresh.rows[i].allButPerplexity)});
+        maxDiff =
+            std::max({maxDiff, std::abs(old[i].alonePerplexity - fresh.rows[i].alonePerplexity),
+                      std::abs(old[i].allButPerplexity - fresh.rows[i].allButPerplexity)});
     std::printf("\n## 3. sensitivity (stories260K, int8 float calibration, %zu layers, 4 x 256 "
                 "evaluation tokens)\n",
                 fresh.rows.size());

@@ -36,7 +36,6 @@ namespace {
 const char* const NotImplementedTip = "not implemented in the engine yet";
 constexpr int PreviewLimit = 500; // more rows than this only slow the list down
 
-
 void selectData(QComboBox* box, const QString& value) {
     const QSignalBlocker blocker(box);
     box->setCurrentIndex(box->findData(value));

@@ -31,7 +31,6 @@ std::function<bool(double, const std::string&)> terminalProgress(const std::stri
     };
 }
 
-
 void printWarnings(const std::string& command, const std::vector<std::string>& warnings) {
     for (const std::string& w : warnings)
         std::fprintf(stderr, "quantscope-cli %s: warning: %s\n", command.c_str(), w.c_str());

@@ -158,7 +158,8 @@ Histogram histogramOf(const at::Tensor& x, int64_t bins, double lo, double hi) {
     if (finite.numel() == 0)
         return h;
     if (lo == hi) {
-        const std::vector<double> range = hostVector<double>(at::stack({finite.min(), finite.max()}));
+        const std::vector<double> range =
+            hostVector<double>(at::stack({finite.min(), finite.max()}));
         lo = range[0];
         hi = range[1];
         if (lo == hi) {

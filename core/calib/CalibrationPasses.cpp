@@ -71,8 +71,8 @@ at::Tensor forward(BlockRun& run, const at::Tensor& stream, const ForwardContext
     return runBatches(run, stream, ctx, mode, quantizedWeights, from, to, what, nullptr);
 }
 
-std::map<std::string, std::vector<at::Tensor>> captureInputs(BlockRun& run, const at::Tensor& stream,
-                                                             const ForwardContext& ctx) {
+std::map<std::string, std::vector<at::Tensor>>
+captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx) {
     std::map<std::string, std::vector<at::Tensor>> captured;
     run.hook->setCollector(&captured);
     try {

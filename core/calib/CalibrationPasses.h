@@ -68,8 +68,8 @@ at::Tensor forward(BlockRun& run, const at::Tensor& stream, const ForwardContext
 
 // 1. Capture: every linear's inputs over the calibration stream (reference weights), for the
 //    transforms that need them.
-std::map<std::string, std::vector<at::Tensor>> captureInputs(BlockRun& run, const at::Tensor& stream,
-                                                             const ForwardContext& ctx);
+std::map<std::string, std::vector<at::Tensor>>
+captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx);
 
 // 2. Transforms (algorithms), in order, on the full-precision block.
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,

@@ -99,9 +99,9 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         if (observe || refPass) {
             // Float calibration advances the reference stream in the same pass.
             const at::Tensor& stream = refPass ? ref : observed;
-            at::Tensor out = pass::observeActivations(run, stream, calibCtx,
-                                                      !(floatCalibration || refPass),
-                                                      refPass ? &refCaptures : nullptr);
+            at::Tensor out =
+                pass::observeActivations(run, stream, calibCtx, !(floatCalibration || refPass),
+                                         refPass ? &refCaptures : nullptr);
             if (floatCalibration || refPass)
                 nextRef = out;
         }
@@ -113,8 +113,8 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
             analyzer.finish(plans);
         } else {
             if (needRef && !nextRef.defined())
-                nextRef = pass::forward(run, ref, calibCtx, BlockQuantHook::Mode::Reference,
-                                        false, 0.5, 0.9, "propagating");
+                nextRef = pass::forward(run, ref, calibCtx, BlockQuantHook::Mode::Reference, false,
+                                        0.5, 0.9, "propagating");
             if (needQuant)
                 nextQuant = pass::forward(run, quant, calibCtx, BlockQuantHook::Mode::Apply, true,
                                           0.5, 0.9, "propagating");
@@ -145,13 +145,13 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
     result.skipped = m_planner.skipped();
 
     if (evalStream.defined()) {
-        result.evalNllSum = sumWindowNll(m_model, evalStream, evaluation.to(device),
-                                         m_options.maxBatchTokens, [&](int64_t done, int64_t all) {
-                                             progress.reportOverall(
-                                                 1.0, "scoring window " + std::to_string(done) +
-                                                          " of " + std::to_string(all));
-                                             return true;
-                                         });
+        result.evalNllSum =
+            sumWindowNll(m_model, evalStream, evaluation.to(device), m_options.maxBatchTokens,
+                         [&](int64_t done, int64_t all) {
+                             progress.reportOverall(1.0, "scoring window " + std::to_string(done) +
+                                                             " of " + std::to_string(all));
+                             return true;
+                         });
         result.evalPredicted = evaluation.size(0) * (evaluation.size(1) - 1);
     }
     return result;

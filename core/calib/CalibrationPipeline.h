@@ -33,10 +33,10 @@ struct PipelineOptions {
 };
 
 struct PipelineResult {
-    std::vector<LayerReport> layers;  // every block linear, in model order
+    std::vector<LayerReport> layers;           // every block linear, in model order
     std::vector<std::vector<LayerPlan>> plans; // per block, every linear's plan (keepPlans only)
-    std::vector<std::string> skipped; // left unquantized by the unfit policy, with reason
-    double evalNllSum = 0.0;          // over the evaluation windows, if any were given
+    std::vector<std::string> skipped;          // left unquantized by the unfit policy, with reason
+    double evalNllSum = 0.0;                   // over the evaluation windows, if any were given
     int64_t evalPredicted = 0;
     std::vector<double> blockSeconds; // calibration + quantization time per block
 };
@@ -72,9 +72,9 @@ public:
     // `fromBlock` for the evaluation windows (embedWindows() for block 0); returns the last
     // block's outputs. `blockInputs`, when given, receives the input of every block run
     // (index = block), so a later evaluation that differs from block b on can start there.
-    at::Tensor forwardWithPlans(std::vector<std::vector<LayerPlan>>& plans, const PlanFilter& filter,
-                                at::Tensor stream, int fromBlock, int64_t seqLen,
-                                std::vector<at::Tensor>* blockInputs = nullptr,
+    at::Tensor forwardWithPlans(std::vector<std::vector<LayerPlan>>& plans,
+                                const PlanFilter& filter, at::Tensor stream, int fromBlock,
+                                int64_t seqLen, std::vector<at::Tensor>* blockInputs = nullptr,
                                 const PipelineProgress& progress = {});
     // Block 0's inputs for windows `ids` [W, L].
     at::Tensor embedWindows(const at::Tensor& ids);

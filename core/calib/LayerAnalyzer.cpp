@@ -55,9 +55,8 @@ void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
             w.add(p.weight.dequantized, p.weight.reference);
             rep.weight = w.metrics();
             rep.weightHistogram = histogramOf(p.weight.reference, 128);
-            rep.weightQuantizedHistogram = histogramOf(p.weight.dequantized, 128,
-                                                       rep.weightHistogram.lo,
-                                                       rep.weightHistogram.hi);
+            rep.weightQuantizedHistogram = histogramOf(
+                p.weight.dequantized, 128, rep.weightHistogram.lo, rep.weightHistogram.hi);
         }
         rep.outputLocal = a.local.metrics();
         rep.outputAccumulated = a.accumulated.metrics();

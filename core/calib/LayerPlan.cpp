@@ -31,7 +31,8 @@ void LayerPlan::quantizeWeight(const at::Tensor& w) {
         // One fused pass gives the fake-quantized weight and its codes (FastGroupQuant.h).
         quant::FastQuantResult r = quant::fakeQuantizeFast(w, s.weight, /*wantCodes=*/true);
         weight.dequantized = r.fake;
-        weight.codes = quant::QuantizedTensor{s.weight.dtype, r.codes, {r.scale, r.zeroPoint, {}, {}}};
+        weight.codes =
+            quant::QuantizedTensor{s.weight.dtype, r.codes, {r.scale, r.zeroPoint, {}, {}}};
         return;
     }
     // Statistics once; the fake-quantized weight and the codes from the same parameters.

@@ -17,11 +17,10 @@ LayerPlanner::LayerPlanner(SchemeFn schemeFor, OutputFn outputSpecFor, std::stri
 
 LayerPlanner LayerPlanner::forRecipe(const Recipe& recipe) {
     // The recipe is copied into the functions: a planner outlives no recipe it was made from.
-    return LayerPlanner([recipe](const std::string& n,
-                                 const std::string& k) { return recipe.schemeFor(n, k); },
-                        [recipe](const std::string& n,
-                                 const std::string& k) { return recipe.kvOutputFor(n, k); },
-                        recipe.unfitPolicy);
+    return LayerPlanner(
+        [recipe](const std::string& n, const std::string& k) { return recipe.schemeFor(n, k); },
+        [recipe](const std::string& n, const std::string& k) { return recipe.kvOutputFor(n, k); },
+        recipe.unfitPolicy);
 }
 
 std::string LayerPlanner::unfitReason(const quant::QuantScheme& scheme, int64_t in) {
@@ -79,7 +78,8 @@ void LayerPlanner::checkShapes(const ModuleNode& tree) {
 
 bool LayerPlanner::quantizesAny(const ModuleNode& tree) const {
     for (const ModuleNode* n : blockLinears(tree))
-        if (m_schemeFor(n->name, layerKindOf(n->name)) || m_outputSpecFor(n->name, layerKindOf(n->name)))
+        if (m_schemeFor(n->name, layerKindOf(n->name)) ||
+            m_outputSpecFor(n->name, layerKindOf(n->name)))
             return true;
     return false;
 }

@@ -49,8 +49,7 @@ void warnUnmatchedPatterns(const Recipe& recipe, const ModuleNode& tree,
     for (size_t i = 0; i < recipe.layerOverrides.size(); ++i)
         if (!matchesAny(recipe.layerOverrides[i].pattern))
             warnings.push_back("layer_overrides[" + std::to_string(i) + "] '" +
-                               recipe.layerOverrides[i].pattern +
-                               "' matches no quantizable layer");
+                               recipe.layerOverrides[i].pattern + "' matches no quantizable layer");
 }
 
 } // namespace
@@ -141,11 +140,10 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         prep.evaluation = evaluationWindows(ids, evalSeq, recipe.evaluation.maxWindows,
                                             recipe.evaluation.dataPath);
         if (recipe.evaluation.maxWindows > prep.evaluation.size(0))
-            prep.warnings.push_back(
-                "evaluation: " + recipe.evaluation.dataPath + " holds " +
-                std::to_string(prep.evaluation.size(0)) + " windows of " +
-                std::to_string(evalSeq) + " tokens, fewer than the " +
-                std::to_string(recipe.evaluation.maxWindows) + " asked");
+            prep.warnings.push_back("evaluation: " + recipe.evaluation.dataPath + " holds " +
+                                    std::to_string(prep.evaluation.size(0)) + " windows of " +
+                                    std::to_string(evalSeq) + " tokens, fewer than the " +
+                                    std::to_string(recipe.evaluation.maxWindows) + " asked");
     }
     prep.model = handle.instantiate(req.compute);
     return prep;
@@ -184,8 +182,8 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
 
     std::unique_ptr<FakeQuantCheckpointWriter> writer;
     if (!req.outDir.empty()) {
-        writer = std::make_unique<FakeQuantCheckpointWriter>(
-            *prep.handle.checkpoint, req.modelDir, req.outDir, prep.model->numBlocks());
+        writer = std::make_unique<FakeQuantCheckpointWriter>(*prep.handle.checkpoint, req.modelDir,
+                                                             req.outDir, prep.model->numBlocks());
         writer->writeLeading();
     }
     BlockSink sink;

@@ -3,8 +3,8 @@
 #include "analysis/LayerReport.h"
 #include "calib/CalibrationPipeline.h"
 #include "eval/PerplexityResult.h"
-#include "model/ModelLoader.h"
 #include "model/Compute.h"
+#include "model/ModelLoader.h"
 #include "recipe/Recipe.h"
 #include "tokenize/TokenizerLoader.h"
 
@@ -49,9 +49,9 @@ struct PreparedRun {
     ModelHandle handle;
     std::unique_ptr<LayerPlanner> planner;
     std::vector<std::shared_ptr<BlockTransform>> transforms;
-    at::Tensor calibration;   // int64 [N, L]; N = 0 when nothing needs calibration
-    at::Tensor evaluation;    // int64 [W, L'] or undefined
-    int64_t evalTokens = 0;   // tokens of the whole evaluation text
+    at::Tensor calibration; // int64 [N, L]; N = 0 when nothing needs calibration
+    at::Tensor evaluation;  // int64 [W, L'] or undefined
+    int64_t evalTokens = 0; // tokens of the whole evaluation text
     std::unique_ptr<DecoderModel> model;
     // What the run does differently from what was asked, said once (the CLI prints them, the
     // GUI shows them): patterns that match no layer, fewer windows than asked.

@@ -76,7 +76,8 @@ SensitivityResult runSensitivity(const QuantizationRequest& request,
         // is the KV cache (which "alone" leaves off, as the KV cache belongs to no one layer).
         row.alonePerplexity = perplexity(
             [&name](const LayerPlan& p) {
-                return p.name == name ? PlanParts{true, !p.outputIsKvCache} : PlanParts{false, false};
+                return p.name == name ? PlanParts{true, !p.outputIsKvCache}
+                                      : PlanParts{false, false};
             },
             fpInputs[b], layer.block, nullptr, name + " alone");
         // The whole recipe with this layer excluded: exclusion covers weights and inputs, and a

@@ -1,8 +1,8 @@
 #include "engine/Engine.h"
 
-#include "engine/Runtime.h"
 #include "calib/QuantizationRun.h"
 #include "calib/SensitivityRun.h"
+#include "engine/Runtime.h"
 #include "util/Error.h"
 #include "util/ErrorText.h"
 

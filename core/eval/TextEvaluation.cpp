@@ -49,7 +49,6 @@ void checkTokenIds(const std::vector<int32_t>& ids, const ModelConfig& config,
                             " outside the model's vocab_size " + std::to_string(config.vocabSize));
 }
 
-
 GenerationResult generateFromPrompt(const std::string& modelDir, const std::string& prompt,
                                     int64_t maxNewTokens, const ComputeOptions& compute,
                                     TokenizerBackend backend) {

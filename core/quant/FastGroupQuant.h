@@ -5,8 +5,8 @@
 // the same order, including NaN propagation.
 #pragma once
 
-#include "quant/Quantize.h"
 #include "quant/QuantSpec.h"
+#include "quant/Quantize.h"
 
 #include <ATen/core/Tensor.h>
 

@@ -17,7 +17,8 @@ namespace qs {
 // validation checks (names and types follow Quark's algorithm dataclasses).
 struct AlgorithmParameterInfo {
     std::string name;
-    std::string type; // "true/false", "an integer", "a number", "a string", "a list of strings", ...
+    std::string
+        type; // "true/false", "an integer", "a number", "a string", "a list of strings", ...
     bool nullable = false;
     std::vector<std::string> choices; // allowed strings, empty = any
 };

@@ -21,8 +21,8 @@
 //
 // What a Quark config cannot express (lost or normalised on recipe -> Quark -> recipe):
 // calibration (an imported recipe calibrates as Quark does: mode "float", observers on the
-// full-precision model), evaluation, export targets, unfit policy, provenance; scheme names (restored
-// for registry schemes by numerics); the order of overlapping layer overrides (the import
+// full-precision model), evaluation, export targets, unfit policy, provenance; scheme names
+// (restored for registry schemes by numerics); the order of overlapping layer overrides (the import
 // orders patterns from least to most specific, exact names last); wildcard exclusions and
 // patterns that would be ambiguous become exact layer names when layer names are given;
 // layer-type overrides become "*.<kind>" keys (read back as layer-type overrides) and a

@@ -17,21 +17,17 @@ inline at::Tensor toHost(const at::Tensor& t) {
 }
 
 // The elements of `t` as a vector of T (converted to T's dtype on the tensor's device first).
-template <typename T>
-std::vector<T> hostVector(const at::Tensor& t);
+template <typename T> std::vector<T> hostVector(const at::Tensor& t);
 
-template <>
-inline std::vector<double> hostVector<double>(const at::Tensor& t) {
+template <> inline std::vector<double> hostVector<double>(const at::Tensor& t) {
     const at::Tensor h = toHost(t.to(at::kDouble));
     return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
 }
-template <>
-inline std::vector<float> hostVector<float>(const at::Tensor& t) {
+template <> inline std::vector<float> hostVector<float>(const at::Tensor& t) {
     const at::Tensor h = toHost(t.to(at::kFloat));
     return std::vector<float>(h.data_ptr<float>(), h.data_ptr<float>() + h.numel());
 }
-template <>
-inline std::vector<int64_t> hostVector<int64_t>(const at::Tensor& t) {
+template <> inline std::vector<int64_t> hostVector<int64_t>(const at::Tensor& t) {
     const at::Tensor h = toHost(t.to(at::kLong));
     return std::vector<int64_t>(h.data_ptr<int64_t>(), h.data_ptr<int64_t>() + h.numel());
 }

@@ -1,11 +1,11 @@
 // quantscope-cli as a user runs it: JSON keys, exit codes and messages for bad input.
 #include "TestSupport.h"
 
-#include <QJsonDocument>
-#include <QJsonArray>
-#include <QJsonObject>
 #include <QDir>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QtTest>
 

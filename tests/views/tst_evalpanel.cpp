@@ -54,7 +54,7 @@ private Q_SLOTS:
     void defaultsMeanAutoAndAll() {
         qs::EvalPanel panel;
         const qs::EvalRequest request = panel.request();
-        QCOMPARE(request.evaluation.seqLen, int64_t(0));     // EvalRequest: 0 = min(512, max positions)
+        QCOMPARE(request.evaluation.seqLen, int64_t(0)); // EvalRequest: 0 = min(512, max positions)
         QCOMPARE(request.evaluation.maxWindows, int64_t(0)); // 0 = all windows
         QCOMPARE(request.device, std::string("cpu"));
         QCOMPARE(request.dtype, std::string("float32"));

@@ -131,9 +131,9 @@ private Q_SLOTS:
         // The plan's reference is the transformed weight, and the quantized weight derives
         // from it (not from the checkpoint's).
         QVERIFY(at::equal(o.weight.reference, transform->m_originals[1] * 2));
-        QVERIFY(at::equal(o.weight.dequantized,
-                          qs::quant::fakeQuantize(transform->m_originals[1] * 2,
-                                                  recipe.global->weight)));
+        QVERIFY(
+            at::equal(o.weight.dequantized, qs::quant::fakeQuantize(transform->m_originals[1] * 2,
+                                                                    recipe.global->weight)));
         QVERIFY(o.weight.codes.has_value());
         QVERIFY(r.plans.at(1).at(0).transforms.empty());
     }
@@ -167,7 +167,8 @@ private Q_SLOTS:
         req.recipe.algorithms.push_back({"gptq", nlohmann::json::object()});
         int progressCalls = 0;
         try {
-            qs::runQuantization(req, [&](double, const std::string&) { return ++progressCalls > 0; });
+            qs::runQuantization(req,
+                                [&](double, const std::string&) { return ++progressCalls > 0; });
             QFAIL("ran a recipe whose algorithm the engine does not have");
         } catch (const qs::Error& e) {
             QCOMPARE(QString::fromStdString(e.field()), QStringLiteral("algorithms[0].name"));

@@ -95,8 +95,9 @@ private Q_SLOTS:
         // (BLAS results differ across batch shapes, docs/pitfalls.md), scored by the protocol's
         // one NLL function. Equal by construction, so compared exactly.
         const int64_t L = 64, W = 6;
-        const at::Tensor input =
-            at::from_blob(const_cast<int32_t*>(ids.data()), {W * L}, at::kInt).to(at::kLong).view({W, L});
+        const at::Tensor input = at::from_blob(const_cast<int32_t*>(ids.data()), {W * L}, at::kInt)
+                                     .to(at::kLong)
+                                     .view({W, L});
         qs::ForwardContext ctx = model->makeContext(L);
         ctx.hook = &hook;
         at::Tensor hs = model->embed(input);

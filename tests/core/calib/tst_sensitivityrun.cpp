@@ -56,8 +56,8 @@ private:
     void compareRows(const std::string& scheme, const std::string& mode, bool expectEqual) {
         const qs::QuantizationRequest req = request(scheme, mode);
         std::vector<qs::SensitivityRow> streamed;
-        const qs::SensitivityResult r =
-            qs::runSensitivity(req, {}, [&](const qs::SensitivityRow& row) { streamed.push_back(row); });
+        const qs::SensitivityResult r = qs::runSensitivity(
+            req, {}, [&](const qs::SensitivityRow& row) { streamed.push_back(row); });
         QCOMPARE(r.rows.size(), m_layers.size());
         QCOMPARE(streamed.size(), r.rows.size());
 

@@ -157,9 +157,9 @@ private Q_SLOTS:
         const auto checkpoint =
             qs::Checkpoint::open(qs::test::sharedPath("models/stories260K").toStdString());
         int checked = 0;
-        for (const char* name : {"model.layers.0.self_attn.q_proj.weight",
-                                 "model.layers.2.mlp.gate_proj.weight",
-                                 "model.layers.4.mlp.down_proj.weight"}) {
+        for (const char* name :
+             {"model.layers.0.self_attn.q_proj.weight", "model.layers.2.mlp.gate_proj.weight",
+              "model.layers.4.mlp.down_proj.weight"}) {
             const at::Tensor w = qs::loadTensor(*checkpoint, name, at::kFloat, at::kCPU);
             for (DataType d : kIntTypes) {
                 for (bool sym : {true, false}) {
