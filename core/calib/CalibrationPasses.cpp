@@ -17,6 +17,15 @@ void BlockProgress::reportOverall(double fraction, const std::string& what) cons
         throw Cancelled();
 }
 
+BlockRun::BlockRun(DecoderBlock& b, std::vector<LayerPlan>& p, BlockQuantHook& h,
+                   const BlockProgress& pr, int64_t maxTokens, PlanFilter f)
+    : index(b.index()), block(&b), linears(b.linears()), plans(&p), hook(&h), progress(&pr),
+      maxBatchTokens(maxTokens), filter(std::move(f)) {
+    if (linears.size() != plans->size())
+        throw Error("block " + std::to_string(index), "plans",
+                    "the plans do not match the block's linears");
+}
+
 namespace pass {
 
 namespace {

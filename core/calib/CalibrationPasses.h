@@ -41,6 +41,11 @@ struct BatchCapture {
 
 // One block as the passes see it.
 struct BlockRun {
+    // `plans` are the block's, in the order of block.linears(); the hook is built on them
+    // (with the same filter, if any).
+    BlockRun(DecoderBlock& block, std::vector<LayerPlan>& plans, BlockQuantHook& hook,
+             const BlockProgress& progress, int64_t maxBatchTokens, PlanFilter filter = {});
+
     int index = 0;
     DecoderBlock* block = nullptr;
     std::vector<LinearLayer*> linears; // the block's linears, in the plans' order

@@ -64,14 +64,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         std::unique_ptr<DecoderBlock> block = m_model.loadBlock(bi);
         std::vector<LayerPlan> plans = m_planner.planBlock(*block);
         BlockQuantHook hook(plans);
-        BlockRun run;
-        run.index = bi;
-        run.block = block.get();
-        run.linears = block->linears();
-        run.plans = &plans;
-        run.hook = &hook;
-        run.progress = &progress;
-        run.maxBatchTokens = m_options.maxBatchTokens;
+        BlockRun run(*block, plans, hook, progress, m_options.maxBatchTokens);
         const at::Tensor& observed = floatCalibration ? ref : quant;
 
         // Capture and transforms see the full-precision block.
@@ -177,18 +170,7 @@ at::Tensor CalibrationPipeline::forwardWithPlans(std::vector<std::vector<LayerPl
         std::unique_ptr<DecoderBlock> block = m_model.loadBlock(bi);
         std::vector<LayerPlan>& blockPlans = plans[size_t(bi)];
         BlockQuantHook hook(blockPlans, filter);
-        BlockRun run;
-        run.index = bi;
-        run.block = block.get();
-        run.linears = block->linears();
-        run.plans = &blockPlans;
-        run.hook = &hook;
-        run.progress = &progress;
-        run.maxBatchTokens = m_options.maxBatchTokens;
-        run.filter = filter;
-        if (run.linears.size() != blockPlans.size())
-            throw Error("forwardWithPlans", "plans",
-                        "plans do not match block " + std::to_string(bi));
+        BlockRun run(*block, blockPlans, hook, progress, m_options.maxBatchTokens, filter);
         stream = pass::forward(run, stream, ctx, BlockQuantHook::Mode::Apply, true, 0.0, 1.0,
                                "evaluating");
     }

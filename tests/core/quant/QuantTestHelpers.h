@@ -1,6 +1,8 @@
 // Small helpers shared by the quantization tests (header only; not a test itself).
 #pragma once
 
+#include "quant/QuantSpec.h"
+
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -69,5 +71,20 @@ inline at::Tensor randomWeights(std::vector<int64_t> shape, uint32_t seed, float
         x = n(rng) * (pick(rng) == 0 ? outlierScale : 1.0f);
     return tensorOf(v, shape);
 }
+
+// An integer spec of the given layout: per-group and per-token along the last axis, per-channel
+// on axis 0; per-token specs are dynamic (as Quark's), the others static.
+inline QuantSpec intSpec(DataType d, Granularity g, bool sym, int groupSize = 0) {
+    QuantSpec s = QuantSpec::defaults(d);
+    s.granularity = g;
+    s.symmetric = sym;
+    s.chAxis = g == Granularity::PerGroup ? -1 : 0;
+    s.groupSize = g == Granularity::PerGroup ? groupSize : 0;
+    s.isDynamic = g == Granularity::PerToken;
+    return s;
+}
+
+inline const DataType kIntTypes[] = {DataType::Int2,  DataType::Int3, DataType::Int4,
+                                     DataType::Uint4, DataType::Int8, DataType::Uint8};
 
 } // namespace qs::quant::test

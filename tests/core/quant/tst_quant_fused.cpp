@@ -30,19 +30,6 @@ using namespace qs::quant::test;
 
 namespace {
 
-QuantSpec intSpec(DataType d, Granularity g, bool sym, int groupSize = 0) {
-    QuantSpec s = QuantSpec::defaults(d);
-    s.granularity = g;
-    s.symmetric = sym;
-    s.chAxis = g == Granularity::PerGroup ? -1 : 0;
-    s.groupSize = g == Granularity::PerGroup ? groupSize : 0;
-    s.isDynamic = false;
-    return s;
-}
-
-const DataType kIntTypes[] = {DataType::Int2,  DataType::Int3, DataType::Int4,
-                              DataType::Uint4, DataType::Int8, DataType::Uint8};
-
 // [rows, 64] of edge values: exact ties of a power-of-two grid, saturating values, subnormals,
 // zeros, a constant row, NaN and +-Inf in rows of their own.
 at::Tensor edgeCases() {

@@ -64,19 +64,6 @@ std::vector<float> refFake2d(const std::vector<float>& x, int64_t len, double qm
     return out;
 }
 
-QuantSpec intSpec(DataType d, Granularity g, bool sym, int groupSize = 0) {
-    QuantSpec s = QuantSpec::defaults(d);
-    s.granularity = g;
-    s.symmetric = sym;
-    s.chAxis = g == Granularity::PerGroup ? -1 : 0;
-    s.groupSize = g == Granularity::PerGroup ? groupSize : 0;
-    s.isDynamic = g == Granularity::PerToken;
-    return s;
-}
-
-const DataType kIntTypes[] = {DataType::Int2,  DataType::Int3, DataType::Int4,
-                              DataType::Uint4, DataType::Int8, DataType::Uint8};
-
 } // namespace
 
 class TestQuantInt : public QObject {
