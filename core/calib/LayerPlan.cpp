@@ -62,8 +62,4 @@ void LayerPlan::freeze() {
         output->freeze();
 }
 
-void LayerPlan::releaseTensors() {
-    weight = WeightQuantization{};
-}
-
 } // namespace qs

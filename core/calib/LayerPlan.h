@@ -72,8 +72,6 @@ struct LayerPlan {
     at::Tensor quantizeInput(const at::Tensor& x) const { return input ? input->apply(x) : x; }
     at::Tensor quantizeOutput(const at::Tensor& y) const { return output ? output->apply(y) : y; }
     void freeze();
-    // Drops the tensors (weights, codes, frozen parameters stay in the report only).
-    void releaseTensors();
 };
 
 } // namespace qs

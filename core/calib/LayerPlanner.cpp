@@ -76,14 +76,6 @@ void LayerPlanner::checkShapes(const ModuleNode& tree) {
                         problems);
 }
 
-bool LayerPlanner::quantizesAny(const ModuleNode& tree) const {
-    for (const ModuleNode* n : blockLinears(tree))
-        if (m_schemeFor(n->name, layerKindOf(n->name)) ||
-            m_outputSpecFor(n->name, layerKindOf(n->name)))
-            return true;
-    return false;
-}
-
 bool LayerPlanner::needsCalibration(const ModuleNode& tree) const {
     for (const ModuleNode* n : blockLinears(tree)) {
         const std::string kind = layerKindOf(n->name);

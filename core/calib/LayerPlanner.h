@@ -40,8 +40,6 @@ public:
 
     // Layers left unquantized by the "skip" policy, "name: reason", in the order found.
     const std::vector<std::string>& skipped() const { return m_skipped; }
-    // Whether any linear of `tree` gets a scheme.
-    bool quantizesAny(const ModuleNode& tree) const;
     // Whether any linear of `tree` has a static input or output quantizer (needs calibration).
     bool needsCalibration(const ModuleNode& tree) const;
 
