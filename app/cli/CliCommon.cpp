@@ -16,14 +16,29 @@ namespace qs::cli {
 std::function<bool(double, const std::string&)> terminalProgress(const std::string& what) {
     if (!isatty(STDERR_FILENO))
         return {};
-    auto last = std::make_shared<std::chrono::steady_clock::time_point>();
-    return [what, last](double fraction, const std::string& message) {
+    struct State {
+        std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last;
+        bool finished = false;
+    };
+    auto state = std::make_shared<State>();
+    return [what, state](double fraction, const std::string& message) {
         const auto now = std::chrono::steady_clock::now();
-        if (fraction < 1.0 && now - *last < std::chrono::milliseconds(200))
+        if (state->finished ||
+            (fraction < 1.0 && now - state->last < std::chrono::milliseconds(200)))
             return true;
-        *last = now;
-        std::fprintf(stderr, "\r\033[K%s %3d%%  %s", what.c_str(), int(fraction * 100.0),
-                     message.substr(0, 70).c_str());
+        state->finished = fraction >= 1.0;
+        state->last = now;
+        const double elapsed = std::chrono::duration<double>(now - state->start).count();
+        // The remaining time at the average rate so far, once there is a rate to speak of.
+        std::string eta;
+        if (fraction >= 0.02 && fraction < 1.0) {
+            const auto left = static_cast<long long>(elapsed * (1.0 - fraction) / fraction + 0.5);
+            eta = left >= 60
+                      ? "  ETA " + std::to_string(left / 60) + "m" + std::to_string(left % 60) + "s"
+                      : "  ETA " + std::to_string(left) + "s";
+        }
+        std::fprintf(stderr, "\r\033[K%s %3d%%%s  %s", what.c_str(), int(fraction * 100.0),
+                     eta.c_str(), message.substr(0, 60).c_str());
         if (fraction >= 1.0)
             std::fputc('\n', stderr);
         std::fflush(stderr);

@@ -34,7 +34,7 @@ void addThreadsOption(QCommandLineParser& parser);
 void applyThreadsOption(const QCommandLineParser& parser);
 
 // A progress callback for long runs: on a terminal, one self-overwriting line on stderr
-// ("analyze  42%  block 3: observing"), at most a few updates a second; elsewhere silent, so
+// ("eval  42%  ETA 12s  block 3: evaluating"), at most a few updates a second; elsewhere silent, so
 // piped output stays clean. Never cancels.
 std::function<bool(double, const std::string&)> terminalProgress(const std::string& what);
 

@@ -141,8 +141,10 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         result.evalNllSum =
             sumWindowNll(m_model, evalStream, evaluation.to(device), m_options.maxBatchTokens,
                          [&](int64_t done, int64_t all) {
-                             progress.reportOverall(1.0, "scoring window " + std::to_string(done) +
-                                                             " of " + std::to_string(all));
+                             // 1.0 is the run's own end (runQuantization reports it).
+                             progress.reportOverall(0.99 + 0.009 * double(done) / double(all),
+                                                    "scoring window " + std::to_string(done) +
+                                                        " of " + std::to_string(all));
                              return true;
                          });
         result.evalPredicted = evaluation.size(0) * (evaluation.size(1) - 1);

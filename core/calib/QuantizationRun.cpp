@@ -213,6 +213,8 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     report.seqLen = prep.calibration.size(1);
     report.layers = std::move(result.layers);
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (progress)
+        progress(1.0, "done");
     return outcome;
 }
 
