@@ -168,6 +168,7 @@ QS_MULTIVERSION void quantizeGroups(const GroupJob& j, int64_t begin, int64_t en
             }
         }
         float* o = j.out + g * j.len;
+        // o may be p itself (in place): iteration i reads only p[i] before writing o[i].
         for (int64_t i = 0; i < j.len; ++i)
             o[i] = grid.fake(p[i]);
     }
