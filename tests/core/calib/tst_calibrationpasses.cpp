@@ -97,6 +97,23 @@ private:
         return -1;
     }
 
+    // The pipeline over the synthetic model with int4_wo_32 everywhere and one transform,
+    // plans kept.
+    qs::PipelineResult runWithTransform(std::shared_ptr<qs::BlockTransform> transform,
+                                        const at::Tensor& calibration) const {
+        c10::InferenceMode guard;
+        const qs::ModelHandle h = qs::openModelHandle(m_model.toStdString());
+        auto model = h.instantiate({});
+        qs::Recipe recipe;
+        recipe.global = qs::quant::resolveScheme("int4_wo_32");
+        qs::LayerPlanner planner = qs::LayerPlanner::forRecipe(recipe);
+        qs::PipelineOptions options;
+        options.transforms = {std::move(transform)};
+        options.keepPlans = true;
+        qs::CalibrationPipeline pipeline(*model, planner, options);
+        return pipeline.run(calibration, {});
+    }
+
 private Q_SLOTS:
     void initTestCase() {
         qs::SyntheticModelOptions o;
@@ -109,19 +126,10 @@ private Q_SLOTS:
     }
 
     void transformsRunOnCapturedInputsBeforeWeightQuantization() {
-        c10::InferenceMode guard;
-        const qs::ModelHandle h = qs::openModelHandle(m_model.toStdString());
-        auto model = h.instantiate({});
-        qs::Recipe recipe;
-        recipe.global = qs::quant::resolveScheme("int4_wo_32");
-        qs::LayerPlanner planner = qs::LayerPlanner::forRecipe(recipe);
         auto transform = std::make_shared<DoublingTransform>();
-        qs::PipelineOptions options;
-        options.transforms = {transform};
-        options.keepPlans = true;
-        qs::CalibrationPipeline pipeline(*model, planner, options);
-        const at::Tensor calib = at::randint(0, 512, {3, 16}, at::kLong);
-        const qs::PipelineResult r = pipeline.run(calib, {});
+        const qs::PipelineResult r =
+            runWithTransform(transform, at::randint(0, 512, {3, 16}, at::kLong));
+        const qs::quant::QuantScheme scheme = qs::quant::resolveScheme("int4_wo_32");
 
         QCOMPARE(int(transform->m_originals.size()), 3); // one o_proj per block
         QCOMPARE(transform->m_rows.at("model.layers.2.mlp.down_proj"), int64_t(3 * 16));
@@ -131,25 +139,15 @@ private Q_SLOTS:
         // The plan's reference is the transformed weight, and the quantized weight derives
         // from it (not from the checkpoint's).
         QVERIFY(at::equal(o.weight.reference, transform->m_originals[1] * 2));
-        QVERIFY(
-            at::equal(o.weight.dequantized, qs::quant::fakeQuantize(transform->m_originals[1] * 2,
-                                                                    recipe.global->weight)));
+        QVERIFY(at::equal(o.weight.dequantized,
+                          qs::quant::fakeQuantize(transform->m_originals[1] * 2, scheme.weight)));
         QVERIFY(o.weight.codes.has_value());
         QVERIFY(r.plans.at(1).at(0).transforms.empty());
     }
 
     void weightsChosenByATransformAreKept() {
-        c10::InferenceMode guard;
-        const qs::ModelHandle h = qs::openModelHandle(m_model.toStdString());
-        auto model = h.instantiate({});
-        qs::Recipe recipe;
-        recipe.global = qs::quant::resolveScheme("int4_wo_32");
-        qs::LayerPlanner planner = qs::LayerPlanner::forRecipe(recipe);
-        qs::PipelineOptions options;
-        options.transforms = {std::make_shared<CodeChoosingTransform>()};
-        options.keepPlans = true;
-        qs::CalibrationPipeline pipeline(*model, planner, options);
-        const qs::PipelineResult r = pipeline.run(at::zeros({0, 2}, at::kLong), {});
+        const qs::PipelineResult r = runWithTransform(std::make_shared<CodeChoosingTransform>(),
+                                                      at::zeros({0, 2}, at::kLong));
         for (const auto& block : r.plans) {
             for (const qs::LayerPlan& p : block) {
                 if (p.kind == "q_proj")
