@@ -47,7 +47,7 @@ at::Tensor maskZero(const at::Tensor& s) {
 // scale / 64 and codes in [-127, 127]; the per-channel helper clamps scales to the smallest
 // normal and adds the (zero) zero point before clamping, which turns -0 into +0.
 at::Tensor mxInt8Scale(const at::Tensor& s) {
-    return at::clamp_min(s / 64.0, FLT_MIN);
+    return at::clamp_min(divideExact(s, 64.0), FLT_MIN);
 }
 at::Tensor mxInt8Values(const at::Tensor& xf, const at::Tensor& s64) {
     return at::clamp(at::round(xf * at::reciprocal(s64)) + 0.0, -127.0, 127.0);
@@ -69,7 +69,8 @@ QuantParams blockParams(const QuantSpec& spec, const Range& range) {
         throw Error("computeParams", "", "no observed block maxima (observe a tensor first)");
     const TypeTraits& t = traits(spec.dtype);
     QuantParams p;
-    p.zeroPoint = at::zeros(range.max.sizes(), at::TensorOptions(at::kInt));
+    p.zeroPoint =
+        at::zeros(range.max.sizes(), at::TensorOptions(at::kInt).device(range.max.device()));
     if (usesE8M0(spec)) {
         const TypeTraits& e = traits(t.element);
         p.scale = evenRoundScaleTensor(range.max.to(at::kFloat), e.mbits, e.emax);
@@ -79,10 +80,10 @@ QuantParams blockParams(const QuantSpec& spec, const Range& range) {
     if (t.encoding == Encoding::NvFp4) {
         // First stage (FP4 per group, scale_format float32): s1 = amax / 6. Second stage (FP8
         // E4M3 per tensor on the group amax, quant_max_first_level = 6): s2 = gmax / (6 * 448).
-        at::Tensor s1 = maskZero(range.max.to(at::kFloat) / kNvFp4ElementMax);
+        at::Tensor s1 = maskZero(divideExact(range.max.to(at::kFloat), kNvFp4ElementMax));
         at::Tensor gmax = range.globalAmax.defined() ? range.globalAmax.to(at::kFloat)
                                                      : range.max.to(at::kFloat).max();
-        at::Tensor s2 = maskZero(gmax.reshape({}) / (kNvFp4ElementMax * kNvFp4ScaleMax));
+        at::Tensor s2 = maskZero(divideExact(gmax.reshape({}), kNvFp4ElementMax * kNvFp4ScaleMax));
         const at::Tensor grid =
             roundFp8Tensor(at::clamp(s1 / s2, -kNvFp4ScaleMax, kNvFp4ScaleMax), kFp8E4M3);
         p.scaleCodes = encodeTensor(grid, kFp8E4M3);
@@ -93,7 +94,7 @@ QuantParams blockParams(const QuantSpec& spec, const Range& range) {
     // Per-group FP4/FP6/FP8 with a float scale: amax / fmax, zeros -> eps; computed in the input
     // dtype unless the scale type is float32 (get_scale, scale_format "float32").
     at::Tensor amax = spec.scaleType == ScaleType::Float32 ? range.max.to(at::kFloat) : range.max;
-    p.scale = maskZero(amax / t.floatMax);
+    p.scale = maskZero(divideExact(amax, t.floatMax));
     return p;
 }
 

@@ -73,11 +73,11 @@ uint8_t encodeMiniFloat(float v, const MiniFloatFormat& f) {
     const int valueBits = f.ebits + f.mbits;
     const uint8_t sign = std::signbit(v) ? static_cast<uint8_t>(1u << valueBits) : 0;
     const uint8_t allOnes = static_cast<uint8_t>((1u << valueBits) - 1);
-    if (std::isnan(v)) {
-        if (f.specials == MiniFloatFormat::Specials::None)
-            return allOnes; // positive largest magnitude: these formats cannot hold NaN
-        return static_cast<uint8_t>(sign | allOnes);
-    }
+    // A NaN's sign carries no value and differs between devices (x86 makes Inf / Inf a negative
+    // NaN, CUDA a positive one), so every NaN gets the positive NaN code: one code on every
+    // device. Formats without NaN get their positive largest magnitude.
+    if (std::isnan(v))
+        return allOnes;
     if (std::isinf(v)) {
         if (f.specials == MiniFloatFormat::Specials::InfAndNan)
             return static_cast<uint8_t>(sign | (((1u << f.ebits) - 1) << f.mbits));

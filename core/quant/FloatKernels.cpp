@@ -98,7 +98,7 @@ QuantParams floatParams(const QuantSpec& spec, const Range& range) {
     at::Tensor amax = at::maximum(minNeg.abs(), maxPos.abs());
     if (spec.scaleType == ScaleType::Float32)
         amax = amax.to(at::kFloat);
-    at::Tensor scale = amax / t.floatMax;
+    at::Tensor scale = divideExact(amax, t.floatMax);
     scale = scale.masked_fill(scale == 0, FLT_EPSILON);
     at::Tensor zp = at::zeros(scale.sizes(), at::TensorOptions(at::kInt).device(scale.device()));
     return {scale, zp, {}, {}};
@@ -113,9 +113,12 @@ at::Tensor scaleColumn(const RowLayout& l, const QuantSpec& spec, const QuantPar
         throw Error(what, "scale", "expected " + std::to_string(rows) + " scale entries");
     // Per tensor Quark divides by the 0-dim scale as is and lets ATen promote; per channel it
     // casts the scale to the input dtype first.
+    // The scale moves to the rows' device: a 0-dim CPU scale beside CUDA rows would be taken as
+    // a CPU scalar and divided by reciprocal (divideExact).
+    const at::Tensor scale = p.scale.to(l.rows.device());
     if (spec.granularity == Granularity::PerTensor)
-        return dtype == at::kFloat ? p.scale.reshape({}).to(at::kFloat) : p.scale.reshape({});
-    return asColumn(p.scale.to(dtype), rows);
+        return dtype == at::kFloat ? scale.reshape({}).to(at::kFloat) : scale.reshape({});
+    return asColumn(scale.to(dtype), rows);
 }
 
 // Values on the FP8 grid (fp32) for the rows, with Quark's input-dtype division.

@@ -85,10 +85,10 @@ QuantParams intParams(const QuantSpec& spec, const Range& range) {
     at::Tensor scale;
     if (spec.symmetric) {
         maxPos = at::max(-minNeg, maxPos);
-        scale = maxPos / ((t.qmax - t.qmin) / 2.0);
+        scale = divideExact(maxPos, (t.qmax - t.qmin) / 2.0);
         scale = at::max(scale, eps);
     } else {
-        scale = (maxPos - minNeg) / (t.qmax - t.qmin);
+        scale = divideExact(maxPos - minNeg, t.qmax - t.qmin);
         scale = at::max(scale, eps);
         zp = at::rsub(at::round(minNeg / scale).to(at::kInt), static_cast<int64_t>(t.qmin));
         zp = at::clamp(zp, static_cast<int64_t>(t.qmin), static_cast<int64_t>(t.qmax));

@@ -32,6 +32,14 @@ struct RowLayout {
 RowLayout makeRows(const at::Tensor& x, const QuantSpec& spec);
 
 void checkInput(const at::Tensor& x, const char* what);
+// t / divisor, correctly rounded on every device. ATen's CUDA kernels compute a division by a CPU
+// scalar as t * (1 / divisor), one rounding more than the CPU's true division (a scale such as
+// amax / 127.5 then differs in the last bit between devices); a 0-dim divisor on t's own device
+// takes the true division on both. Every divisor used here (127.5, 448, 6, 2688, ...) is exact
+// in t's dtype, so the conversion that type promotion applies loses nothing.
+inline at::Tensor divideExact(const at::Tensor& t, double divisor) {
+    return t / at::scalar_tensor(divisor, t.options());
+}
 // Scale/zero-point tensors reshaped to [R, 1] for broadcasting against RowLayout::rows.
 at::Tensor asColumn(const at::Tensor& t, int64_t rows);
 
