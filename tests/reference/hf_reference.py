@@ -59,7 +59,7 @@ def causal_attention(q, k, v, scale):
     k = k.repeat_interleave(groups, 1)
     v = v.repeat_interleave(groups, 1)
     s = (q @ k.transpose(-1, -2)) * scale
-    s = s + torch.full((T, T), float("-inf")).triu(1)
+    s = s + torch.full((T, T), float("-inf"), device=s.device, dtype=s.dtype).triu(1)
     return torch.softmax(s, -1) @ v
 
 
@@ -74,7 +74,9 @@ def llama_logits(cfg, w, ids):
     inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
     freqs = torch.outer(torch.arange(T).float(), inv)
     emb = torch.cat([freqs, freqs], -1)
-    cos, sin = emb.cos(), emb.sin()
+    # As transformers: cos/sin in fp32, then in the weights' dtype and device.
+    like = w["model.embed_tokens.weight"]
+    cos, sin = emb.cos().to(like.device, like.dtype), emb.sin().to(like.device, like.dtype)
 
     def rot(x):
         return torch.cat([-x[..., hd // 2:], x[..., :hd // 2]], -1)
