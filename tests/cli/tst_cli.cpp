@@ -33,6 +33,24 @@ private:
 private Q_SLOTS:
     void initTestCase() { m_model = qs::test::sharedPath("models/stories260K"); }
 
+    // A CUDA LibTorch build keeps libtorch_cuda a needed library of the CLI (linkers drop it
+    // with --as-needed, and CUDA then silently disappears); a CPU build has none.
+    void cudaLibraryLinkedIffBuiltWithCuda() {
+        QProcess p;
+        p.start("readelf", {"-d", qs::test::binDir() + "/quantscope-cli"});
+        if (!p.waitForFinished(60000) || p.exitCode() != 0)
+            QSKIP("readelf (binutils) is not available");
+        const bool linked = p.readAllStandardOutput().contains("libtorch_cuda");
+#ifdef QS_TORCH_CUDA
+        QVERIFY2(linked, "built against a CUDA LibTorch but libtorch_cuda is not needed");
+#else
+        QVERIFY(!linked);
+#endif
+        const Run r = cli({"--version"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.contains("CUDA "));
+    }
+
     void inspectJson() {
         const Run r = cli({"inspect", m_model, "--json"});
         QCOMPARE(r.exitCode, 0);
