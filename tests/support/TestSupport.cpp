@@ -30,6 +30,11 @@ QString pluginDir() {
     return QStringLiteral(QS_PLUGIN_DIR);
 }
 
+QString referencePython() {
+    const QByteArray env = qgetenv("QS_PYTHON");
+    return env.isEmpty() ? QStringLiteral("/usr/bin/python3") : QString::fromLocal8Bit(env);
+}
+
 QString tempDir(const QString& name) {
     static std::vector<std::unique_ptr<QTemporaryDir>> dirs;
     dirs.push_back(std::make_unique<QTemporaryDir>(QDir::tempPath() + "/qs-" + name + "-XXXXXX"));

@@ -11,6 +11,9 @@ QString sharedPath(const QString& relative);
 // The folder with the built executables (quantscope-cli) and plugins.
 QString binDir();
 QString pluginDir();
+// The Python interpreter with torch that reference scripts run under: QS_PYTHON when set (the
+// test script's venv; a GPU machine's PyTorch), else Debian's /usr/bin/python3.
+QString referencePython();
 // A fresh temporary directory that lives as long as the test process.
 QString tempDir(const QString& name);
 

@@ -108,8 +108,7 @@ elif mode == "check":
 )PY";
 
 QString pythonPath() {
-    const QByteArray env = qgetenv("QS_PYTHON");
-    return env.isEmpty() ? QStringLiteral("/usr/bin/python3") : QString::fromLocal8Bit(env);
+    return qs::test::referencePython();
 }
 
 struct PythonResult {

@@ -35,7 +35,7 @@ private:
             }
         }
         QProcess py;
-        py.start("/usr/bin/python3",
+        py.start(qs::test::referencePython(),
                  {QStringLiteral(QS_SOURCE_DIR "/tests/reference/hf_reference.py"), "logits",
                   modelDir, idsPath, outPath});
         if (!py.waitForFinished(300000) || py.exitCode() != 0)

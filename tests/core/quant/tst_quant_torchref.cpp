@@ -2,6 +2,7 @@
 // MX INT8, BFP16 and MX6 fake quantization with torch operations (fp32 and bf16 inputs) and the
 // results must match ours bit for bit.
 #include "QuantTestHelpers.h"
+#include "TestSupport.h"
 
 #include "quant/Quantize.h"
 #include "quant/TypeTraits.h"
@@ -49,13 +50,14 @@ class TestQuantTorchRef : public QObject {
 
 private Q_SLOTS:
     void initTestCase() {
-        if (!QFileInfo::exists("/usr/bin/python3"))
-            QSKIP("/usr/bin/python3 (with torch) is not installed");
+        const QString python = qs::test::referencePython();
+        if (!QFileInfo::exists(python))
+            QSKIP(qPrintable(python + " (with torch) is not installed"));
         const QString script = QStringLiteral(QS_SOURCE_DIR "/tests/core/quant/quark_reference.py");
         QVERIFY2(QFileInfo::exists(script), "quark_reference.py not found beside the test source");
         QVERIFY(m_dir.isValid());
         QProcess p;
-        p.start("/usr/bin/python3", {script, m_dir.path()});
+        p.start(python, {script, m_dir.path()});
         QVERIFY(p.waitForFinished(300000));
         QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0,
                  p.readAllStandardError().constData());
