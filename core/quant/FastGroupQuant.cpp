@@ -3,17 +3,16 @@
 #include "quant/Quantize.h"
 #include "quant/TypeTraits.h"
 #include "util/Error.h"
+#include "util/LargeTensor.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
 #include <atomic>
 #include <cfloat>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace qs::quant {
@@ -46,29 +45,43 @@ inline float nanMax(float a, float b) {
 }
 
 // Min and max of the finite-or-infinite values (NaN skipped) and whether a NaN was seen. The
-// select form `v < m ? v : m` is what minps computes, so the SSE2 lanes and the scalar tail agree;
-// GCC will not vectorise this reduction by itself without -ffinite-math-only.
-bool groupMinMax(const float* p, int64_t len, float& mn, float& mx) {
+// select form `v < m ? v : m` is what minps computes, so the vector lanes and the scalar tail
+// agree; GCC will not vectorise this reduction by itself without -ffinite-math-only, hence the
+// explicit 8-lane vectors (GCC/Clang vector extensions). Always inlined, so each clone of the
+// multiversioned callers compiles it for its own target: one ymm per step under AVX2, two xmm
+// otherwise.
+#if defined(__GNUC__)
+#define QS_ALWAYS_INLINE __attribute__((always_inline)) inline
+typedef float Lanes8 __attribute__((vector_size(32)));
+typedef int32_t Mask8 __attribute__((vector_size(32)));
+#else
+#define QS_ALWAYS_INLINE inline
+#endif
+
+QS_ALWAYS_INLINE bool groupMinMax(const float* p, int64_t len, float& mn, float& mx) {
     mn = std::numeric_limits<float>::infinity();
     mx = -std::numeric_limits<float>::infinity();
     int64_t i = 0;
     bool nan = false;
-#if defined(__SSE2__)
-    __m128 vmn = _mm_set1_ps(mn), vmx = _mm_set1_ps(mx), vnan = _mm_setzero_ps();
-    for (; i + 4 <= len; i += 4) {
-        const __m128 v = _mm_loadu_ps(p + i);
-        vnan = _mm_or_ps(vnan, _mm_cmpunord_ps(v, v));
-        vmn = _mm_min_ps(v, vmn);
-        vmx = _mm_max_ps(v, vmx);
+#if defined(__GNUC__)
+    Lanes8 vmn, vmx;
+    for (int k = 0; k < 8; ++k) {
+        vmn[k] = mn;
+        vmx[k] = mx;
     }
-    alignas(16) float lanesMin[4], lanesMax[4];
-    _mm_store_ps(lanesMin, vmn);
-    _mm_store_ps(lanesMax, vmx);
-    for (int k = 0; k < 4; ++k) {
-        mn = lanesMin[k] < mn ? lanesMin[k] : mn;
-        mx = lanesMax[k] > mx ? lanesMax[k] : mx;
+    Mask8 vnan = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (; i + 8 <= len; i += 8) {
+        Lanes8 v;
+        std::memcpy(&v, p + i, sizeof v);
+        vnan |= (v != v);
+        vmn = v < vmn ? v : vmn;
+        vmx = v > vmx ? v : vmx;
     }
-    nan = _mm_movemask_ps(vnan) != 0;
+    for (int k = 0; k < 8; ++k) {
+        mn = vmn[k] < mn ? vmn[k] : mn;
+        mx = vmx[k] > mx ? vmx[k] : mx;
+        nan |= vnan[k] != 0;
+    }
 #endif
     for (; i < len; ++i) {
         const float v = p[i];
@@ -218,12 +231,12 @@ FastQuantResult fakeQuantizeFast(const at::Tensor& x, const QuantSpec& spec, boo
                         "must be a contiguous float32 CPU tensor of the input's shape");
         r.fake = out;
     } else {
-        r.fake = at::empty_like(src);
+        r.fake = emptyLargeCpu(src.sizes().vec(), at::kFloat);
     }
     r.scale = at::empty({groups}, at::kFloat);
     r.zeroPoint = at::empty({groups}, at::kInt);
     if (wantCodes)
-        r.codes = at::empty(src.sizes(), at::kInt);
+        r.codes = emptyLargeCpu(src.sizes().vec(), at::kInt);
 
     const float* in = src.data_ptr<float>();
     float* result = r.fake.data_ptr<float>();

@@ -1,0 +1,18 @@
+// Fresh CPU tensors for large outputs (quantized weights, their codes). A new 180 MB output is
+// first touched page by page: with 4 KiB pages that is ~45,000 page faults, which cost several
+// times the quantization arithmetic itself (bench_quant's "plan" row, `perf`: clear_page and
+// the fault path). Asking for transparent huge pages (this workplace's kernels run THP in
+// "madvise" mode) turns them into ~90 faults of 2 MiB.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+namespace qs {
+
+// at::empty on the CPU, with the buffer's whole 2 MiB pages advised as huge pages when it is
+// large enough to have any (Linux; elsewhere, and for small sizes, plain at::empty).
+at::Tensor emptyLargeCpu(const std::vector<int64_t>& sizes, at::ScalarType dtype);
+
+} // namespace qs
