@@ -1,5 +1,6 @@
 #include "calib/BlockTransform.h"
 
+#include "algo/GptqTransform.h"
 #include "recipe/Recipe.h"
 #include "util/Error.h"
 
@@ -8,12 +9,19 @@ namespace qs {
 std::vector<std::unique_ptr<BlockTransform>>
 makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::string& source) {
     std::vector<std::unique_ptr<BlockTransform>> transforms;
-    for (size_t i = 0; i < algorithms.size(); ++i)
-        // The catalog (AlgorithmCatalog.h) validates names and parameters; none has an engine
-        // implementation yet, so a recipe naming one is refused rather than run without it.
-        throw Error(source, "algorithms[" + std::to_string(i) + "].name",
+    for (size_t i = 0; i < algorithms.size(); ++i) {
+        // The catalog (AlgorithmCatalog.h) validates names and parameters; an algorithm without
+        // an engine implementation is refused rather than run without it.
+        const std::string field = "algorithms[" + std::to_string(i) + "]";
+        if (algorithms[i].name == "gptq") {
+            transforms.push_back(
+                std::make_unique<algo::GptqTransform>(algorithms[i].params, source + " " + field));
+            continue;
+        }
+        throw Error(source, field + ".name",
                     "the engine cannot run '" + algorithms[i].name +
                         "' yet; remove it from the recipe to quantize with round-to-nearest");
+    }
     return transforms;
 }
 

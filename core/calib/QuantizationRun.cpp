@@ -84,7 +84,11 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     warnUnmatchedPatterns(recipe, tree, prep.warnings);
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
-    const bool needCalib = req.analyze || prep.planner->needsCalibration(tree);
+    bool transformsNeedInputs = false;
+    for (const auto& t : prep.transforms)
+        transformsNeedInputs = transformsNeedInputs || t->needsInputs();
+    const bool needCalib =
+        req.analyze || transformsNeedInputs || prep.planner->needsCalibration(tree);
     const int64_t maxPos = handle.config.maxPositions;
     std::optional<LoadedTokenizer> tok;
     auto tokenizer = [&]() -> const LoadedTokenizer& {
@@ -111,7 +115,8 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     if (needCalib) {
         if (recipe.calibration.dataPath.empty())
             throw Error("recipe", "calibration.data",
-                        "this recipe has static activation quantizers (or analysis was asked): "
+                        "this recipe has static activation quantizers, an algorithm that reads "
+                        "calibration inputs, or analysis was asked: "
                         "give calibration text (--calib-data FILE)");
         int64_t seq = recipe.calibration.seqLen;
         if (maxPos > 0 && seq > maxPos)
