@@ -34,12 +34,20 @@ public:
 };
 
 // Per-forward state shared by all blocks: rotary tables, attention mask, the optional hook.
+// Families with sliding-window layers (Mistral, Gemma 2/3) also get the windowed mask, and the
+// rotary tables of sliding layers where their RoPE differs (Gemma 3).
 struct ForwardContext {
-    at::Tensor cos; // [T, headDim] (rotary families)
+    at::Tensor cos; // [T, rotaryDim] (rotary families)
     at::Tensor sin;
-    at::Tensor mask; // [T, T] additive, 0 / -inf, compute dtype
+    at::Tensor mask;        // [T, T] additive, 0 / -inf, compute dtype: causal
+    at::Tensor slidingMask; // causal within the window; undefined when no layer slides
+    at::Tensor slidingCos;  // undefined when sliding layers use cos/sin
+    at::Tensor slidingSin;
     LinearHook* hook = nullptr;
 };
+
+// `layer` applied to x through ctx's hook (when there is one).
+at::Tensor runLinear(LinearLayer& layer, const at::Tensor& x, const ForwardContext& ctx);
 
 class DecoderBlock {
 public:
@@ -47,7 +55,14 @@ public:
     int index() const { return m_index; }
     // hidden: [B, T, H] in compute dtype; returns the block's output hidden states.
     virtual at::Tensor forward(const at::Tensor& hidden, const ForwardContext& ctx) = 0;
+    // The block's quantizable linears (mixture-of-experts routers are not among them: they stay
+    // in full precision, as Quark excludes them).
     virtual std::vector<LinearLayer*> linears() = 0;
+    // Mixture-of-experts blocks: the tokens routed to each expert by the forwards since load or
+    // the last reset, keyed by the expert's module name ("model.layers.3.mlp.experts.7").
+    // Empty for dense blocks.
+    virtual std::vector<std::pair<std::string, int64_t>> routedTokens() const { return {}; }
+    virtual void resetRoutedTokens() {}
 
 protected:
     explicit DecoderBlock(int index) : m_index(index) {}

@@ -1,0 +1,131 @@
+// Every checkpoint of ../shared/models/tiny-families (random weights written by transformers 5.23
+// itself, one per family) against transformers' own output on fixed ids
+// (reference.safetensors): the first decoder layer's output and the logits agree within 1e-5
+// absolute in float32, and the module tree counts exactly transformers' parameters.
+//
+// Why 1e-5: both sides compute the same float32 operations in possibly different orders
+// (matmul blocking, fused softmax). Each dot product of length K <= 128 here rounds within
+// about sqrt(K) * 2^-24 ~ 7e-7 relative; values stay below 2 in magnitude over 3 layers, so
+// agreement is expected near 1e-6. Every feature the README's sensitivity table breaks moves
+// the logits by at least 0.03, four orders of magnitude above the bound.
+#include "TestSupport.h"
+
+#include "io/Checkpoint.h"
+#include "model/LlamaStyleFamily.h"
+#include "model/ModelLoader.h"
+#include "util/Error.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <QDir>
+#include <QFile>
+#include <QtTest>
+
+class TestTinyFamilies : public QObject {
+    Q_OBJECT
+
+private:
+    static QString root() { return qs::test::sharedPath("models/tiny-families"); }
+
+    static at::Tensor referenceTensor(const qs::SafetensorsFile& file, const std::string& name) {
+        const qs::TensorInfo* info = file.find(name);
+        if (!info)
+            qFatal("%s: no tensor %s", file.path().c_str(), name.c_str());
+        const at::ScalarType type = info->dtype == qs::DType::I64 ? at::kLong : at::kFloat;
+        void* p = const_cast<uint8_t*>(file.data(*info));
+        return at::from_blob(p, info->shape, at::TensorOptions().dtype(type)).clone();
+    }
+
+    static double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
+        return (a - b).abs().max().item<double>();
+    }
+
+private Q_SLOTS:
+    void everyFolderIsTested() {
+        // The ten families the README lists; a folder added later must be added here too.
+        const QStringList folders =
+            QDir(root()).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+        QCOMPARE(folders, QStringList({"gemma2", "gemma3_text", "llama", "mistral", "mixtral",
+                                       "opt", "phi3", "qwen2", "qwen3", "qwen3_moe"}));
+    }
+
+    void matchesTransformers_data() {
+        QTest::addColumn<QString>("folder");
+        for (const QString& f :
+             QDir(root()).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+            QTest::newRow(qPrintable(f)) << f;
+    }
+
+    void matchesTransformers() {
+        QFETCH(QString, folder);
+        const std::string dir = (root() + "/" + folder).toStdString();
+        const auto ref = qs::SafetensorsFile::open(dir + "/reference.safetensors");
+        const at::Tensor ids = referenceTensor(*ref, "input_ids");
+        const at::Tensor wantLayer0 = referenceTensor(*ref, "hidden_states_layer0_out");
+        const at::Tensor wantLogits = referenceTensor(*ref, "logits");
+
+        const qs::ModelHandle h = qs::openModelHandle(dir);
+        QCOMPARE(h.family->name(), folder.toStdString());
+        // transformers' num_parameters (tied weights once) from reference.json
+        QFile meta(QString::fromStdString(dir + "/reference.json"));
+        QVERIFY(meta.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(meta.readAll().toStdString());
+        QCOMPARE(h.moduleTree().parameters, j.at("num_parameters").get<int64_t>());
+
+        c10::InferenceMode guard;
+        auto model = h.instantiate({at::kCPU, at::kFloat});
+        const qs::ForwardContext ctx = model->makeContext(ids.size(1));
+        at::Tensor hidden = model->embed(ids);
+        for (int i = 0; i < model->numBlocks(); ++i) {
+            hidden = model->loadBlock(i)->forward(hidden, ctx);
+            if (i == 0) {
+                QCOMPARE(hidden.sizes(), wantLayer0.sizes());
+                const double d = maxAbsDiff(hidden, wantLayer0);
+                QVERIFY2(d <= 1e-5, qPrintable(QString("layer 0 max |diff| %1").arg(d)));
+            }
+        }
+        const at::Tensor logits = model->logits(hidden);
+        QCOMPARE(logits.sizes(), wantLogits.sizes());
+        const double d = maxAbsDiff(logits, wantLogits);
+        qInfo("%s: max |logit - transformers| = %.3g", qPrintable(folder), d);
+        QVERIFY2(d <= 1e-5, qPrintable(QString("logits max |diff| %1").arg(d)));
+    }
+
+    // A mixture-of-experts forward counts the tokens routed to each expert: top-k per token.
+    void moeCountsRoutedTokens_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::newRow("mixtral") << "mixtral";
+        QTest::newRow("qwen3_moe") << "qwen3_moe";
+    }
+
+    void moeCountsRoutedTokens() {
+        QFETCH(QString, folder);
+        const std::string dir = (root() + "/" + folder).toStdString();
+        const auto ref = qs::SafetensorsFile::open(dir + "/reference.safetensors");
+        const at::Tensor ids = referenceTensor(*ref, "input_ids");
+        const qs::ModelHandle h = qs::openModelHandle(dir);
+        c10::InferenceMode guard;
+        auto model = h.instantiate({});
+        auto block = model->loadBlock(1);
+        QVERIFY(block->routedTokens().empty() == false);
+        block->forward(model->embed(ids), model->makeContext(ids.size(1)));
+        int64_t total = 0;
+        for (const auto& [name, n] : block->routedTokens()) {
+            QVERIFY2(name.find("model.layers.1.") == 0, name.c_str());
+            total += n;
+        }
+        QCOMPARE(total, ids.numel() * h.config.moe.topK);
+        block->resetRoutedTokens();
+        QCOMPARE(block->routedTokens().front().second, int64_t(0));
+        // the experts' linears are the block's quantizable linears, routers are not
+        int experts = 0;
+        for (qs::LinearLayer* l : block->linears()) {
+            QVERIFY2(l->name.find(".gate.") == std::string::npos, l->name.c_str());
+            experts += l->name.find(".experts.") != std::string::npos ? 1 : 0;
+        }
+        QCOMPARE(experts, int(3 * h.config.moe.numExperts));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestTinyFamilies)
+#include "tst_tinyfamilies.moc"
