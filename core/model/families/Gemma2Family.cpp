@@ -1,5 +1,5 @@
 #include "io/JsonFields.h"
-#include "model/families/GemmaCommon.h"
+#include "model/families/GemmaFamilyBase.h"
 
 namespace qs {
 

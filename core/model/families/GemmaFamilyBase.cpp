@@ -1,4 +1,4 @@
-#include "model/families/GemmaCommon.h"
+#include "model/families/GemmaFamilyBase.h"
 
 #include "io/JsonFields.h"
 #include "util/Error.h"
