@@ -29,11 +29,19 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
     for (size_t i = 0; i < plans.size(); ++i) {
         const LayerPlan& p = plans[i];
         Layer& a = m_layers.at(p.name);
-        const at::Tensor& xRef = refInputs.at(p.name);
+        // A mixture-of-experts expert no token was routed to in this batch saw nothing.
+        const auto in = refInputs.find(p.name);
+        if (in == refInputs.end())
+            continue;
+        const at::Tensor& xRef = in->second;
         const at::Tensor& yRef = refOutputs.at(p.name);
         a.channels.add(xRef);
-        a.accumulated.add(quantOutputs.at(p.name), yRef);
-        a.drift.add(quantInputs.at(p.name), xRef);
+        // The two streams route tokens independently, so an expert's rows in one are not the
+        // same tokens as in the other: no token-wise comparison for routed linears.
+        if (!linears[i]->routed) {
+            a.accumulated.add(quantOutputs.at(p.name), yRef);
+            a.drift.add(quantInputs.at(p.name), xRef);
+        }
         if (!p.quantized())
             continue;
         // The layer alone: its quantizers and quantized weight on full-precision inputs.

@@ -18,6 +18,9 @@ struct LinearLayer {
     std::string kind;  // short kind, e.g. "q_proj", "down_proj", "fc1"
     at::Tensor weight; // [out, in] in compute dtype on the compute device
     at::Tensor bias;   // undefined when the layer has none
+    // A mixture-of-experts expert's linear: it sees only the tokens the router sends it, so its
+    // inputs in two differently quantized streams are different token sets (or none at all).
+    bool routed = false;
 };
 
 // Observes and may replace a linear's input and output: activation capture, activation and

@@ -12,6 +12,7 @@ MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg
         l.name = name;
         l.kind = kind;
         l.weight = model.loadWeight(name + ".weight");
+        l.routed = true;
         return l;
     };
     for (int64_t e = 0; e < m.numExperts; ++e) {
