@@ -6,6 +6,8 @@
 #include "model/RopeConfig.h"
 #include "util/Error.h"
 
+#include <set>
+
 namespace qs {
 
 namespace {
@@ -198,6 +200,43 @@ int64_t sumParameters(ModuleNode& node) {
     return total;
 }
 
+namespace {
+
+void usedTensors(const ModuleNode& n, std::set<std::string>& out) {
+    if (!n.children.empty()) {
+        for (const ModuleNode& c : n.children)
+            usedTensors(c, out);
+        return;
+    }
+    if (n.dtype == "tied" || n.shape.empty())
+        return;
+    out.insert(n.name + ".weight");
+    int64_t numel = 1;
+    for (int64_t d : n.shape)
+        numel *= d;
+    if (n.parameters > numel)
+        out.insert(n.name + ".bias");
+}
+
+} // namespace
+
+void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& c, const Checkpoint& ckpt) {
+    std::set<std::string> used;
+    usedTensors(tree, used);
+    const std::string invFreq = ".rotary_emb.inv_freq";
+    for (const std::string& name : ckpt.tensorNames()) {
+        if (used.count(name) || (c.tieWordEmbeddings && name == "lm_head.weight"))
+            continue;
+        if (name.size() > invFreq.size() &&
+            name.compare(name.size() - invFreq.size(), invFreq.size(), invFreq) == 0)
+            continue;
+        throw Error(ckpt.fileOf(name).path(), name,
+                    "tensor not used by a '" + c.modelType +
+                        "' model with this config.json (a bias or layout the config does not "
+                        "announce?); refusing rather than computing without it");
+    }
+}
+
 ModuleNode LlamaStyleFamily::buildTree(const ModelConfig& c, const Checkpoint& ckpt) const {
     const int64_t H = c.hiddenSize, V = c.vocabSize;
     ModuleNode root = inner("model", "model", -1);
@@ -226,6 +265,7 @@ ModuleNode LlamaStyleFamily::buildTree(const ModelConfig& c, const Checkpoint& c
         root.children.push_back(weightLeaf(ckpt, "lm_head", "head", {V, H}, -1));
     }
     sumParameters(root);
+    checkEveryTensorUsed(root, c, ckpt);
     return root;
 }
 

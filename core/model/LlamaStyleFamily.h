@@ -27,6 +27,12 @@ ModuleNode weightLeaf(const Checkpoint& checkpoint, const std::string& module,
                       bool withBias = false);
 // Sums children's parameters into each inner node.
 int64_t sumParameters(ModuleNode& node);
+// qs::Error naming a stored tensor the tree does not use (a bias the config does not announce,
+// a tensor of another layout): the forward would silently leave it out. Tolerated: rotary
+// inv_freq buffers old checkpoints store, and a stored lm_head of a tied model (transformers
+// ties it to the embedding as well).
+void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& config,
+                          const Checkpoint& checkpoint);
 // Reads "layer_types" (transformers 5: one "full_attention" / "sliding_attention" per layer)
 // into config.slidingLayer; qs::Error for a wrong length or an unknown type.
 void parseLayerTypes(const JsonFields& fields, ModelConfig& config);

@@ -93,6 +93,7 @@ public:
         else
             root.children.push_back(weightLeaf(ckpt, "lm_head", "head", {V, P}, -1));
         sumParameters(root);
+        checkEveryTensorUsed(root, c, ckpt);
         return root;
     }
 
