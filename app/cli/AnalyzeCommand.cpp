@@ -1,5 +1,6 @@
 #include "CliCommon.h"
 #include "QuantOptions.h"
+#include "analysis/ExpertRouting.h"
 
 #include "calib/QuantizationRun.h"
 #include "calib/SensitivityRun.h"
@@ -99,6 +100,14 @@ int runAnalyze(const QStringList& args) {
         std::printf("  %2zu. %-42s %8.1f\n", i + 1, ranking[i].first.c_str(), ranking[i].second);
     for (const std::string& s : out.skipped)
         std::printf("not quantized (unfit): %s\n", s.c_str());
+    const std::vector<ExpertTokens> experts = expertRouting(out.report.layers);
+    if (!experts.empty()) {
+        std::printf("\nexperts: calibration tokens routed (share of an even split; RARE below "
+                    "0.25: statistics rest on few tokens)\n");
+        for (const ExpertTokens& e : experts)
+            std::printf("  %-42s %8lld %6.2f%s\n", e.expert.c_str(),
+                        static_cast<long long>(e.tokens), e.shareOfEven, e.rare ? "  RARE" : "");
+    }
     if (sens) {
         std::printf("\nsensitivity (perplexity; fp %.4f, whole recipe %.4f), most harmful first:\n",
                     sens->fpPerplexity, sens->fullPerplexity);

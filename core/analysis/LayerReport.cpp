@@ -1,5 +1,7 @@
 #include "analysis/LayerReport.h"
 
+#include "analysis/ExpertRouting.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -83,13 +85,26 @@ nlohmann::json AnalysisReport::toJson(bool withChannels) const {
     nlohmann::json ranking = nlohmann::json::array();
     for (const auto& [name, score] : outlierRanking())
         ranking.push_back({{"layer", name}, {"outlier_score", number(score)}});
-    return {{"model", model},
-            {"calibration_samples", calibrationSamples},
-            {"seq_len", seqLen},
-            {"seconds", seconds},
-            {"recipe", recipe},
-            {"layers", layersJson},
-            {"outlier_ranking", ranking}};
+    nlohmann::json j = {{"model", model},
+                        {"calibration_samples", calibrationSamples},
+                        {"seq_len", seqLen},
+                        {"seconds", seconds},
+                        {"recipe", recipe},
+                        {"layers", layersJson},
+                        {"outlier_ranking", ranking}};
+    // Mixture-of-experts models: calibration tokens per expert, rarely routed ones flagged.
+    const std::vector<ExpertTokens> experts = expertRouting(layers);
+    if (!experts.empty()) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const ExpertTokens& e : experts)
+            rows.push_back({{"expert", e.expert},
+                            {"block", e.block},
+                            {"tokens", e.tokens},
+                            {"share_of_even", number(e.shareOfEven)},
+                            {"rare", e.rare}});
+        j["experts"] = rows;
+    }
+    return j;
 }
 
 } // namespace qs
