@@ -39,5 +39,7 @@ void parseLayerTypes(const JsonFields& fields, ModelConfig& config);
 // Qwen2/3's windowing: only with use_sliding_window, on the layers layer_types marks sliding or
 // (older configs) from max_window_layers on (families/Qwen2Family.cpp).
 void parseQwenSlidingWindow(const JsonFields& fields, ModelConfig& config);
+// The keys parseQwenSlidingWindow reads, appended to `keys`.
+std::vector<std::string> withQwenSlidingKeys(std::vector<std::string> keys);
 
 } // namespace qs

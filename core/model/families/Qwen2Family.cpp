@@ -13,10 +13,7 @@ public:
     std::string name() const override { return "qwen2"; }
     std::vector<std::string> modelTypes() const override { return {"qwen2"}; }
     std::vector<std::string> knownKeys() const override {
-        std::vector<std::string> k = LlamaStyleFamily::knownKeys();
-        k.insert(k.end(),
-                 {"sliding_window", "use_sliding_window", "max_window_layers", "layer_types"});
-        return k;
+        return withQwenSlidingKeys(LlamaStyleFamily::knownKeys());
     }
     void parseConfig(const JsonFields& f, ModelConfig& c) const override {
         LlamaStyleFamily::parseConfig(f, c);
@@ -28,6 +25,12 @@ public:
 };
 
 } // namespace
+
+std::vector<std::string> withQwenSlidingKeys(std::vector<std::string> keys) {
+    keys.insert(keys.end(),
+                {"sliding_window", "use_sliding_window", "max_window_layers", "layer_types"});
+    return keys;
+}
 
 // Shared with Qwen3 and Qwen3-MoE, which window the same way.
 void parseQwenSlidingWindow(const JsonFields& f, ModelConfig& c) {

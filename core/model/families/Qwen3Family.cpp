@@ -13,10 +13,7 @@ public:
     std::string name() const override { return "qwen3"; }
     std::vector<std::string> modelTypes() const override { return {"qwen3"}; }
     std::vector<std::string> knownKeys() const override {
-        std::vector<std::string> k = LlamaStyleFamily::knownKeys();
-        k.insert(k.end(),
-                 {"sliding_window", "use_sliding_window", "max_window_layers", "layer_types"});
-        return k;
+        return withQwenSlidingKeys(LlamaStyleFamily::knownKeys());
     }
     void parseConfig(const JsonFields& f, ModelConfig& c) const override {
         LlamaStyleFamily::parseConfig(f, c);

@@ -17,9 +17,8 @@ public:
     std::string name() const override { return "qwen3_moe"; }
     std::vector<std::string> modelTypes() const override { return {"qwen3_moe"}; }
     std::vector<std::string> knownKeys() const override {
-        std::vector<std::string> k = LlamaStyleFamily::knownKeys();
-        k.insert(k.end(), {"sliding_window", "use_sliding_window", "max_window_layers",
-                           "layer_types", "num_experts", "num_local_experts", "num_experts_per_tok",
+        std::vector<std::string> k = withQwenSlidingKeys(LlamaStyleFamily::knownKeys());
+        k.insert(k.end(), {"num_experts", "num_local_experts", "num_experts_per_tok",
                            "moe_intermediate_size", "norm_topk_prob", "decoder_sparse_step",
                            "mlp_only_layers"});
         return k;
