@@ -10,9 +10,11 @@
 // the logits by at least 0.03, four orders of magnitude above the bound.
 #include "TestSupport.h"
 
+#include "calib/QuantizationRun.h"
 #include "io/Checkpoint.h"
 #include "model/LlamaStyleFamily.h"
 #include "model/ModelLoader.h"
+#include "recipe/RecipeFlags.h"
 #include "util/Error.h"
 
 #include <c10/core/InferenceMode.h>
@@ -89,6 +91,54 @@ private Q_SLOTS:
         const double d = maxAbsDiff(logits, wantLogits);
         qInfo("%s: max |logit - transformers| = %.3g", qPrintable(folder), d);
         QVERIFY2(d <= 1e-5, qPrintable(QString("logits max |diff| %1").arg(d)));
+    }
+
+    // What `quantscope-cli eval` and `analyze` run, on every folder: the perplexity of the
+    // reference ids (windows 0 and 1 of the eval text at length 64 are exactly its two rows)
+    // equals the one transformers' logits give. Each NLL term is a log-softmax of logits that
+    // agree within 1e-5, so it moves by at most 2e-5, and so does the mean NLL: the perplexity
+    // agrees within a relative 2e-5 (1e-4 allows for the float32 sums). The analysis reports
+    // every quantizable linear of the tree.
+    void evalAndAnalyze_data() { matchesTransformers_data(); }
+
+    void evalAndAnalyze() {
+        QFETCH(QString, folder);
+        const std::string dir = (root() + "/" + folder).toStdString();
+        const auto ref = qs::SafetensorsFile::open(dir + "/reference.safetensors");
+        const at::Tensor ids = referenceTensor(*ref, "input_ids");
+        const at::Tensor logits = referenceTensor(*ref, "logits").to(at::kDouble);
+        const at::Tensor logp = at::log_softmax(logits.narrow(1, 0, 63), -1)
+                                    .gather(-1, ids.narrow(1, 1, 63).unsqueeze(-1));
+        const double want = std::exp(-logp.mean().item<double>());
+
+        qs::EvalRequest eval;
+        eval.evaluation.dataPath = qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
+        eval.evaluation.seqLen = 64;
+        eval.evaluation.maxWindows = 2;
+        const qs::PerplexityResult got = qs::evaluateModelOnText(dir, eval);
+        QCOMPARE(got.windows, int64_t(2));
+        QVERIFY2(
+            std::fabs(got.perplexity / want - 1) < 1e-4,
+            qPrintable(QString("perplexity %1, transformers %2").arg(got.perplexity).arg(want)));
+
+        qs::QuantFlags flags;
+        flags.quantScheme = "int4_wo_32";
+        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        flags.numCalibData = 2;
+        flags.seqLen = 32;
+        qs::QuantizationRequest req;
+        req.modelDir = dir;
+        req.recipe = qs::recipeFromFlags(flags);
+        req.analyze = true;
+        const qs::QuantizationOutcome out = qs::runQuantization(req);
+        std::vector<const qs::ModuleNode*> linears;
+        qs::openModelHandle(dir).moduleTree().collect("linear", linears);
+        int64_t blockLinears = 0;
+        for (const qs::ModuleNode* n : linears)
+            blockLinears += n->blockIndex >= 0 ? 1 : 0;
+        QCOMPARE(int64_t(out.report.layers.size()), blockLinears);
+        for (const qs::LayerReport& l : out.report.layers)
+            QVERIFY2(l.quantized && l.weight.valid, l.name.c_str());
     }
 
     // A mixture-of-experts forward counts the tokens routed to each expert: top-k per token.
