@@ -8,6 +8,7 @@
 #include "calib/QuantizationRun.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
+#include "util/Error.h"
 
 #include <QtTest>
 
@@ -101,6 +102,28 @@ private Q_SLOTS:
         for (const auto& [block, tokens] : perBlock)
             QCOMPARE(tokens, int64_t(4 * 32 * 2));
         QVERIFY(out.report.toJson(false).contains("experts"));
+    }
+
+    // Two calibration tokens make four routings over four experts per layer; on these fixed
+    // weights and data both tokens share an expert in layer 0, so one expert sees nothing and its
+    // static activation quantizer has nothing to calibrate on: an error naming the expert.
+    void unreachedExpertIsAnError() {
+        qs::QuantizationRequest req = request("mixtral", "int8");
+        req.recipe.calibration.numSamples = 1;
+        req.recipe.calibration.seqLen = 2;
+        try {
+            qs::runQuantization(req);
+            QFAIL("calibrated experts no token reached");
+        } catch (const qs::Error& e) {
+            QVERIFY2(QString(e.what()).contains(".experts.") &&
+                         QString(e.what()).contains("no calibration token"),
+                     e.what());
+        }
+        // weight-only schemes need no activation statistics: the same calibration is enough
+        qs::QuantizationRequest wo = request("mixtral", "int4_wo_32");
+        wo.recipe.calibration.numSamples = 1;
+        wo.recipe.calibration.seqLen = 2;
+        QVERIFY(!qs::runQuantization(wo).report.layers.empty());
     }
 };
 
