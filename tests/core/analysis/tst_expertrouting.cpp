@@ -6,12 +6,14 @@
 
 #include "analysis/ExpertRouting.h"
 #include "calib/QuantizationRun.h"
+#include "calib/SensitivityRun.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
 #include "util/Error.h"
 
 #include <QtTest>
 
+#include <algorithm>
 #include <map>
 
 class TestExpertRouting : public QObject {
@@ -102,6 +104,37 @@ private Q_SLOTS:
         for (const auto& [block, tokens] : perBlock)
             QCOMPARE(tokens, int64_t(4 * 32 * 2));
         QVERIFY(out.report.toJson(false).contains("experts"));
+    }
+
+    // Sensitivity measures the experts of one layer together, one row per linear kind named by
+    // the pattern over them; the row equals separate runs of the recipe with only that group
+    // quantized (alone) and with it excluded (all-but), as every sensitivity row does.
+    void sensitivityGroupsExperts() {
+        qs::QuantizationRequest req = request("mixtral", "int4_wo_32");
+        req.analyze = false;
+        req.recipe.evaluation.dataPath =
+            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
+        req.recipe.evaluation.seqLen = 64;
+        req.recipe.evaluation.maxWindows = 3;
+        const qs::SensitivityResult r = qs::runSensitivity(req);
+        QCOMPARE(int(r.rows.size()), 3 * (4 + 3)); // per layer: q, k, v, o and w1, w3, w2
+        const std::string group = "model.layers.1.block_sparse_moe.experts.*.w2";
+        const auto row =
+            std::find_if(r.rows.begin(), r.rows.end(),
+                         [&](const qs::SensitivityRow& x) { return x.layer == group; });
+        QVERIFY(row != r.rows.end());
+
+        std::vector<const qs::ModuleNode*> linears;
+        const qs::ModuleNode tree = qs::openModelHandle(req.modelDir).moduleTree();
+        tree.collect("linear", linears);
+        qs::QuantizationRequest alone = req, allBut = req;
+        alone.evaluate = allBut.evaluate = true;
+        for (const qs::ModuleNode* n : linears)
+            if (n->blockIndex >= 0 && !qs::matchesLayerPattern(group, n->name))
+                alone.recipe.exclude.push_back(qs::exactLayerPattern(n->name));
+        allBut.recipe.exclude.push_back(group);
+        QCOMPARE(row->alonePerplexity, qs::runQuantization(alone).perplexity->perplexity);
+        QCOMPARE(row->allButPerplexity, qs::runQuantization(allBut).perplexity->perplexity);
     }
 
     // Two calibration tokens make four routings over four experts per layer; on these fixed

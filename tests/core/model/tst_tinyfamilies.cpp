@@ -132,7 +132,8 @@ private Q_SLOTS:
         req.analyze = true;
         const qs::QuantizationOutcome out = qs::runQuantization(req);
         std::vector<const qs::ModuleNode*> linears;
-        qs::openModelHandle(dir).moduleTree().collect("linear", linears);
+        const qs::ModuleNode tree = qs::openModelHandle(dir).moduleTree();
+        tree.collect("linear", linears);
         int64_t blockLinears = 0;
         for (const qs::ModuleNode* n : linears)
             blockLinears += n->blockIndex >= 0 ? 1 : 0;
