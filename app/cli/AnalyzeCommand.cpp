@@ -88,11 +88,16 @@ int runAnalyze(const QStringList& args) {
     }
     std::printf("%-42s %-14s %9s %9s %9s %10s %8s\n", "layer", "scheme", "w SQNR", "local", "accum",
                 "in absmax", "outlier");
-    for (const LayerReport& l : out.report.layers)
+    for (const LayerReport& l : out.report.layers) {
         std::printf("%-42s %-14s %9s %9s %9s %10.3g %8.1f\n", l.name.c_str(),
                     (l.quantized ? l.scheme : l.note).substr(0, 14).c_str(), db(l.weight).c_str(),
                     db(l.outputLocal).c_str(), db(l.outputAccumulated).c_str(), l.inputAbsmax,
                     l.outlierScore);
+        // a fused projection's logical parts (Phi-3 qkv_proj, gate_up_proj)
+        for (const PartReport& p : l.parts)
+            std::printf("  %-40s %-14s %9s %9s\n", ("part " + p.name).c_str(), "",
+                        db(p.weight).c_str(), db(p.outputLocal).c_str());
+    }
     std::printf("\ntop outlier layers (input absmax / median channel absmax):\n");
     const auto ranking = out.report.outlierRanking();
     const int64_t top = intOption(parser, "top", 0, 1 << 20);

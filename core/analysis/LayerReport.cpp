@@ -81,6 +81,15 @@ nlohmann::json AnalysisReport::toJson(bool withChannels) const {
             {"input", input},
             {"weight_histogram", qs::toJson(l.weightHistogram)},
             {"weight_quantized_histogram", qs::toJson(l.weightQuantizedHistogram)}};
+        if (!l.parts.empty()) {
+            nlohmann::json parts = nlohmann::json::array();
+            for (const PartReport& p : l.parts)
+                parts.push_back({{"name", p.name},
+                                 {"rows", {p.rowBegin, p.rowBegin + p.rows}},
+                                 {"weight_error", qs::toJson(p.weight)},
+                                 {"output_error_local", qs::toJson(p.outputLocal)}});
+            layersJson[l.name]["parts"] = parts;
+        }
     }
     nlohmann::json ranking = nlohmann::json::array();
     for (const auto& [name, score] : outlierRanking())

@@ -21,6 +21,9 @@ struct LinearLayer {
     // A mixture-of-experts expert's linear: it sees only the tokens the router sends it, so its
     // inputs in two differently quantized streams are different token sets (or none at all).
     bool routed = false;
+    // A fused projection's logical parts, (name, output rows) in row order: Phi-3's qkv_proj is
+    // q, k, v and its gate_up_proj gate, up. Analysed part by part, quantized as stored.
+    std::vector<std::pair<std::string, int64_t>> parts;
 };
 
 // Observes and may replace a linear's input and output: activation capture, activation and

@@ -82,6 +82,10 @@ public:
         };
         if (L.fusedQkv) {
             m_qkv = make("self_attn.qkv_proj", "qkv_proj", m_cfg.attentionBias);
+            const int64_t hd = m_cfg.headDim;
+            m_qkv.parts = {{"q", m_cfg.numHeads * hd},
+                           {"k", m_cfg.numKvHeads * hd},
+                           {"v", m_cfg.numKvHeads * hd}};
         } else {
             m_q = make("self_attn.q_proj", "q_proj", m_cfg.attentionBias);
             m_k = make("self_attn.k_proj", "k_proj", m_cfg.attentionBias);
@@ -96,6 +100,7 @@ public:
             m_moe = std::make_unique<MoeLayer>(model, p + m_cfg.moe.prefix);
         } else if (L.fusedGateUp) {
             m_gateUp = make("mlp.gate_up_proj", "gate_up_proj", m_cfg.mlpBias);
+            m_gateUp.parts = {{"gate", m_cfg.intermediateSize}, {"up", m_cfg.intermediateSize}};
             m_down = make("mlp.down_proj", "down_proj", m_cfg.mlpBias);
         } else {
             m_gate = make("mlp.gate_proj", "gate_proj", m_cfg.mlpBias);

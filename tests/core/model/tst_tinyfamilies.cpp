@@ -142,6 +142,58 @@ private Q_SLOTS:
             QVERIFY2(l.quantized && l.weight.valid, l.name.c_str());
     }
 
+    // Phi-3's fused projections are quantized as stored and analysed per logical part: the parts
+    // tile the rows (q, k, v = heads x head_dim, kv_heads x head_dim twice; gate, up =
+    // intermediate each), and their errors recombine into the whole tensor's: the largest error
+    // is the largest part's exactly, the mean squared error the row-weighted mean of theirs
+    // (double sums: 1e-9 relative).
+    void fusedProjectionsAnalysedPerPart() {
+        qs::QuantFlags flags;
+        flags.quantScheme = "int4_wo_32";
+        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        flags.numCalibData = 2;
+        flags.seqLen = 32;
+        qs::QuantizationRequest req;
+        req.modelDir = (root() + "/phi3").toStdString();
+        req.recipe = qs::recipeFromFlags(flags);
+        req.analyze = true;
+        const qs::QuantizationOutcome out = qs::runQuantization(req);
+        int fused = 0;
+        for (const qs::LayerReport& l : out.report.layers) {
+            const bool qkv = l.kind == "qkv_proj", gateUp = l.kind == "gate_up_proj";
+            if (!qkv && !gateUp) {
+                QVERIFY(l.parts.empty());
+                continue;
+            }
+            ++fused;
+            std::vector<std::pair<std::string, int64_t>> want;
+            if (qkv)
+                want = {{"q", 64}, {"k", 32}, {"v", 32}};
+            else
+                want = {{"gate", 128}, {"up", 128}};
+            QCOMPARE(l.parts.size(), want.size());
+            int64_t row = 0;
+            double wMax = 0, oMax = 0, wSse = 0, oSse = 0;
+            for (size_t k = 0; k < want.size(); ++k) {
+                const qs::PartReport& p = l.parts[k];
+                QCOMPARE(p.name, want[k].first);
+                QCOMPARE(p.rowBegin, row);
+                QCOMPARE(p.rows, want[k].second);
+                row += p.rows;
+                wMax = std::max(wMax, p.weight.maxAbs);
+                oMax = std::max(oMax, p.outputLocal.maxAbs);
+                wSse += p.weight.mse * double(p.rows);
+                oSse += p.outputLocal.mse * double(p.rows);
+            }
+            QCOMPARE(row, l.shape[0]);
+            QCOMPARE(wMax, l.weight.maxAbs);
+            QCOMPARE(oMax, l.outputLocal.maxAbs);
+            QVERIFY(std::fabs(wSse / double(row) / l.weight.mse - 1) < 1e-9);
+            QVERIFY(std::fabs(oSse / double(row) / l.outputLocal.mse - 1) < 1e-9);
+        }
+        QCOMPARE(fused, 3 * 2);
+    }
+
     // A mixture-of-experts forward counts the tokens routed to each expert: top-k per token.
     void moeCountsRoutedTokens_data() {
         QTest::addColumn<QString>("folder");
