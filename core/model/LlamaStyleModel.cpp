@@ -177,8 +177,7 @@ private:
         k = k.transpose(1, 2);
         v = v.reshape({B, T, nkv, hd}).transpose(1, 2);
         const bool slides = m_cfg.slides(index());
-        const bool ownRope = ctx.slidingCos.defined() && m_cfg.slidingRope &&
-                             !m_cfg.slidingLayer.empty() && m_cfg.slidingLayer[size_t(index())];
+        const bool ownRope = ctx.slidingCos.defined() && m_cfg.usesSlidingRope(index());
         const at::Tensor& cos = ownRope ? ctx.slidingCos : ctx.cos;
         const at::Tensor& sin = ownRope ? ctx.slidingSin : ctx.sin;
         q = rotate(q, cos, sin);

@@ -103,8 +103,12 @@ struct ModelConfig {
     bool isMoeLayer(int64_t layer) const {
         return moe.numExperts > 0 && (moe.sparseLayer.empty() || moe.sparseLayer[size_t(layer)]);
     }
+    // Sliding-attention layers have their own RoPE when the config gives one (Gemma 3).
+    bool usesSlidingRope(int64_t layer) const {
+        return slidingRope && !slidingLayer.empty() && slidingLayer[size_t(layer)];
+    }
     const RopeParameters& ropeFor(int64_t layer) const {
-        return slidingRope && slides(layer) ? *slidingRope : rope;
+        return usesSlidingRope(layer) ? *slidingRope : rope;
     }
 };
 
