@@ -38,6 +38,20 @@ private:
         return at::from_blob(p, info->shape, at::TensorOptions().dtype(type)).clone();
     }
 
+    // What `analyze --quant-scheme int4_wo_32` runs, on 2 calibration windows of 32 tokens.
+    static qs::QuantizationOutcome analyzeInt4(const std::string& dir) {
+        qs::QuantFlags flags;
+        flags.quantScheme = "int4_wo_32";
+        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        flags.numCalibData = 2;
+        flags.seqLen = 32;
+        qs::QuantizationRequest req;
+        req.modelDir = dir;
+        req.recipe = qs::recipeFromFlags(flags);
+        req.analyze = true;
+        return qs::runQuantization(req);
+    }
+
     static double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
         return (a - b).abs().max().item<double>();
     }
@@ -121,16 +135,7 @@ private Q_SLOTS:
             std::fabs(got.perplexity / want - 1) < 1e-4,
             qPrintable(QString("perplexity %1, transformers %2").arg(got.perplexity).arg(want)));
 
-        qs::QuantFlags flags;
-        flags.quantScheme = "int4_wo_32";
-        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-        flags.numCalibData = 2;
-        flags.seqLen = 32;
-        qs::QuantizationRequest req;
-        req.modelDir = dir;
-        req.recipe = qs::recipeFromFlags(flags);
-        req.analyze = true;
-        const qs::QuantizationOutcome out = qs::runQuantization(req);
+        const qs::QuantizationOutcome out = analyzeInt4(dir);
         std::vector<const qs::ModuleNode*> linears;
         const qs::ModuleNode tree = qs::openModelHandle(dir).moduleTree();
         tree.collect("linear", linears);
@@ -148,16 +153,7 @@ private Q_SLOTS:
     // is the largest part's exactly, the mean squared error the row-weighted mean of theirs
     // (double sums: 1e-9 relative).
     void fusedProjectionsAnalysedPerPart() {
-        qs::QuantFlags flags;
-        flags.quantScheme = "int4_wo_32";
-        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-        flags.numCalibData = 2;
-        flags.seqLen = 32;
-        qs::QuantizationRequest req;
-        req.modelDir = (root() + "/phi3").toStdString();
-        req.recipe = qs::recipeFromFlags(flags);
-        req.analyze = true;
-        const qs::QuantizationOutcome out = qs::runQuantization(req);
+        const qs::QuantizationOutcome out = analyzeInt4((root() + "/phi3").toStdString());
         int fused = 0;
         for (const qs::LayerReport& l : out.report.layers) {
             const bool qkv = l.kind == "qkv_proj", gateUp = l.kind == "gate_up_proj";
