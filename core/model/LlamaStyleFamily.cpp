@@ -225,7 +225,9 @@ void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& c, const Ch
     usedTensors(tree, used);
     const std::string invFreq = ".rotary_emb.inv_freq";
     for (const std::string& name : ckpt.tensorNames()) {
-        if (used.count(name) || (c.tieWordEmbeddings && name == "lm_head.weight"))
+        // checkpoints saved from the bare base model lack the "model." prefix (Checkpoint::find)
+        if (used.count(name) || used.count("model." + name) ||
+            (c.tieWordEmbeddings && name == "lm_head.weight"))
             continue;
         if (name.size() > invFreq.size() &&
             name.compare(name.size() - invFreq.size(), invFreq.size(), invFreq) == 0)
