@@ -2,8 +2,9 @@
 """Foundation benchmarks: prints numbers, medians of repeated runs and ratios against a baseline
 measured in the same run (never asserted: machines here are noisy).
 
-1. `inspect` wall time and peak RSS on sparse 7B- and 70B-shaped synthetic checkpoints
-   (goal: < 1 s and < 200 MB, headers only).
+1. `inspect` wall time and peak RSS on sparse 7B- and 70B-shaped synthetic checkpoints and the
+   Mixtral-8x7B- and Qwen3-30B-A3B-shaped mixture-of-experts ones (goal: < 1 s and < 200 MB,
+   headers only).
 2. `eval` tokens/s on stories260K and on a ~100M synthetic Llama, against plain PyTorch eager
    (tests/reference/hf_reference.py, Debian python3-torch) on the same token ids and threads.
 
@@ -53,17 +54,17 @@ def main():
     print(f"# {subprocess.run([cli, '--version'], capture_output=True, text=True).stdout.strip()}")
     print("## inspect (headers only); baseline: process start-up alone (--version loads LibTorch)")
     t0, rss0, _ = measured([cli, "--version"], a.repeat)
-    print(f"{'checkpoint':<12}{'params':>16}{'files':>7}{'synth s':>9}{'inspect s':>11}{'peak RSS MB':>13}")
-    print(f"{'(start-up)':<12}{'':>16}{'':>7}{'':>9}{t0:>11.3f}{rss0:>13.1f}")
-    for preset in ("7b", "70b"):
-        out = os.path.join(a.work, f"llama-{preset}-sparse")
+    print(f"{'checkpoint':<14}{'params':>16}{'files':>7}{'synth s':>9}{'inspect s':>11}{'peak RSS MB':>13}")
+    print(f"{'(start-up)':<14}{'':>16}{'':>7}{'':>9}{t0:>11.3f}{rss0:>13.1f}")
+    for preset in ("7b", "70b", "mixtral-8x7b", "qwen3-30b-a3b"):
+        out = os.path.join(a.work, f"{preset}-sparse")
         if not os.path.exists(os.path.join(out, "config.json")):
             t_synth, _, _ = measured([cli, "synth", "--preset", preset, "--sparse", "--out", out], 1)
         else:
             t_synth = float("nan")
         t, rss, stdout = measured([cli, "inspect", out, "--json"], a.repeat)
         info = json.loads(stdout)
-        print(f"{preset:<12}{info['total_parameters']:>16,}{len(info['checkpoint_files']):>7}"
+        print(f"{preset:<14}{info['total_parameters']:>16,}{len(info['checkpoint_files']):>7}"
               f"{t_synth:>9.2f}{t:>11.3f}{rss:>13.1f}")
 
     print(f"## eval tokens/s vs PyTorch eager (threads {a.threads}, median of {a.repeat})")

@@ -62,4 +62,12 @@ shoot workbench-analyzed --demo --recipe "$home/int8.json" --analyze \
 shoot workbench-fixed --demo --recipe "$home/fixed.json" --analyze \
   --select model.layers.0.mlp.gate_proj
 shoot recipe-panel --demo --recipe "$home/fixed.json" --pattern '*gate_proj' --grab recipe
+# A mixture-of-experts checkpoint written by transformers (when ../shared is there): router and
+# experts in the tree, layer 0's experts collapsed, one expert's down_proj selected with the
+# calibration tokens routed to it.
+moe="$repo_dir/../shared/models/tiny-families/qwen3_moe"
+if [ -d "$moe" ]; then
+  shoot moe-qwen3 "$moe" --recipe "$home/int8.json" --analyze \
+    --select model.layers.1.mlp.experts.2.down_proj
+fi
 echo "screenshots: written to $out_dir"

@@ -149,6 +149,7 @@ void LayerTreePanel::applyFilter(const QString& pattern) {
 
 // Opens every container but the decoder blocks, plus the whole first block: the structure of
 // one block is visible at once, and a 80-block model does not become a list of thousands of rows.
+// A mixture-of-experts layer's experts stay collapsed too (their row counts them).
 void LayerTreePanel::expandDefault() {
     m_view->collapseAll();
     bool firstBlockOpened = false;
@@ -160,9 +161,9 @@ void LayerTreePanel::expandDefault() {
         pending.pop_back();
         if (m_proxy->rowCount(index) == 0)
             continue;
-        const bool block =
-            index.data(ModuleTreeModel::KindRole).toString() == QLatin1String("block");
-        if (block && firstBlockOpened)
+        const QString kind = index.data(ModuleTreeModel::KindRole).toString();
+        const bool block = kind == QLatin1String("block");
+        if ((block && firstBlockOpened) || ModuleTreeModel::collapsedByDefault(kind))
             continue;
         // Rows are pushed in reverse, so the first block met here is the first in tree order.
         if (block)

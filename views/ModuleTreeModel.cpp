@@ -116,6 +116,28 @@ int ModuleTreeModel::columnCount(const QModelIndex&) const {
     return ColumnCount;
 }
 
+bool ModuleTreeModel::collapsedByDefault(const QString& kind) {
+    return kind == QLatin1String("experts");
+}
+
+namespace {
+
+// "4 × 12,288": the experts' count and each one's parameters (shown in the shape column of the
+// collapsed experts row); just the count when the experts differ in size.
+QString expertsSummary(const ModuleNode& n) {
+    const auto experts = static_cast<int64_t>(n.children.size());
+    bool uniform = experts > 0;
+    for (const ModuleNode& c : n.children)
+        uniform = uniform && c.parameters == n.children.front().parameters;
+    if (!uniform)
+        return ModuleTreeModel::tr("%n expert(s)", nullptr, static_cast<int>(experts));
+    return QStringLiteral("%1 \u00d7 %2")
+        .arg(experts)
+        .arg(display::count(n.children.front().parameters));
+}
+
+} // namespace
+
 QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const {
     const Entry* e = entry(index);
     if (!e)
@@ -129,6 +151,8 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const {
         case KindColumn:
             return QString::fromStdString(n.kind);
         case ShapeColumn:
+            if (n.kind == "experts")
+                return expertsSummary(n);
             return display::shape(n.shape);
         case DTypeColumn:
             return QString::fromStdString(n.dtype);
@@ -137,6 +161,11 @@ QVariant ModuleTreeModel::data(const QModelIndex& index, int role) const {
         }
         return {};
     case Qt::ToolTipRole:
+        if (n.kind == "experts" && !n.children.empty())
+            return tr("%1\n%2 experts; parameters per expert: %3")
+                .arg(e->fullName)
+                .arg(n.children.size())
+                .arg(display::count(n.children.front().parameters));
         return e->fullName;
     case Qt::TextAlignmentRole:
         if (index.column() == ParametersColumn)

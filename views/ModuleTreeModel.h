@@ -27,6 +27,11 @@ public:
 
     explicit ModuleTreeModel(QObject* parent = nullptr);
 
+    // Nodes a view leaves collapsed when it opens the tree: the experts of a mixture-of-experts
+    // layer (128 of them in Qwen3-MoE would bury the attention rows). Their row says how many
+    // experts and the parameters of each.
+    static bool collapsedByDefault(const QString& kind);
+
     void setTree(ModuleNode root);
     void clear();
     const ModuleNode& tree() const { return m_root; }

@@ -1,5 +1,6 @@
 #include "CliCommon.h"
 #include "QuantOptions.h"
+#include "analysis/ExpertRouting.h"
 
 #include "calib/QuantizationRun.h"
 #include "calib/SensitivityRun.h"
@@ -87,11 +88,16 @@ int runAnalyze(const QStringList& args) {
     }
     std::printf("%-42s %-14s %9s %9s %9s %10s %8s\n", "layer", "scheme", "w SQNR", "local", "accum",
                 "in absmax", "outlier");
-    for (const LayerReport& l : out.report.layers)
+    for (const LayerReport& l : out.report.layers) {
         std::printf("%-42s %-14s %9s %9s %9s %10.3g %8.1f\n", l.name.c_str(),
                     (l.quantized ? l.scheme : l.note).substr(0, 14).c_str(), db(l.weight).c_str(),
                     db(l.outputLocal).c_str(), db(l.outputAccumulated).c_str(), l.inputAbsmax,
                     l.outlierScore);
+        // a fused projection's logical parts (Phi-3 qkv_proj, gate_up_proj)
+        for (const PartReport& p : l.parts)
+            std::printf("  %-40s %-14s %9s %9s\n", ("part " + p.name).c_str(), "",
+                        db(p.weight).c_str(), db(p.outputLocal).c_str());
+    }
     std::printf("\ntop outlier layers (input absmax / median channel absmax):\n");
     const auto ranking = out.report.outlierRanking();
     const int64_t top = intOption(parser, "top", 0, 1 << 20);
@@ -99,6 +105,14 @@ int runAnalyze(const QStringList& args) {
         std::printf("  %2zu. %-42s %8.1f\n", i + 1, ranking[i].first.c_str(), ranking[i].second);
     for (const std::string& s : out.skipped)
         std::printf("not quantized (unfit): %s\n", s.c_str());
+    const std::vector<ExpertTokens> experts = expertRouting(out.report.layers);
+    if (!experts.empty()) {
+        std::printf("\nexperts: calibration tokens routed (share of an even split; RARE below "
+                    "0.25: statistics rest on few tokens)\n");
+        for (const ExpertTokens& e : experts)
+            std::printf("  %-42s %8lld %6.2f%s\n", e.expert.c_str(),
+                        static_cast<long long>(e.tokens), e.shareOfEven, e.rare ? "  RARE" : "");
+    }
     if (sens) {
         std::printf("\nsensitivity (perplexity; fp %.4f, whole recipe %.4f), most harmful first:\n",
                     sens->fpPerplexity, sens->fullPerplexity);

@@ -4,6 +4,7 @@
 
 #include <QElapsedTimer>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace qs::cli {
@@ -26,25 +27,55 @@ SyntheticModelOptions preset(const QString& name) {
         o.hiddenSize = 8192, o.intermediateSize = 28672, o.numLayers = 80, o.numHeads = 64,
         o.numKvHeads = 8, o.vocabSize = 32000, o.maxPositions = 4096, o.dtype = "BF16",
         o.shardBytes = int64_t(5) << 30;
+    } else if (name == "mixtral-8x7b") {
+        // Mixtral-8x7B's shape: 46.7B parameters, 8 experts of which 2 run per token.
+        o.arch = "mixtral";
+        o.hiddenSize = 4096, o.intermediateSize = 14336, o.numLayers = 32, o.numHeads = 32,
+        o.numKvHeads = 8, o.vocabSize = 32000, o.maxPositions = 32768, o.dtype = "BF16",
+        o.numExperts = 8, o.expertsPerToken = 2, o.shardBytes = int64_t(5) << 30;
+    } else if (name == "qwen3-30b-a3b") {
+        // Qwen3-30B-A3B's shape: 30.5B parameters, 128 experts of which 8 run per token.
+        o.arch = "qwen3_moe";
+        o.hiddenSize = 2048, o.intermediateSize = 6144, o.numLayers = 48, o.numHeads = 32,
+        o.numKvHeads = 4, o.headDim = 128, o.vocabSize = 151936, o.maxPositions = 40960,
+        o.dtype = "BF16", o.numExperts = 128, o.expertsPerToken = 8, o.expertIntermediateSize = 768,
+        o.shardBytes = int64_t(5) << 30;
     } else {
         throw UsageError{"--preset: unknown preset '" + name.toStdString() +
-                         "' (tiny, 100m, 7b, 70b)"};
+                         "' (tiny, 100m, 7b, 70b, mixtral-8x7b, qwen3-30b-a3b)"};
     }
     return o;
+}
+
+QString architectureList() {
+    QStringList names;
+    for (const std::string& a : syntheticArchitectures())
+        names << QString::fromStdString(a);
+    return names.join(QStringLiteral(", "));
 }
 
 } // namespace
 
 int runSynth(const QStringList& args) {
     QCommandLineParser parser;
-    parser.addOption({"arch", "llama or opt.", "ARCH", "llama"});
+    parser.addOption({"arch", "Family: " + architectureList() + " (default llama).", "ARCH"});
     parser.addOption({"out", "Output folder.", "DIR"});
-    parser.addOption({"preset", "Shape preset: tiny, 100m, 7b or 70b.", "NAME", "tiny"});
+    parser.addOption({"preset",
+                      "Shape preset: tiny, 100m, 7b, 70b (any dense family), mixtral-8x7b or "
+                      "qwen3-30b-a3b (mixture of experts; they set --arch).",
+                      "NAME", "tiny"});
     parser.addOption({"hidden", "hidden_size.", "N"});
     parser.addOption({"intermediate", "intermediate_size (ffn_dim for OPT).", "N"});
     parser.addOption({"layers", "num_hidden_layers.", "N"});
     parser.addOption({"heads", "num_attention_heads.", "N"});
-    parser.addOption({"kv-heads", "num_key_value_heads (llama).", "N"});
+    parser.addOption({"kv-heads", "num_key_value_heads (not opt).", "N"});
+    parser.addOption({"head-dim", "head_dim when it is not hidden / heads (not opt).", "N"});
+    parser.addOption({"experts", "Experts per MoE layer (mixtral, qwen3_moe).", "N"});
+    parser.addOption({"experts-per-token", "Experts each token is routed to.", "N"});
+    parser.addOption({"expert-intermediate",
+                      "Each expert's intermediate size (qwen3_moe; mixtral uses "
+                      "--intermediate).",
+                      "N"});
     parser.addOption({"vocab", "vocab_size.", "N"});
     parser.addOption({"max-positions", "max_position_embeddings.", "N"});
     parser.addOption({"dtype", "Stored dtype: F32, BF16 or F16.", "DTYPE"});
@@ -67,9 +98,18 @@ int runSynth(const QStringList& args) {
         throw UsageError{"--out DIR is required"};
     applyThreadsOption(parser);
     SyntheticModelOptions o = preset(parser.value("preset"));
-    o.arch = parser.value("arch").toStdString();
-    if (o.arch != "llama" && o.arch != "opt")
-        throw UsageError{"--arch: expected llama or opt, got '" + o.arch + "'"};
+    if (parser.isSet("arch")) {
+        const std::string arch = parser.value("arch").toStdString();
+        const auto& known = syntheticArchitectures();
+        if (std::find(known.begin(), known.end(), arch) == known.end())
+            throw UsageError{"--arch: expected one of " + architectureList().toStdString() +
+                             ", got '" + arch + "'"};
+        const bool moePreset = o.arch == "mixtral" || o.arch == "qwen3_moe";
+        if (moePreset && arch != o.arch)
+            throw UsageError{"--arch " + arch + " contradicts --preset " +
+                             parser.value("preset").toStdString() + " (a " + o.arch + " shape)"};
+        o.arch = arch;
+    }
     o.outDir = parser.value("out").toStdString();
     auto setInt = [&](const char* opt, int64_t& field, int64_t max) {
         if (parser.isSet(opt))
@@ -82,6 +122,10 @@ int runSynth(const QStringList& args) {
     setInt("kv-heads", o.numKvHeads, 1024);
     setInt("vocab", o.vocabSize, 1 << 20);
     setInt("max-positions", o.maxPositions, 1 << 20);
+    setInt("head-dim", o.headDim, 1 << 12);
+    setInt("experts", o.numExperts, 1 << 12);
+    setInt("experts-per-token", o.expertsPerToken, 1 << 12);
+    setInt("expert-intermediate", o.expertIntermediateSize, 1 << 18);
     setInt("shard-size", o.shardBytes, int64_t(1) << 50);
     if (o.arch == "opt" || !parser.isSet("kv-heads"))
         o.numKvHeads = std::min(o.numKvHeads, o.numHeads);

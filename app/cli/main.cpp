@@ -28,7 +28,7 @@ const char* kUsage =
     "  quantize MODEL_DIR --quant-scheme S --out DIR  fake-quantized checkpoint + recipe\n"
     "  generate MODEL_DIR --prompt TEXT [...]  greedy continuation\n"
     "  recipe --from-quark CONFIG | --to-quark RECIPE | --check RECIPE  recipe conversion\n"
-    "  synth --arch llama|opt --out DIR [...]  write a synthetic Hugging Face checkpoint\n"
+    "  synth --arch FAMILY --out DIR [...]     write a synthetic Hugging Face checkpoint\n"
     "  tokenize MODEL_DIR --data TEXT|--text S token ids as eval sees them\n"
     "\n"
     "Run 'quantscope-cli <command> --help' for a command's options.\n"

@@ -1,5 +1,7 @@
 #include "analysis/LayerReport.h"
 
+#include "analysis/ExpertRouting.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -79,17 +81,39 @@ nlohmann::json AnalysisReport::toJson(bool withChannels) const {
             {"input", input},
             {"weight_histogram", qs::toJson(l.weightHistogram)},
             {"weight_quantized_histogram", qs::toJson(l.weightQuantizedHistogram)}};
+        if (!l.parts.empty()) {
+            nlohmann::json parts = nlohmann::json::array();
+            for (const PartReport& p : l.parts)
+                parts.push_back({{"name", p.name},
+                                 {"rows", {p.rowBegin, p.rowBegin + p.rows}},
+                                 {"weight_error", qs::toJson(p.weight)},
+                                 {"output_error_local", qs::toJson(p.outputLocal)}});
+            layersJson[l.name]["parts"] = parts;
+        }
     }
     nlohmann::json ranking = nlohmann::json::array();
     for (const auto& [name, score] : outlierRanking())
         ranking.push_back({{"layer", name}, {"outlier_score", number(score)}});
-    return {{"model", model},
-            {"calibration_samples", calibrationSamples},
-            {"seq_len", seqLen},
-            {"seconds", seconds},
-            {"recipe", recipe},
-            {"layers", layersJson},
-            {"outlier_ranking", ranking}};
+    nlohmann::json j = {{"model", model},
+                        {"calibration_samples", calibrationSamples},
+                        {"seq_len", seqLen},
+                        {"seconds", seconds},
+                        {"recipe", recipe},
+                        {"layers", layersJson},
+                        {"outlier_ranking", ranking}};
+    // Mixture-of-experts models: calibration tokens per expert, rarely routed ones flagged.
+    const std::vector<ExpertTokens> experts = expertRouting(layers);
+    if (!experts.empty()) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const ExpertTokens& e : experts)
+            rows.push_back({{"expert", e.expert},
+                            {"block", e.block},
+                            {"tokens", e.tokens},
+                            {"share_of_even", number(e.shareOfEven)},
+                            {"rare", e.rare}});
+        j["experts"] = rows;
+    }
+    return j;
 }
 
 } // namespace qs

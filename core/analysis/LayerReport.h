@@ -44,6 +44,16 @@ struct ChannelStatistics {
     Histogram quantizedHistogram;   // after the layer's input quantizer, when it has one
 };
 
+// One logical part of a fused projection (Phi-3's qkv_proj: q, k, v; gate_up_proj: gate, up):
+// its output rows and the errors restricted to them.
+struct PartReport {
+    std::string name;
+    int64_t rowBegin = 0;
+    int64_t rows = 0;
+    ErrorMetrics weight;
+    ErrorMetrics outputLocal;
+};
+
 // Everything the analysis knows about one linear layer.
 struct LayerReport {
     std::string name;
@@ -62,7 +72,8 @@ struct LayerReport {
     ChannelStatistics input;
     Histogram weightHistogram;
     Histogram weightQuantizedHistogram;
-    double outlierScore = 0.0; // max channel absmax / median channel absmax of the input
+    std::vector<PartReport> parts; // fused projections only
+    double outlierScore = 0.0;     // max channel absmax / median channel absmax of the input
     double inputAbsmax = 0.0;
     double maxKurtosis = 0.0;
 };

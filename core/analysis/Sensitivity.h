@@ -9,6 +9,8 @@ namespace qs {
 //  alone:    only this layer quantized (KV-cache quantization off);
 //  all-but:  the whole recipe except this layer. Torch-free value types.
 struct SensitivityRow {
+    // The linear; for the experts of a mixture-of-experts layer, one row per linear kind named
+    // by the pattern over them ("model.layers.3.mlp.experts.*.down_proj").
     std::string layer;
     double alonePerplexity = 0.0;
     double allButPerplexity = 0.0;

@@ -21,7 +21,12 @@ void ActivationQuantizer::freeze() {
     if (!isStatic() || m_frozen)
         return;
     if (!m_observer->hasObserved())
-        throw Error(m_layer, "calibration", "static quantizer saw no calibration data");
+        throw Error(m_layer, "calibration",
+                    m_layer.find(".experts.") != std::string::npos
+                        ? "static quantizer saw no calibration data: the router sent no "
+                          "calibration token to this expert (calibrate on more data, give the "
+                          "experts a dynamic activation scheme, or exclude them)"
+                        : "static quantizer saw no calibration data");
     m_params = m_observer->params();
     m_frozen = true;
     m_observer.reset(); // its statistics are in the parameters now

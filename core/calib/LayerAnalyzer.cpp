@@ -29,11 +29,19 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
     for (size_t i = 0; i < plans.size(); ++i) {
         const LayerPlan& p = plans[i];
         Layer& a = m_layers.at(p.name);
-        const at::Tensor& xRef = refInputs.at(p.name);
+        // A mixture-of-experts expert no token was routed to in this batch saw nothing.
+        const auto in = refInputs.find(p.name);
+        if (in == refInputs.end())
+            continue;
+        const at::Tensor& xRef = in->second;
         const at::Tensor& yRef = refOutputs.at(p.name);
         a.channels.add(xRef);
-        a.accumulated.add(quantOutputs.at(p.name), yRef);
-        a.drift.add(quantInputs.at(p.name), xRef);
+        // The two streams route tokens independently, so an expert's rows in one are not the
+        // same tokens as in the other: no token-wise comparison for routed linears.
+        if (!linears[i]->routed) {
+            a.accumulated.add(quantOutputs.at(p.name), yRef);
+            a.drift.add(quantInputs.at(p.name), xRef);
+        }
         if (!p.quantized())
             continue;
         // The layer alone: its quantizers and quantized weight on full-precision inputs.
@@ -42,7 +50,20 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
             a.inputQuant.add(xq, xRef);
             a.channels.addQuantized(xq);
         }
-        a.local.add(p.quantizeOutput(at::linear(xq, p.weight.dequantized, linears[i]->bias)), yRef);
+        const at::Tensor yq =
+            p.quantizeOutput(at::linear(xq, p.weight.dequantized, linears[i]->bias));
+        a.local.add(yq, yRef);
+        // A fused projection: the same error restricted to each logical part's outputs.
+        if (a.parts.empty() && !linears[i]->parts.empty()) {
+            a.parts = linears[i]->parts;
+            a.partsLocal.resize(a.parts.size());
+        }
+        int64_t row = 0;
+        for (size_t k = 0; k < a.parts.size(); ++k) {
+            const int64_t n = a.parts[k].second;
+            a.partsLocal[k].add(yq.narrow(-1, row, n), yRef.narrow(-1, row, n));
+            row += n;
+        }
     }
 }
 
@@ -59,6 +80,23 @@ void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
                 p.weight.dequantized, 128, rep.weightHistogram.lo, rep.weightHistogram.hi);
         }
         rep.outputLocal = a.local.metrics();
+        rep.parts.clear();
+        int64_t row = 0;
+        for (size_t k = 0; k < a.parts.size(); ++k) {
+            PartReport part;
+            part.name = a.parts[k].first;
+            part.rowBegin = row;
+            part.rows = a.parts[k].second;
+            if (p.scheme && p.weight.reference.defined()) {
+                ErrorAccumulator w;
+                w.add(p.weight.dequantized.narrow(0, row, part.rows),
+                      p.weight.reference.narrow(0, row, part.rows));
+                part.weight = w.metrics();
+            }
+            part.outputLocal = a.partsLocal[k].metrics();
+            rep.parts.push_back(part);
+            row += part.rows;
+        }
         rep.outputAccumulated = a.accumulated.metrics();
         rep.inputQuantization = a.inputQuant.metrics();
         rep.inputDrift = a.drift.metrics();

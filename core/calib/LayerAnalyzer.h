@@ -34,6 +34,8 @@ private:
     struct Layer {
         ErrorAccumulator local, accumulated, inputQuant, drift;
         ChannelStatsAccumulator channels;
+        std::vector<std::pair<std::string, int64_t>> parts; // fused projections (LinearLayer)
+        std::vector<ErrorAccumulator> partsLocal;
     };
     std::map<std::string, Layer> m_layers;
 };

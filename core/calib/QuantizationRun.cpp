@@ -82,6 +82,12 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         recipe.provenance = fresh;
 
     warnUnmatchedPatterns(recipe, tree, prep.warnings);
+    // Phi-3 projects q, k and v in one qkv_proj: the KV cache is part of one output, which the
+    // per-layer output quantizer cannot address; refused rather than left unquantized.
+    if (recipe.kvCache && handle.config.layout.fusedQkv)
+        throw Error("recipe", "kv_cache",
+                    "KV-cache quantization is not supported on '" + handle.config.modelType +
+                        "': k and v come out of one fused qkv_proj");
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
     bool transformsNeedInputs = false;

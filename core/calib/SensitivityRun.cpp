@@ -2,9 +2,33 @@
 
 #include "util/Error.h"
 
+#include <cctype>
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace qs {
+
+namespace {
+
+// The row a layer is measured in: its own, except the experts of a mixture-of-experts layer,
+// whose linears of one kind share a row named by the pattern that addresses them
+// ("model.layers.3.mlp.experts.*.down_proj"): 128 experts x 3 linears x 2 evaluations per layer
+// would be out of reach, and one expert alone barely moves the perplexity.
+std::string rowName(const std::string& layer) {
+    const std::string marker = ".experts.";
+    const size_t at = layer.rfind(marker);
+    if (at == std::string::npos)
+        return layer;
+    size_t end = at + marker.size();
+    while (end < layer.size() && std::isdigit(static_cast<unsigned char>(layer[end])))
+        ++end;
+    if (end == at + marker.size() || end >= layer.size() || layer[end] != '.')
+        return layer;
+    return layer.substr(0, at + marker.size()) + "*" + layer.substr(end);
+}
+
+} // namespace
 
 SensitivityResult runSensitivity(const QuantizationRequest& request,
                                  const PipelineProgress& progress,
@@ -38,14 +62,24 @@ SensitivityResult runSensitivity(const QuantizationRequest& request,
     // input, and a row starts at its layer's block. Blocks before it would compute exactly those
     // inputs again (same weights, same batches), so the rows stay what separate runs give.
     struct Layer {
-        std::string name;
+        std::string name; // the row: a linear, or a pattern over the experts of one layer
         int block;
+        std::set<std::string> members;
     };
     std::vector<Layer> layers;
+    std::map<std::string, size_t> rowOf;
     for (const auto& block : plans)
-        for (const LayerPlan& p : block)
-            if (p.scheme)
-                layers.push_back({p.name, p.block});
+        for (const LayerPlan& p : block) {
+            if (!p.scheme)
+                continue;
+            const std::string row = rowName(p.name);
+            auto it = rowOf.find(row);
+            if (it == rowOf.end()) {
+                it = rowOf.emplace(row, layers.size()).first;
+                layers.push_back({row, p.block, {}});
+            }
+            layers[it->second].members.insert(p.name);
+        }
     if (layers.empty())
         throw Error("recipe", "global", "the recipe quantizes no layer: nothing to measure");
     measurements = double(2 * layers.size() + 3);
@@ -71,20 +105,21 @@ SensitivityResult runSensitivity(const QuantizationRequest& request,
         SensitivityRow row;
         row.layer = layer.name;
         const std::string& name = layer.name;
+        const std::set<std::string>& members = layer.members;
         const size_t b = size_t(layer.block);
         // Only this layer: its weight and input quantizers, and its output quantizer unless that
         // is the KV cache (which "alone" leaves off, as the KV cache belongs to no one layer).
         row.alonePerplexity = perplexity(
-            [&name](const LayerPlan& p) {
-                return p.name == name ? PlanParts{true, !p.outputIsKvCache}
-                                      : PlanParts{false, false};
+            [&members](const LayerPlan& p) {
+                return members.count(p.name) ? PlanParts{true, !p.outputIsKvCache}
+                                             : PlanParts{false, false};
             },
             fpInputs[b], layer.block, nullptr, name + " alone");
         // The whole recipe with this layer excluded: exclusion covers weights and inputs, and a
         // KV-cache spec still applies to an excluded k/v projection (as in Quark).
         row.allButPerplexity = perplexity(
-            [&name](const LayerPlan& p) {
-                return p.name == name ? PlanParts{false, p.outputIsKvCache} : PlanParts{};
+            [&members](const LayerPlan& p) {
+                return members.count(p.name) ? PlanParts{false, p.outputIsKvCache} : PlanParts{};
             },
             quantInputs[b], layer.block, nullptr, "all but " + name);
         if (onRow)

@@ -8,6 +8,10 @@ namespace qs {
 
 at::Tensor DecoderBlock::applyLinear(LinearLayer& layer, const at::Tensor& x,
                                      const ForwardContext& ctx) {
+    return runLinear(layer, x, ctx);
+}
+
+at::Tensor runLinear(LinearLayer& layer, const at::Tensor& x, const ForwardContext& ctx) {
     if (!ctx.hook)
         return at::linear(x, layer.weight, layer.bias);
     const at::Tensor input = ctx.hook->onInput(layer, x);
@@ -23,13 +27,16 @@ ForwardContext DecoderModel::makeContext(int64_t seqLen) const {
     const auto opts = at::TensorOptions().dtype(m_compute.dtype).device(m_compute.device);
     at::Tensor mask = at::full({seqLen, seqLen}, -std::numeric_limits<float>::infinity(), opts);
     mask = at::triu(mask, 1);
-    if (m_config.slidingWindow > 0 && seqLen > m_config.slidingWindow) {
-        // Mistral-style sliding window: token i sees j in (i - window, i].
+    ctx.mask = mask;
+    bool anySlides = false;
+    for (int64_t i = 0; i < m_config.numLayers; ++i)
+        anySlides = anySlides || m_config.slides(i);
+    if (anySlides) {
+        // Sliding window: token i sees j in (i - window, i], exactly `window` keys.
         const at::Tensor far =
             at::tril(at::ones({seqLen, seqLen}, opts.dtype(at::kBool)), -m_config.slidingWindow);
-        mask = mask.masked_fill(far, -std::numeric_limits<float>::infinity());
+        ctx.slidingMask = mask.masked_fill(far, -std::numeric_limits<float>::infinity());
     }
-    ctx.mask = mask;
     return ctx;
 }
 

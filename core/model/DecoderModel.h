@@ -18,6 +18,12 @@ struct LinearLayer {
     std::string kind;  // short kind, e.g. "q_proj", "down_proj", "fc1"
     at::Tensor weight; // [out, in] in compute dtype on the compute device
     at::Tensor bias;   // undefined when the layer has none
+    // A mixture-of-experts expert's linear: it sees only the tokens the router sends it, so its
+    // inputs in two differently quantized streams are different token sets (or none at all).
+    bool routed = false;
+    // A fused projection's logical parts, (name, output rows) in row order: Phi-3's qkv_proj is
+    // q, k, v and its gate_up_proj gate, up. Analysed part by part, quantized as stored.
+    std::vector<std::pair<std::string, int64_t>> parts;
 };
 
 // Observes and may replace a linear's input and output: activation capture, activation and
@@ -34,12 +40,20 @@ public:
 };
 
 // Per-forward state shared by all blocks: rotary tables, attention mask, the optional hook.
+// Families with sliding-window layers (Mistral, Gemma 2/3) also get the windowed mask, and the
+// rotary tables of sliding layers where their RoPE differs (Gemma 3).
 struct ForwardContext {
-    at::Tensor cos; // [T, headDim] (rotary families)
+    at::Tensor cos; // [T, rotaryDim] (rotary families)
     at::Tensor sin;
-    at::Tensor mask; // [T, T] additive, 0 / -inf, compute dtype
+    at::Tensor mask;        // [T, T] additive, 0 / -inf, compute dtype: causal
+    at::Tensor slidingMask; // causal within the window; undefined when no layer slides
+    at::Tensor slidingCos;  // undefined when sliding layers use cos/sin
+    at::Tensor slidingSin;
     LinearHook* hook = nullptr;
 };
+
+// `layer` applied to x through ctx's hook (when there is one).
+at::Tensor runLinear(LinearLayer& layer, const at::Tensor& x, const ForwardContext& ctx);
 
 class DecoderBlock {
 public:
@@ -47,7 +61,14 @@ public:
     int index() const { return m_index; }
     // hidden: [B, T, H] in compute dtype; returns the block's output hidden states.
     virtual at::Tensor forward(const at::Tensor& hidden, const ForwardContext& ctx) = 0;
+    // The block's quantizable linears (mixture-of-experts routers are not among them: they stay
+    // in full precision, as Quark excludes them).
     virtual std::vector<LinearLayer*> linears() = 0;
+    // Mixture-of-experts blocks: the tokens routed to each expert by the forwards since load or
+    // the last reset, keyed by the expert's module name ("model.layers.3.mlp.experts.7").
+    // Empty for dense blocks.
+    virtual std::vector<std::pair<std::string, int64_t>> routedTokens() const { return {}; }
+    virtual void resetRoutedTokens() {}
 
 protected:
     explicit DecoderBlock(int index) : m_index(index) {}

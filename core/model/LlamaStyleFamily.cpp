@@ -3,7 +3,10 @@
 #include "io/Checkpoint.h"
 #include "io/JsonFields.h"
 #include "model/LlamaStyleModel.h"
+#include "model/RopeConfig.h"
 #include "util/Error.h"
+
+#include <set>
 
 namespace qs {
 
@@ -16,27 +19,107 @@ std::string shapeText(const std::vector<int64_t>& s) {
     return t + "]";
 }
 
-RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source) {
-    const JsonFields f(j, source);
-    RopeScaling rs;
-    rs.type = f.has("rope_type") ? f.requiredString("rope_type") : f.optionalString("type", "");
-    if (rs.type == "default")
-        return rs;
-    if (rs.type != "linear" && rs.type != "llama3")
-        throw Error(source, "rope_scaling.rope_type",
-                    "unsupported rope scaling '" + rs.type + "' (supported: linear, llama3)");
-    rs.factor = f.requiredDouble("factor", 1e-6, 1e6);
-    if (rs.type == "llama3") {
-        rs.lowFreqFactor = f.requiredDouble("low_freq_factor", 1e-6, 1e6);
-        rs.highFreqFactor = f.requiredDouble("high_freq_factor", 1e-6, 1e6);
-        rs.originalMaxPositions = f.requiredInt("original_max_position_embeddings", 1, 1 << 30);
-        if (rs.highFreqFactor <= rs.lowFreqFactor)
-            throw Error(source, "rope_scaling.high_freq_factor", "must exceed low_freq_factor");
+ModuleNode inner(const std::string& name, const std::string& kind, int block) {
+    return ModuleNode{name, kind, {}, "", 0, block, {}};
+}
+
+// q/k/v/o (or the fused qkv_proj) and, for Qwen3 / Gemma 3, the per-head q/k norms.
+ModuleNode attentionNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p,
+                         int i) {
+    const int64_t H = c.hiddenSize;
+    const int64_t qOut = c.numHeads * c.headDim, kvOut = c.numKvHeads * c.headDim;
+    ModuleNode attn = inner(p + ".self_attn", "attention", i);
+    const std::string a = p + ".self_attn.";
+    if (c.layout.fusedQkv) {
+        attn.children.push_back(
+            weightLeaf(ckpt, a + "qkv_proj", "linear", {qOut + 2 * kvOut, H}, i, c.attentionBias));
+    } else {
+        attn.children = {weightLeaf(ckpt, a + "q_proj", "linear", {qOut, H}, i, c.attentionBias),
+                         weightLeaf(ckpt, a + "k_proj", "linear", {kvOut, H}, i, c.attentionBias),
+                         weightLeaf(ckpt, a + "v_proj", "linear", {kvOut, H}, i, c.attentionBias)};
     }
-    return rs;
+    if (c.layout.qkNorm) {
+        attn.children.push_back(weightLeaf(ckpt, a + "q_norm", "norm", {c.headDim}, i));
+        attn.children.push_back(weightLeaf(ckpt, a + "k_norm", "norm", {c.headDim}, i));
+    }
+    attn.children.push_back(weightLeaf(ckpt, a + "o_proj", "linear", {H, qOut}, i, c.outputBias));
+    return attn;
+}
+
+ModuleNode denseMlpNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p, int i) {
+    const int64_t H = c.hiddenSize, I = c.intermediateSize;
+    ModuleNode mlp = inner(p + ".mlp", "mlp", i);
+    if (c.layout.fusedGateUp)
+        mlp.children = {
+            weightLeaf(ckpt, p + ".mlp.gate_up_proj", "linear", {2 * I, H}, i, c.mlpBias)};
+    else
+        mlp.children = {weightLeaf(ckpt, p + ".mlp.gate_proj", "linear", {I, H}, i, c.mlpBias),
+                        weightLeaf(ckpt, p + ".mlp.up_proj", "linear", {I, H}, i, c.mlpBias)};
+    mlp.children.push_back(weightLeaf(ckpt, p + ".mlp.down_proj", "linear", {H, I}, i, c.mlpBias));
+    return mlp;
+}
+
+// The router and one "expert" node per expert under an "experts" node, which views show
+// collapsed: a 128-expert layer would otherwise bury the attention rows.
+ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p, int i) {
+    const MoeConfig& m = c.moe;
+    const int64_t H = c.hiddenSize, E = m.expertIntermediate;
+    const std::string base = p + "." + m.prefix;
+    ModuleNode moe = inner(base, "moe", i);
+    moe.children.push_back(
+        weightLeaf(ckpt, base + "." + m.routerName, "router", {m.numExperts, H}, i));
+    ModuleNode experts = inner(base + ".experts", "experts", i);
+    for (int64_t e = 0; e < m.numExperts; ++e) {
+        const std::string x = base + ".experts." + std::to_string(e);
+        ModuleNode expert = inner(x, "expert", i);
+        expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i),
+                           weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i),
+                           weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i)};
+        experts.children.push_back(std::move(expert));
+    }
+    moe.children.push_back(std::move(experts));
+    return moe;
 }
 
 } // namespace
+
+std::vector<std::string> LlamaStyleFamily::knownKeys() const {
+    return {"hidden_size",
+            "intermediate_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "max_position_embeddings",
+            "rms_norm_eps",
+            "rope_theta",
+            "rope_scaling",
+            "rope_parameters",
+            "hidden_act",
+            "attention_bias",
+            "mlp_bias",
+            "pretraining_tp"};
+}
+
+void parseLayerTypes(const JsonFields& f, ModelConfig& c) {
+    const std::string& src = f.source();
+    if (!f.has("layer_types"))
+        return;
+    const nlohmann::json& lt = f.object().at("layer_types");
+    if (!lt.is_array() || int64_t(lt.size()) != c.numLayers)
+        throw Error(src, "layer_types",
+                    "expected a list of num_hidden_layers (" + std::to_string(c.numLayers) +
+                        ") layer types");
+    c.slidingLayer.clear();
+    for (size_t i = 0; i < lt.size(); ++i) {
+        const std::string t = lt[i].is_string() ? lt[i].get<std::string>() : lt[i].dump();
+        if (t != "full_attention" && t != "sliding_attention")
+            throw Error(src, "layer_types[" + std::to_string(i) + "]",
+                        "unknown layer type '" + t +
+                            "' (supported: full_attention, sliding_attention)");
+        c.slidingLayer.push_back(t == "sliding_attention");
+    }
+}
 
 void LlamaStyleFamily::parseConfig(const JsonFields& f, ModelConfig& c) const {
     const std::string& src = f.source();
@@ -49,6 +132,7 @@ void LlamaStyleFamily::parseConfig(const JsonFields& f, ModelConfig& c) const {
         throw Error(src, "num_key_value_heads",
                     "num_attention_heads (" + std::to_string(c.numHeads) +
                         ") is not a multiple of it (" + std::to_string(c.numKvHeads) + ")");
+    // null or absent head_dim (Mixtral writes null, Phi-3 and Qwen2 leave it out): hidden/heads
     if (f.has("head_dim")) {
         c.headDim = f.requiredInt("head_dim", 2, 4096);
     } else {
@@ -59,13 +143,13 @@ void LlamaStyleFamily::parseConfig(const JsonFields& f, ModelConfig& c) const {
     if (c.headDim % 2 != 0)
         throw Error(src, "head_dim", "rotary embeddings need an even head dimension");
     c.maxPositions = f.optionalInt("max_position_embeddings", 2048, 1, int64_t(1) << 32);
-    c.normEps = f.optionalDouble("rms_norm_eps", 1e-6, 0.0, 1.0);
-    c.ropeTheta = f.optionalDouble("rope_theta", 10000.0, 1.0, 1e12);
-    if (f.has("rope_scaling")) {
-        RopeScaling rs = parseRopeScaling(f.object().at("rope_scaling"), src);
-        if (rs.type != "default")
-            c.ropeScaling = rs;
-    }
+    c.normEps = f.optionalDouble("rms_norm_eps", defaultNormEps(), 0.0, 1.0);
+    parseRope(f, c);
+    const int64_t rotary = int64_t(double(c.headDim) * c.rope.partialRotaryFactor);
+    if (rotary % 2 != 0 || rotary < 2)
+        throw Error(src, "partial_rotary_factor",
+                    "rotates " + std::to_string(rotary) + " of head_dim " +
+                        std::to_string(c.headDim) + " dimensions; needs an even count");
     c.hiddenAct = f.optionalString("hidden_act", "silu");
     if (c.hiddenAct != "silu" && c.hiddenAct != "swish" && c.hiddenAct != "gelu" &&
         c.hiddenAct != "gelu_pytorch_tanh" && c.hiddenAct != "gelu_new" && c.hiddenAct != "relu")
@@ -116,26 +200,63 @@ int64_t sumParameters(ModuleNode& node) {
     return total;
 }
 
+namespace {
+
+void usedTensors(const ModuleNode& n, std::set<std::string>& out) {
+    if (!n.children.empty()) {
+        for (const ModuleNode& c : n.children)
+            usedTensors(c, out);
+        return;
+    }
+    if (n.dtype == "tied" || n.shape.empty())
+        return;
+    out.insert(n.name + ".weight");
+    int64_t numel = 1;
+    for (int64_t d : n.shape)
+        numel *= d;
+    if (n.parameters > numel)
+        out.insert(n.name + ".bias");
+}
+
+} // namespace
+
+void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& c, const Checkpoint& ckpt) {
+    std::set<std::string> used;
+    usedTensors(tree, used);
+    const std::string invFreq = ".rotary_emb.inv_freq";
+    for (const std::string& name : ckpt.tensorNames()) {
+        // checkpoints saved from the bare base model lack the "model." prefix (Checkpoint::find)
+        if (used.count(name) || used.count("model." + name) ||
+            (c.tieWordEmbeddings && name == "lm_head.weight"))
+            continue;
+        if (name.size() > invFreq.size() &&
+            name.compare(name.size() - invFreq.size(), invFreq.size(), invFreq) == 0)
+            continue;
+        throw Error(ckpt.fileOf(name).path(), name,
+                    "tensor not used by a '" + c.modelType +
+                        "' model with this config.json (a bias or layout the config does not "
+                        "announce?); refusing rather than computing without it");
+    }
+}
+
 ModuleNode LlamaStyleFamily::buildTree(const ModelConfig& c, const Checkpoint& ckpt) const {
-    const int64_t H = c.hiddenSize, I = c.intermediateSize, V = c.vocabSize;
-    const int64_t qOut = c.numHeads * c.headDim, kvOut = c.numKvHeads * c.headDim;
-    ModuleNode root{"model", "model", {}, "", 0, -1, {}};
+    const int64_t H = c.hiddenSize, V = c.vocabSize;
+    ModuleNode root = inner("model", "model", -1);
     root.children.push_back(weightLeaf(ckpt, "model.embed_tokens", "embedding", {V, H}, -1));
     for (int i = 0; i < int(c.numLayers); ++i) {
         const std::string p = "model.layers." + std::to_string(i);
-        ModuleNode block{p, "block", {}, "", 0, i, {}};
-        ModuleNode attn{p + ".self_attn", "attention", {}, "", 0, i, {}};
-        attn.children = {
-            weightLeaf(ckpt, p + ".self_attn.q_proj", "linear", {qOut, H}, i, c.attentionBias),
-            weightLeaf(ckpt, p + ".self_attn.k_proj", "linear", {kvOut, H}, i, c.attentionBias),
-            weightLeaf(ckpt, p + ".self_attn.v_proj", "linear", {kvOut, H}, i, c.attentionBias),
-            weightLeaf(ckpt, p + ".self_attn.o_proj", "linear", {H, qOut}, i, c.outputBias)};
-        ModuleNode mlp{p + ".mlp", "mlp", {}, "", 0, i, {}};
-        mlp.children = {weightLeaf(ckpt, p + ".mlp.gate_proj", "linear", {I, H}, i, c.mlpBias),
-                        weightLeaf(ckpt, p + ".mlp.up_proj", "linear", {I, H}, i, c.mlpBias),
-                        weightLeaf(ckpt, p + ".mlp.down_proj", "linear", {H, I}, i, c.mlpBias)};
-        block.children = {weightLeaf(ckpt, p + ".input_layernorm", "norm", {H}, i), attn,
-                          weightLeaf(ckpt, p + ".post_attention_layernorm", "norm", {H}, i), mlp};
+        ModuleNode block = inner(p, "block", i);
+        block.children = {weightLeaf(ckpt, p + ".input_layernorm", "norm", {H}, i),
+                          attentionNode(c, ckpt, p, i),
+                          weightLeaf(ckpt, p + ".post_attention_layernorm", "norm", {H}, i)};
+        if (c.layout.sandwichNorms)
+            block.children.push_back(
+                weightLeaf(ckpt, p + ".pre_feedforward_layernorm", "norm", {H}, i));
+        block.children.push_back(c.isMoeLayer(i) ? moeNode(c, ckpt, p, i)
+                                                 : denseMlpNode(c, ckpt, p, i));
+        if (c.layout.sandwichNorms)
+            block.children.push_back(
+                weightLeaf(ckpt, p + ".post_feedforward_layernorm", "norm", {H}, i));
         root.children.push_back(std::move(block));
     }
     root.children.push_back(weightLeaf(ckpt, "model.norm", "norm", {H}, -1));
@@ -146,6 +267,7 @@ ModuleNode LlamaStyleFamily::buildTree(const ModelConfig& c, const Checkpoint& c
         root.children.push_back(weightLeaf(ckpt, "lm_head", "head", {V, H}, -1));
     }
     sumParameters(root);
+    checkEveryTensorUsed(root, c, ckpt);
     return root;
 }
 

@@ -4,15 +4,21 @@
 
 namespace qs {
 
-// Shared parsing and module tree of the pre-norm rotary decoders (Llama, Mistral, Qwen2). The
-// family files override only what differs.
+// Shared parsing and module tree of the pre-norm rotary decoders (Llama, Mistral, Qwen2/3,
+// Gemma 2/3, Phi-3, Mixtral, Qwen3-MoE). The family files set what differs (ModelConfig's
+// DecoderLayout and MoeConfig) and add the keys they read.
 class LlamaStyleFamily : public ModelFamily {
 public:
+    std::vector<std::string> knownKeys() const override;
     void parseConfig(const JsonFields& fields, ModelConfig& config) const override;
     ModuleNode buildTree(const ModelConfig& config, const Checkpoint& checkpoint) const override;
     std::unique_ptr<DecoderModel> create(const ModelConfig& config,
                                          std::shared_ptr<const Checkpoint> checkpoint,
                                          const ComputeOptions& compute) const override;
+
+protected:
+    // transformers' default rms_norm_eps of the family, used when config.json has none
+    virtual double defaultNormEps() const { return 1e-6; }
 };
 
 // Helpers shared by all families' buildTree: a leaf for `tensor` checked against `expected`.
@@ -21,5 +27,19 @@ ModuleNode weightLeaf(const Checkpoint& checkpoint, const std::string& module,
                       bool withBias = false);
 // Sums children's parameters into each inner node.
 int64_t sumParameters(ModuleNode& node);
+// qs::Error naming a stored tensor the tree does not use (a bias the config does not announce,
+// a tensor of another layout): the forward would silently leave it out. Tolerated: rotary
+// inv_freq buffers old checkpoints store, and a stored lm_head of a tied model (transformers
+// ties it to the embedding as well).
+void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& config,
+                          const Checkpoint& checkpoint);
+// Reads "layer_types" (transformers 5: one "full_attention" / "sliding_attention" per layer)
+// into config.slidingLayer; qs::Error for a wrong length or an unknown type.
+void parseLayerTypes(const JsonFields& fields, ModelConfig& config);
+// Qwen2/3's windowing: only with use_sliding_window, on the layers layer_types marks sliding or
+// (older configs) from max_window_layers on (families/Qwen2Family.cpp).
+void parseQwenSlidingWindow(const JsonFields& fields, ModelConfig& config);
+// The keys parseQwenSlidingWindow reads, appended to `keys`.
+std::vector<std::string> withQwenSlidingKeys(std::vector<std::string> keys);
 
 } // namespace qs

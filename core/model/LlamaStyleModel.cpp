@@ -1,5 +1,7 @@
 #include "model/LlamaStyleModel.h"
 
+#include "model/MoeLayer.h"
+#include "model/Rope.h"
 #include "util/Error.h"
 
 #include <cmath>
@@ -10,6 +12,12 @@ at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
     const at::Tensor h = x.to(at::kFloat);
     const at::Tensor normed = h * at::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps);
     return weight * normed.to(x.scalar_type());
+}
+
+at::Tensor rmsNormPlusOne(const at::Tensor& x, const at::Tensor& weight, double eps) {
+    const at::Tensor h = x.to(at::kFloat);
+    const at::Tensor normed = h * at::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps);
+    return (normed * (1.0 + weight.to(at::kFloat))).to(x.scalar_type());
 }
 
 at::Tensor activation(const std::string& name, const at::Tensor& x) {
@@ -25,7 +33,7 @@ at::Tensor activation(const std::string& name, const at::Tensor& x) {
 }
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                     const at::Tensor& mask, double scale) {
+                     const at::Tensor& mask, double scale, double softcap) {
     const int64_t groups = q.size(1) / k.size(1);
     at::Tensor kk = k, vv = v;
     if (groups > 1) {
@@ -33,8 +41,10 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
         kk = k.repeat_interleave(groups, 1);
         vv = v.repeat_interleave(groups, 1);
     }
-    at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)) * scale + mask;
-    scores = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
+    at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)) * scale;
+    if (softcap > 0)
+        scores = at::tanh(scores / softcap) * softcap;
+    scores = at::softmax(scores + mask, -1, at::kFloat).to(q.scalar_type());
     return at::matmul(scores, vv);
 }
 
@@ -45,10 +55,21 @@ at::Tensor rotateHalf(const at::Tensor& x) {
     return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
+// RoPE on the first cos.size(-1) dimensions of each head (all of them unless
+// partial_rotary_factor < 1); the rest pass through.
+at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+    const int64_t rot = cos.size(-1);
+    if (rot == x.size(-1))
+        return x * cos + rotateHalf(x) * sin;
+    const at::Tensor r = x.narrow(-1, 0, rot);
+    return at::cat({r * cos + rotateHalf(r) * sin, x.narrow(-1, rot, x.size(-1) - rot)}, -1);
+}
+
 class LlamaStyleBlock : public DecoderBlock {
 public:
     LlamaStyleBlock(int index, const LlamaStyleModel& model)
-        : DecoderBlock(index), m_cfg(model.config()) {
+        : DecoderBlock(index), m_model(model), m_cfg(model.config()) {
+        const DecoderLayout& L = m_cfg.layout;
         const std::string p = "model.layers." + std::to_string(index) + ".";
         auto make = [&](const std::string& sub, const std::string& kind, bool bias) {
             LinearLayer l;
@@ -59,85 +80,182 @@ public:
                 l.bias = model.loadWeight(l.name + ".bias");
             return l;
         };
-        m_q = make("self_attn.q_proj", "q_proj", m_cfg.attentionBias);
-        m_k = make("self_attn.k_proj", "k_proj", m_cfg.attentionBias);
-        m_v = make("self_attn.v_proj", "v_proj", m_cfg.attentionBias);
+        if (L.fusedQkv) {
+            m_qkv = make("self_attn.qkv_proj", "qkv_proj", m_cfg.attentionBias);
+            const int64_t hd = m_cfg.headDim;
+            m_qkv.parts = {{"q", m_cfg.numHeads * hd},
+                           {"k", m_cfg.numKvHeads * hd},
+                           {"v", m_cfg.numKvHeads * hd}};
+        } else {
+            m_q = make("self_attn.q_proj", "q_proj", m_cfg.attentionBias);
+            m_k = make("self_attn.k_proj", "k_proj", m_cfg.attentionBias);
+            m_v = make("self_attn.v_proj", "v_proj", m_cfg.attentionBias);
+        }
         m_o = make("self_attn.o_proj", "o_proj", m_cfg.outputBias);
-        m_gate = make("mlp.gate_proj", "gate_proj", m_cfg.mlpBias);
-        m_up = make("mlp.up_proj", "up_proj", m_cfg.mlpBias);
-        m_down = make("mlp.down_proj", "down_proj", m_cfg.mlpBias);
+        if (L.qkNorm) {
+            m_qNorm = model.loadWeight(p + "self_attn.q_norm.weight");
+            m_kNorm = model.loadWeight(p + "self_attn.k_norm.weight");
+        }
+        if (m_cfg.isMoeLayer(index)) {
+            m_moe = std::make_unique<MoeLayer>(model, p + m_cfg.moe.prefix);
+        } else if (L.fusedGateUp) {
+            m_gateUp = make("mlp.gate_up_proj", "gate_up_proj", m_cfg.mlpBias);
+            m_gateUp.parts = {{"gate", m_cfg.intermediateSize}, {"up", m_cfg.intermediateSize}};
+            m_down = make("mlp.down_proj", "down_proj", m_cfg.mlpBias);
+        } else {
+            m_gate = make("mlp.gate_proj", "gate_proj", m_cfg.mlpBias);
+            m_up = make("mlp.up_proj", "up_proj", m_cfg.mlpBias);
+            m_down = make("mlp.down_proj", "down_proj", m_cfg.mlpBias);
+        }
         m_inputNorm = model.loadWeight(p + "input_layernorm.weight");
-        m_postNorm = model.loadWeight(p + "post_attention_layernorm.weight");
+        m_postAttnNorm = model.loadWeight(p + "post_attention_layernorm.weight");
+        if (L.sandwichNorms) {
+            m_preFfnNorm = model.loadWeight(p + "pre_feedforward_layernorm.weight");
+            m_postFfnNorm = model.loadWeight(p + "post_feedforward_layernorm.weight");
+        }
     }
 
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
-        const int64_t B = x.size(0), T = x.size(1);
-        const int64_t nh = m_cfg.numHeads, nkv = m_cfg.numKvHeads, hd = m_cfg.headDim;
-        const at::Tensor h = rmsNorm(x, m_inputNorm, m_cfg.normEps);
-        at::Tensor q = applyLinear(m_q, h, ctx).view({B, T, nh, hd}).transpose(1, 2);
-        at::Tensor k = applyLinear(m_k, h, ctx).view({B, T, nkv, hd}).transpose(1, 2);
-        const at::Tensor v = applyLinear(m_v, h, ctx).view({B, T, nkv, hd}).transpose(1, 2);
-        q = q * ctx.cos + rotateHalf(q) * ctx.sin;
-        k = k * ctx.cos + rotateHalf(k) * ctx.sin;
-        const at::Tensor a = attention(q, k, v, ctx.mask, 1.0 / std::sqrt(double(hd)));
-        const at::Tensor x1 = x + applyLinear(m_o, a.transpose(1, 2).reshape({B, T, nh * hd}), ctx);
-        const at::Tensor h2 = rmsNorm(x1, m_postNorm, m_cfg.normEps);
-        const at::Tensor g = activation(m_cfg.hiddenAct, applyLinear(m_gate, h2, ctx));
-        return x1 + applyLinear(m_down, g * applyLinear(m_up, h2, ctx), ctx);
+        const DecoderLayout& L = m_cfg.layout;
+        const at::Tensor a = attend(m_model.norm(x, m_inputNorm), ctx);
+        if (!L.sandwichNorms) {
+            const at::Tensor x1 = x + a;
+            return x1 + mlp(m_model.norm(x1, m_postAttnNorm), ctx);
+        }
+        // Gemma 2/3: each sublayer's output is normed before the residual add.
+        const at::Tensor x1 = x + m_model.norm(a, m_postAttnNorm);
+        return x1 + m_model.norm(mlp(m_model.norm(x1, m_preFfnNorm), ctx), m_postFfnNorm);
     }
 
     std::vector<LinearLayer*> linears() override {
-        return {&m_q, &m_k, &m_v, &m_o, &m_gate, &m_up, &m_down};
+        std::vector<LinearLayer*> out;
+        if (m_cfg.layout.fusedQkv)
+            out = {&m_qkv, &m_o};
+        else
+            out = {&m_q, &m_k, &m_v, &m_o};
+        if (m_moe)
+            m_moe->appendLinears(out);
+        else if (m_cfg.layout.fusedGateUp)
+            out.insert(out.end(), {&m_gateUp, &m_down});
+        else
+            out.insert(out.end(), {&m_gate, &m_up, &m_down});
+        return out;
+    }
+
+    std::vector<std::pair<std::string, int64_t>> routedTokens() const override {
+        return m_moe ? m_moe->routedTokens() : std::vector<std::pair<std::string, int64_t>>{};
+    }
+    void resetRoutedTokens() override {
+        if (m_moe)
+            m_moe->resetRoutedTokens();
     }
 
 private:
+    at::Tensor attend(const at::Tensor& h, const ForwardContext& ctx) {
+        const int64_t B = h.size(0), T = h.size(1);
+        const int64_t nh = m_cfg.numHeads, nkv = m_cfg.numKvHeads, hd = m_cfg.headDim;
+        at::Tensor q, k, v;
+        if (m_cfg.layout.fusedQkv) {
+            // Phi-3: rows [q; k; v] of one projection.
+            const at::Tensor qkv = applyLinear(m_qkv, h, ctx);
+            q = qkv.narrow(-1, 0, nh * hd);
+            k = qkv.narrow(-1, nh * hd, nkv * hd);
+            v = qkv.narrow(-1, (nh + nkv) * hd, nkv * hd);
+        } else {
+            q = applyLinear(m_q, h, ctx);
+            k = applyLinear(m_k, h, ctx);
+            v = applyLinear(m_v, h, ctx);
+        }
+        q = q.reshape({B, T, nh, hd});
+        k = k.reshape({B, T, nkv, hd});
+        if (m_cfg.layout.qkNorm) {
+            // Qwen3 / Gemma 3: a per-head norm over head_dim, before RoPE; v is not normed.
+            q = m_model.norm(q, m_qNorm);
+            k = m_model.norm(k, m_kNorm);
+        }
+        q = q.transpose(1, 2);
+        k = k.transpose(1, 2);
+        v = v.reshape({B, T, nkv, hd}).transpose(1, 2);
+        const bool slides = m_cfg.slides(index());
+        const bool ownRope = ctx.slidingCos.defined() && m_cfg.usesSlidingRope(index());
+        const at::Tensor& cos = ownRope ? ctx.slidingCos : ctx.cos;
+        const at::Tensor& sin = ownRope ? ctx.slidingSin : ctx.sin;
+        q = rotate(q, cos, sin);
+        k = rotate(k, cos, sin);
+        const double scale =
+            m_cfg.layout.attnScale > 0 ? m_cfg.layout.attnScale : 1.0 / std::sqrt(double(hd));
+        const at::Tensor a = attention(q, k, v, slides ? ctx.slidingMask : ctx.mask, scale,
+                                       m_cfg.layout.attnSoftcap);
+        return applyLinear(m_o, a.transpose(1, 2).reshape({B, T, nh * hd}), ctx);
+    }
+
+    at::Tensor mlp(const at::Tensor& h, const ForwardContext& ctx) {
+        if (m_moe)
+            return m_moe->forward(h, ctx);
+        if (m_cfg.layout.fusedGateUp) {
+            // Phi-3: rows [gate; up] of one projection.
+            const at::Tensor gu = applyLinear(m_gateUp, h, ctx);
+            const int64_t I = m_cfg.intermediateSize;
+            const at::Tensor g = activation(m_cfg.hiddenAct, gu.narrow(-1, 0, I));
+            return applyLinear(m_down, gu.narrow(-1, I, I) * g, ctx);
+        }
+        const at::Tensor g = activation(m_cfg.hiddenAct, applyLinear(m_gate, h, ctx));
+        return applyLinear(m_down, g * applyLinear(m_up, h, ctx), ctx);
+    }
+
+    const LlamaStyleModel& m_model;
     const ModelConfig& m_cfg;
-    LinearLayer m_q, m_k, m_v, m_o, m_gate, m_up, m_down;
-    at::Tensor m_inputNorm, m_postNorm;
+    LinearLayer m_q, m_k, m_v, m_qkv, m_o, m_gate, m_up, m_gateUp, m_down;
+    std::unique_ptr<MoeLayer> m_moe;
+    at::Tensor m_qNorm, m_kNorm;
+    at::Tensor m_inputNorm, m_postAttnNorm, m_preFfnNorm, m_postFfnNorm;
 };
+
+void rotaryTables(const ModelConfig& c, const RopeParameters& rope, int64_t seqLen,
+                  const ComputeOptions& compute, at::Tensor& cosOut, at::Tensor& sinOut) {
+    const RotaryFrequencies f =
+        rotaryFrequencies(rope, c.headDim, c.maxPositions, seqLen, c.source);
+    const at::Tensor positions = at::arange(seqLen, at::kLong).to(at::kFloat);
+    const at::Tensor freqs = at::outer(positions, f.inverse);
+    const at::Tensor emb = at::cat({freqs, freqs}, -1);
+    at::Tensor cos = emb.cos(), sin = emb.sin();
+    if (f.attentionScaling != 1.0) {
+        cos = cos * f.attentionScaling;
+        sin = sin * f.attentionScaling;
+    }
+    cosOut = cos.to(compute.device, compute.dtype);
+    sinOut = sin.to(compute.device, compute.dtype);
+}
 
 } // namespace
 
-at::Tensor LlamaStyleModel::inverseFrequencies() const {
-    const int64_t dim = m_config.headDim;
-    at::Tensor inv = 1.0 / at::pow(m_config.ropeTheta,
-                                   at::arange(0, dim, 2, at::kLong).to(at::kFloat) / double(dim));
-    if (!m_config.ropeScaling)
-        return inv;
-    const RopeScaling& rs = *m_config.ropeScaling;
-    if (rs.type == "linear")
-        return inv / rs.factor;
-    if (rs.type == "llama3") {
-        // transformers' _compute_llama3_parameters: long wavelengths divided by the factor, short
-        // ones kept, a smooth blend in between.
-        const double oldLen = double(rs.originalMaxPositions);
-        const double lowWavelen = oldLen / rs.lowFreqFactor;
-        const double highWavelen = oldLen / rs.highFreqFactor;
-        const at::Tensor wavelen = 2.0 * M_PI / inv;
-        at::Tensor scaled = at::where(wavelen > lowWavelen, inv / rs.factor, inv);
-        const at::Tensor smooth =
-            (oldLen / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
-        const at::Tensor smoothed = (1 - smooth) * scaled / rs.factor + smooth * scaled;
-        const at::Tensor medium = (wavelen >= highWavelen).logical_and(wavelen <= lowWavelen);
-        return at::where(medium, smoothed, scaled);
-    }
-    throw Error(m_config.source, "rope_scaling.rope_type", "unsupported type '" + rs.type + "'");
+at::Tensor LlamaStyleModel::norm(const at::Tensor& x, const at::Tensor& weight) const {
+    return m_config.layout.normPlusOne ? rmsNormPlusOne(x, weight, m_config.normEps)
+                                       : rmsNorm(x, weight, m_config.normEps);
 }
 
 ForwardContext LlamaStyleModel::makeContext(int64_t seqLen) const {
     ForwardContext ctx = DecoderModel::makeContext(seqLen);
-    const at::Tensor positions = at::arange(seqLen, at::kLong).to(at::kFloat);
-    const at::Tensor freqs = at::outer(positions, inverseFrequencies());
-    const at::Tensor emb = at::cat({freqs, freqs}, -1);
-    ctx.cos = emb.cos().to(m_compute.device, m_compute.dtype);
-    ctx.sin = emb.sin().to(m_compute.device, m_compute.dtype);
+    rotaryTables(m_config, m_config.rope, seqLen, m_compute, ctx.cos, ctx.sin);
+    if (m_config.slidingRope)
+        rotaryTables(m_config, *m_config.slidingRope, seqLen, m_compute, ctx.slidingCos,
+                     ctx.slidingSin);
     return ctx;
 }
 
 at::Tensor LlamaStyleModel::embed(const at::Tensor& ids) {
     if (!m_embedding.defined())
         m_embedding = loadWeight("model.embed_tokens.weight");
-    return at::embedding(m_embedding, ids.to(m_compute.device));
+    at::Tensor h = at::embedding(m_embedding, ids.to(m_compute.device));
+    if (m_config.layout.embedScale) {
+        // Gemma: times sqrt(hidden_size), the factor first rounded to the compute dtype.
+        const at::Tensor normalizer =
+            at::scalar_tensor(std::sqrt(double(m_config.hiddenSize)), at::kDouble)
+                .to(m_compute.dtype)
+                .to(m_compute.device);
+        h = h * normalizer;
+    }
+    return h;
 }
 
 std::unique_ptr<DecoderBlock> LlamaStyleModel::loadBlock(int index) {
@@ -158,7 +276,11 @@ at::Tensor LlamaStyleModel::logits(const at::Tensor& hidden) {
             m_head = loadWeight("lm_head.weight");
         }
     }
-    return at::linear(rmsNorm(hidden, m_finalNorm, m_config.normEps), m_head).to(at::kFloat);
+    at::Tensor out = at::linear(norm(hidden, m_finalNorm), m_head);
+    const double cap = m_config.layout.finalSoftcap;
+    if (cap > 0)
+        out = at::tanh(out / cap) * cap;
+    return out.to(at::kFloat);
 }
 
 } // namespace qs

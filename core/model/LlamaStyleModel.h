@@ -6,15 +6,18 @@ namespace qs {
 
 // RMSNorm as Hugging Face computes it: normalise in float32, scale in the input dtype.
 at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps);
+// Gemma's RMSNorm: normalise and scale by (1 + w) in float32, then cast back.
+at::Tensor rmsNormPlusOne(const at::Tensor& x, const at::Tensor& weight, double eps);
 // The activation named by config.json hidden_act / activation_function.
 at::Tensor activation(const std::string& name, const at::Tensor& x);
 // Causal multi-head attention with grouped KV heads; q: [B, nh, T, d], k/v: [B, nkv, T, d].
-// Softmax in float32 as transformers does.
+// Softmax in float32 as transformers does. `softcap` > 0 applies Gemma 2's
+// tanh(scores / cap) * cap to the scaled scores before the mask.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                     const at::Tensor& mask, double scale);
+                     const at::Tensor& mask, double scale, double softcap = 0.0);
 
-// The pre-norm rotary decoder shared by Llama, Mistral and Qwen2 (the families differ in config
-// fields and biases only).
+// The pre-norm rotary decoder shared by Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3, Mixtral and
+// Qwen3-MoE; ModelConfig's DecoderLayout and MoeConfig say what a family changes.
 class LlamaStyleModel : public DecoderModel {
 public:
     using DecoderModel::DecoderModel;
@@ -24,8 +27,8 @@ public:
     std::unique_ptr<DecoderBlock> loadBlock(int index) override;
     at::Tensor logits(const at::Tensor& hidden) override;
 
-    // Rotary inverse frequencies (float32, [headDim / 2]) with rope_scaling applied.
-    at::Tensor inverseFrequencies() const;
+    // The norm the family uses (RMSNorm, or Gemma's (1 + w) RMSNorm).
+    at::Tensor norm(const at::Tensor& x, const at::Tensor& weight) const;
 
 private:
     at::Tensor m_embedding;

@@ -5,15 +5,56 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qs {
 
-struct RopeScaling {
-    std::string type; // "llama3", "linear", "dynamic" (dynamic is refused: it depends on length)
+// Rotary position embedding of one attention kind, as transformers 5 writes it in
+// `rope_parameters` (older configs: top-level `rope_theta` + `rope_scaling`).
+struct RopeParameters {
+    std::string type = "default"; // default, linear, dynamic, yarn, llama3, longrope
+    double theta = 10000.0;
     double factor = 1.0;
+    double partialRotaryFactor = 1.0; // the fraction of head_dim that rotates
+    // llama3
     double lowFreqFactor = 1.0;
     double highFreqFactor = 4.0;
-    int64_t originalMaxPositions = 8192;
+    int64_t originalMaxPositions = 0; // llama3, yarn, longrope (0: max_position_embeddings)
+    // yarn
+    double betaFast = 32.0;
+    double betaSlow = 1.0;
+    std::optional<double> attentionFactor; // yarn, longrope: scales cos and sin
+    double mscale = 0.0;
+    double mscaleAllDim = 0.0;
+    bool truncate = true;
+    // longrope: per-frequency divisors, short below original_max_position_embeddings
+    std::vector<double> shortFactor, longFactor;
+};
+
+// How a family lays its decoder out. The shared pre-norm rotary decoder (LlamaStyleModel) reads
+// it; each family file (model/families/) sets what differs from Llama.
+struct DecoderLayout {
+    bool qkNorm = false;        // per-head RMSNorm q_norm / k_norm before RoPE (Qwen3, Gemma 3)
+    bool normPlusOne = false;   // RMSNorm scales by (1 + w) (Gemma)
+    bool sandwichNorms = false; // post-attention and pre/post-feedforward norms (Gemma 2/3)
+    bool embedScale = false;    // embeddings times sqrt(hidden_size) (Gemma)
+    bool fusedQkv = false;      // self_attn.qkv_proj = [q; k; v] rows (Phi-3)
+    bool fusedGateUp = false;   // mlp.gate_up_proj = [gate; up] rows (Phi-3)
+    double attnScale = 0.0;     // 0: head_dim^-0.5; Gemma: query_pre_attn_scalar^-0.5
+    double attnSoftcap = 0.0;   // tanh soft-capping of attention scores (0: none)
+    double finalSoftcap = 0.0;  // tanh soft-capping of the logits (0: none)
+};
+
+// A sparse mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router picks top-k experts per token.
+struct MoeConfig {
+    int64_t numExperts = 0; // 0: a dense model
+    int64_t topK = 0;
+    int64_t expertIntermediate = 0;
+    bool normTopK = true;   // renormalise the chosen experts' probabilities to sum to one
+    std::string prefix;     // module under the block: "block_sparse_moe" or "mlp"
+    std::string routerName; // "gate"
+    std::string gateName, upName, downName; // "w1","w3","w2" or "gate_proj","up_proj","down_proj"
+    std::vector<bool> sparseLayer; // per layer: MoE (true) or a dense MLP (Qwen3-MoE mlp_only)
 };
 
 // The typed subset of config.json the model families use. Parsed strictly by the family that
@@ -31,17 +72,20 @@ struct ModelConfig {
     int64_t vocabSize = 0;
     int64_t maxPositions = 0;
     double normEps = 1e-5;
-    double ropeTheta = 10000.0;
-    std::optional<RopeScaling> ropeScaling;
+    RopeParameters rope;                       // full-attention layers (all layers by default)
+    std::optional<RopeParameters> slidingRope; // sliding layers, when they differ (Gemma 3)
     std::string hiddenAct = "silu";
     bool attentionBias = false; // bias on q/k/v (Qwen2: true)
     bool outputBias = false;    // bias on o_proj / out_proj
     bool mlpBias = false;
     bool tieWordEmbeddings = false;
-    int64_t slidingWindow = 0; // 0 = full attention
+    int64_t slidingWindow = 0;      // 0 = full attention
+    std::vector<bool> slidingLayer; // per layer; empty = every layer slides when window > 0
     int64_t bosTokenId = -1;
     int64_t eosTokenId = -1;
-    std::string torchDtype = "float32";
+    std::string torchDtype = "float32"; // `dtype` (transformers 5) or `torch_dtype`
+    DecoderLayout layout;
+    MoeConfig moe;
     // OPT
     bool doLayerNormBefore = true;
     int64_t wordEmbedProjDim = 0;
@@ -49,6 +93,23 @@ struct ModelConfig {
     int64_t ffnDim = 0;         // OPT fc1 width (intermediateSize mirrors it)
     bool enableBias = true;     // OPT linears and layer norms carry biases
     nlohmann::json raw;
+
+    // Whether layer `i` attends through the sliding window.
+    bool slides(int64_t layer) const {
+        if (slidingWindow <= 0)
+            return false;
+        return slidingLayer.empty() || slidingLayer[size_t(layer)];
+    }
+    bool isMoeLayer(int64_t layer) const {
+        return moe.numExperts > 0 && (moe.sparseLayer.empty() || moe.sparseLayer[size_t(layer)]);
+    }
+    // Sliding-attention layers have their own RoPE when the config gives one (Gemma 3).
+    bool usesSlidingRope(int64_t layer) const {
+        return slidingRope && !slidingLayer.empty() && slidingLayer[size_t(layer)];
+    }
+    const RopeParameters& ropeFor(int64_t layer) const {
+        return usesSlidingRope(layer) ? *slidingRope : rope;
+    }
 };
 
 } // namespace qs

@@ -9,10 +9,17 @@ const ModelFamily& llamaFamily();
 const ModelFamily& mistralFamily();
 const ModelFamily& qwen2Family();
 const ModelFamily& optFamily();
+const ModelFamily& qwen3Family();
+const ModelFamily& qwen3MoeFamily();
+const ModelFamily& mixtralFamily();
+const ModelFamily& gemma2Family();
+const ModelFamily& gemma3TextFamily();
+const ModelFamily& phi3Family();
 
 const std::vector<const ModelFamily*>& modelFamilies() {
-    static const std::vector<const ModelFamily*> families{&llamaFamily(), &mistralFamily(),
-                                                          &qwen2Family(), &optFamily()};
+    static const std::vector<const ModelFamily*> families{
+        &llamaFamily(),   &mistralFamily(), &qwen2Family(),      &qwen3Family(), &qwen3MoeFamily(),
+        &mixtralFamily(), &gemma2Family(),  &gemma3TextFamily(), &phi3Family(),  &optFamily()};
     return families;
 }
 

@@ -21,6 +21,10 @@ public:
     virtual ~ModelFamily() = default;
     virtual std::string name() const = 0;
     virtual std::vector<std::string> modelTypes() const = 0; // config.json "model_type" values
+    // Keys of config.json the family reads, or knows not to change its forward. The parser
+    // refuses any other key (beyond the metadata every config carries, ConfigParser.cpp):
+    // a key nobody reads may change the forward, and a silent default gives wrong numbers.
+    virtual std::vector<std::string> knownKeys() const = 0;
     // Fills the family's fields of `config` (common fields are already set).
     virtual void parseConfig(const JsonFields& fields, ModelConfig& config) const = 0;
     // The module tree from headers alone; throws qs::Error for a missing or mis-shaped tensor.

@@ -33,11 +33,34 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
     };
     if (c.modelType != "opt") {
         out.emplace_back("rms_norm_eps", number(c.normEps));
-        out.emplace_back("rope_theta", number(c.ropeTheta));
-        out.emplace_back("rope_scaling", c.ropeScaling ? c.ropeScaling->type : "none");
+        out.emplace_back("rope_theta", number(c.rope.theta));
+        out.emplace_back("rope_type", c.rope.type);
+        if (c.rope.type != "default")
+            out.emplace_back("rope_factor", number(c.rope.factor));
+        if (c.slidingRope)
+            out.emplace_back("rope_theta (sliding layers)", number(c.slidingRope->theta));
     }
-    if (c.slidingWindow > 0)
-        out.emplace_back("sliding_window", std::to_string(c.slidingWindow));
+    if (c.slidingWindow > 0) {
+        int64_t sliding = 0;
+        for (int64_t i = 0; i < c.numLayers; ++i)
+            sliding += c.slides(i) ? 1 : 0;
+        out.emplace_back("sliding_window", std::to_string(c.slidingWindow) + " (" +
+                                               std::to_string(sliding) + " of " +
+                                               std::to_string(c.numLayers) + " layers)");
+    }
+    if (c.moe.numExperts > 0) {
+        int64_t sparse = 0;
+        for (int64_t i = 0; i < c.numLayers; ++i)
+            sparse += c.isMoeLayer(i) ? 1 : 0;
+        out.emplace_back("experts", std::to_string(c.moe.numExperts) + ", top-" +
+                                        std::to_string(c.moe.topK) + " (" + std::to_string(sparse) +
+                                        " MoE layers)");
+        out.emplace_back("expert_intermediate_size", std::to_string(c.moe.expertIntermediate));
+    }
+    if (c.layout.attnSoftcap > 0)
+        out.emplace_back("attn_logit_softcapping", number(c.layout.attnSoftcap));
+    if (c.layout.finalSoftcap > 0)
+        out.emplace_back("final_logit_softcapping", number(c.layout.finalSoftcap));
     return out;
 }
 

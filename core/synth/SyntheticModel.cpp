@@ -11,6 +11,7 @@
 
 #include <QDir>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -24,6 +25,7 @@ struct TensorPlan {
     double mean = 0.0;
     double std = 0.0;
     bool outliers = false; // multiply the planted channels by the outlier gain (norm gains)
+    bool plusOne = false;  // Gemma's norms store w for a gain of (1 + w)
 };
 
 uint64_t nameSeed(uint64_t seed, const std::string& name) {
@@ -38,7 +40,7 @@ class Planner {
 public:
     explicit Planner(DType dtype) : m_dtype(dtype) {}
     void add(const std::string& name, std::vector<int64_t> shape, double mean, double std,
-             bool outliers = false) {
+             bool outliers = false, bool plusOne = false) {
         TensorPlan p;
         p.info.name = name;
         p.info.dtype = m_dtype;
@@ -46,6 +48,7 @@ public:
         p.mean = mean;
         p.std = std;
         p.outliers = outliers;
+        p.plusOne = plusOne;
         m_plans.push_back(std::move(p));
     }
     void linear(const std::string& name, int64_t out, int64_t in, double residualScale = 1.0,
@@ -68,29 +71,116 @@ at::Tensor materialize(const TensorPlan& p, const SyntheticModelOptions& o) {
         for (int64_t c : o.outlierChannels)
             if (c >= 0 && c < t.size(-1))
                 t.select(-1, c).mul_(o.outlierGain);
+    if (p.plusOne)
+        t.sub_(1.0);
     return t;
 }
 
-nlohmann::json llamaConfig(const SyntheticModelOptions& o, int64_t headDim) {
-    return {{"architectures", {"LlamaForCausalLM"}},
-            {"model_type", "llama"},
-            {"hidden_size", o.hiddenSize},
-            {"intermediate_size", o.intermediateSize},
-            {"num_hidden_layers", o.numLayers},
-            {"num_attention_heads", o.numHeads},
-            {"num_key_value_heads", o.numKvHeads},
-            {"head_dim", headDim},
-            {"vocab_size", o.vocabSize},
-            {"max_position_embeddings", o.maxPositions},
-            {"rms_norm_eps", 1e-5},
-            {"rope_theta", 10000.0},
-            {"rope_scaling", nullptr},
-            {"hidden_act", "silu"},
-            {"attention_bias", false},
-            {"mlp_bias", false},
-            {"tie_word_embeddings", o.tieWordEmbeddings},
-            {"bos_token_id", 1},
-            {"eos_token_id", 2}};
+// What a synthetic family's decoder looks like (mirrors model/families/).
+struct FamilyShape {
+    std::string architecture;
+    bool fused = false;  // phi3: qkv_proj, gate_up_proj
+    bool qkNorm = false; // qwen3, qwen3_moe, gemma3_text
+    bool gemma = false;  // (1 + w) norms, four per layer
+    bool moe = false;    // mixtral, qwen3_moe
+    std::string moePrefix, gateName, upName, downName;
+};
+
+FamilyShape shapeOf(const std::string& arch) {
+    FamilyShape f;
+    if (arch == "llama")
+        f.architecture = "LlamaForCausalLM";
+    else if (arch == "mistral")
+        f.architecture = "MistralForCausalLM";
+    else if (arch == "qwen2")
+        f.architecture = "Qwen2ForCausalLM";
+    else if (arch == "qwen3")
+        f.architecture = "Qwen3ForCausalLM", f.qkNorm = true;
+    else if (arch == "qwen3_moe")
+        f.architecture = "Qwen3MoeForCausalLM", f.qkNorm = true, f.moe = true, f.moePrefix = "mlp",
+        f.gateName = "gate_proj", f.upName = "up_proj", f.downName = "down_proj";
+    else if (arch == "mixtral")
+        f.architecture = "MixtralForCausalLM", f.moe = true, f.moePrefix = "block_sparse_moe",
+        f.gateName = "w1", f.upName = "w3", f.downName = "w2";
+    else if (arch == "gemma2")
+        f.architecture = "Gemma2ForCausalLM", f.gemma = true;
+    else if (arch == "gemma3_text")
+        f.architecture = "Gemma3ForCausalLM", f.gemma = true, f.qkNorm = true;
+    else if (arch == "phi3")
+        f.architecture = "Phi3ForCausalLM", f.fused = true;
+    return f;
+}
+
+int64_t headDimOf(const SyntheticModelOptions& o) {
+    return o.headDim > 0 ? o.headDim : o.hiddenSize / o.numHeads;
+}
+
+// Mixtral's experts are intermediate_size wide; Qwen3-MoE's have their own width.
+int64_t expertWidth(const SyntheticModelOptions& o) {
+    if (o.arch == "mixtral" || o.expertIntermediateSize <= 0)
+        return o.intermediateSize;
+    return o.expertIntermediateSize;
+}
+
+// config.json as transformers 5 writes it for the family (rope_parameters, layer_types).
+nlohmann::json decoderConfig(const SyntheticModelOptions& o) {
+    const std::string& a = o.arch;
+    const FamilyShape f = shapeOf(a);
+    const bool gemma3 = a == "gemma3_text";
+    const double theta = a == "llama" || a == "mistral" || f.gemma || a == "phi3" ? 10000.0 : 1e6;
+    nlohmann::json c = {{"architectures", {f.architecture}},
+                        {"model_type", a},
+                        {"hidden_size", o.hiddenSize},
+                        {"intermediate_size", o.intermediateSize},
+                        {"num_hidden_layers", o.numLayers},
+                        {"num_attention_heads", o.numHeads},
+                        {"num_key_value_heads", o.numKvHeads},
+                        {"head_dim", headDimOf(o)},
+                        {"vocab_size", o.vocabSize},
+                        {"max_position_embeddings", o.maxPositions},
+                        {"rms_norm_eps", f.gemma ? 1e-6 : 1e-5},
+                        {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", theta}}},
+                        {"tie_word_embeddings", o.tieWordEmbeddings},
+                        {"bos_token_id", 1},
+                        {"eos_token_id", 2}};
+    if (a == "llama")
+        c.update({{"hidden_act", "silu"}, {"attention_bias", false}, {"mlp_bias", false}});
+    else if (!f.gemma)
+        c["hidden_act"] = "silu";
+    if (a == "mistral" || a == "mixtral" || a == "phi3")
+        c["sliding_window"] = nullptr;
+    if (a == "qwen2" || a == "qwen3" || a == "qwen3_moe") {
+        c["use_sliding_window"] = false;
+        c["layer_types"] = std::vector<std::string>(size_t(o.numLayers), "full_attention");
+    }
+    if (f.moe) {
+        c[a == "mixtral" ? "num_local_experts" : "num_experts"] = o.numExperts;
+        c["num_experts_per_tok"] = o.expertsPerToken;
+    }
+    if (a == "qwen3_moe")
+        c.update({{"moe_intermediate_size", expertWidth(o)},
+                  {"norm_topk_prob", true},
+                  {"decoder_sparse_step", 1},
+                  {"mlp_only_layers", nlohmann::json::array()}});
+    if (f.gemma) {
+        // Gemma 2 alternates sliding and full layers; Gemma 3 has five sliding per full one.
+        std::vector<std::string> types;
+        for (int64_t i = 0; i < o.numLayers; ++i)
+            types.push_back((i + 1) % (gemma3 ? 6 : 2) != 0 ? "sliding_attention"
+                                                            : "full_attention");
+        c.update(
+            {{"hidden_activation", "gelu_pytorch_tanh"},
+             {"query_pre_attn_scalar", headDimOf(o)},
+             {"sliding_window", std::max<int64_t>(1, std::min<int64_t>(4096, o.maxPositions / 4))},
+             {"layer_types", types},
+             {"attn_logit_softcapping", gemma3 ? nlohmann::json() : nlohmann::json(50.0)},
+             {"final_logit_softcapping", gemma3 ? nlohmann::json() : nlohmann::json(30.0)}});
+        if (gemma3)
+            c["rope_parameters"] = {
+                {"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
+                {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+    }
+    return c;
 }
 
 nlohmann::json optConfig(const SyntheticModelOptions& o) {
@@ -112,23 +202,56 @@ nlohmann::json optConfig(const SyntheticModelOptions& o) {
             {"pad_token_id", 0}};
 }
 
-void planLlama(Planner& p, const SyntheticModelOptions& o, int64_t headDim) {
-    const int64_t H = o.hiddenSize, I = o.intermediateSize;
+void planDecoder(Planner& p, const SyntheticModelOptions& o) {
+    const FamilyShape f = shapeOf(o.arch);
+    const int64_t H = o.hiddenSize, I = o.intermediateSize, hd = headDimOf(o);
+    const int64_t qOut = o.numHeads * hd, kvOut = o.numKvHeads * hd;
     const double residual = 1.0 / std::sqrt(2.0 * double(o.numLayers));
-    p.add("model.embed_tokens.weight", {o.vocabSize, H}, 0.0, 1.0);
+    const bool qkvBias = o.arch == "qwen2";
+    auto norm = [&](const std::string& name, int64_t width, bool outliers) {
+        p.add(name, {width}, 1.0, outliers ? 0.1 : 0.05, outliers, f.gemma);
+    };
+    p.add("model.embed_tokens.weight", {o.vocabSize, H}, 0.0, f.gemma ? 1.0 / std::sqrt(H) : 1.0);
     for (int64_t i = 0; i < o.numLayers; ++i) {
         const std::string b = "model.layers." + std::to_string(i) + ".";
-        p.add(b + "input_layernorm.weight", {H}, 1.0, 0.1, true);
-        p.linear(b + "self_attn.q_proj", o.numHeads * headDim, H);
-        p.linear(b + "self_attn.k_proj", o.numKvHeads * headDim, H);
-        p.linear(b + "self_attn.v_proj", o.numKvHeads * headDim, H);
-        p.linear(b + "self_attn.o_proj", H, o.numHeads * headDim, residual);
-        p.add(b + "post_attention_layernorm.weight", {H}, 1.0, 0.1, true);
-        p.linear(b + "mlp.gate_proj", I, H);
-        p.linear(b + "mlp.up_proj", I, H);
-        p.linear(b + "mlp.down_proj", H, I, residual);
+        norm(b + "input_layernorm.weight", H, true);
+        if (f.fused) {
+            p.linear(b + "self_attn.qkv_proj", qOut + 2 * kvOut, H);
+        } else {
+            p.linear(b + "self_attn.q_proj", qOut, H, 1.0, qkvBias);
+            p.linear(b + "self_attn.k_proj", kvOut, H, 1.0, qkvBias);
+            p.linear(b + "self_attn.v_proj", kvOut, H, 1.0, qkvBias);
+        }
+        if (f.qkNorm) {
+            norm(b + "self_attn.q_norm.weight", hd, false);
+            norm(b + "self_attn.k_norm.weight", hd, false);
+        }
+        p.linear(b + "self_attn.o_proj", H, qOut, residual);
+        norm(b + "post_attention_layernorm.weight", H, !f.gemma);
+        if (f.gemma)
+            norm(b + "pre_feedforward_layernorm.weight", H, true);
+        if (f.moe) {
+            const std::string m = b + f.moePrefix + ".";
+            const int64_t E = expertWidth(o);
+            p.linear(m + "gate", o.numExperts, H);
+            for (int64_t e = 0; e < o.numExperts; ++e) {
+                const std::string x = m + "experts." + std::to_string(e) + ".";
+                p.linear(x + f.gateName, E, H);
+                p.linear(x + f.upName, E, H);
+                p.linear(x + f.downName, H, E, residual);
+            }
+        } else if (f.fused) {
+            p.linear(b + "mlp.gate_up_proj", 2 * I, H);
+            p.linear(b + "mlp.down_proj", H, I, residual);
+        } else {
+            p.linear(b + "mlp.gate_proj", I, H);
+            p.linear(b + "mlp.up_proj", I, H);
+            p.linear(b + "mlp.down_proj", H, I, residual);
+        }
+        if (f.gemma)
+            norm(b + "post_feedforward_layernorm.weight", H, false);
     }
-    p.add("model.norm.weight", {H}, 1.0, 0.05);
+    p.add("model.norm.weight", {H}, 1.0, 0.05, false, f.gemma);
     if (!o.tieWordEmbeddings)
         p.linear("lm_head", o.vocabSize, H);
 }
@@ -175,19 +298,36 @@ void validate(const SyntheticModelOptions& o) {
     positive(o.numHeads, "num_heads");
     positive(o.numKvHeads, "num_kv_heads");
     positive(o.maxPositions, "max_positions");
-    if (o.arch != "llama" && o.arch != "opt")
-        throw Error("synth", "arch", "unknown architecture '" + o.arch + "' (llama or opt)");
-    if (o.hiddenSize % o.numHeads != 0)
-        throw Error("synth", "num_heads", "must divide hidden_size");
+    const auto& archs = syntheticArchitectures();
+    if (std::find(archs.begin(), archs.end(), o.arch) == archs.end()) {
+        std::string known;
+        for (const std::string& a : archs)
+            known += (known.empty() ? "" : ", ") + a;
+        throw Error("synth", "arch", "unknown architecture '" + o.arch + "' (" + known + ")");
+    }
+    if (o.headDim <= 0 && o.hiddenSize % o.numHeads != 0)
+        throw Error("synth", "num_heads", "must divide hidden_size (or give head_dim)");
     if (o.numHeads % o.numKvHeads != 0)
         throw Error("synth", "num_kv_heads", "must divide num_heads");
-    if ((o.hiddenSize / o.numHeads) % 2 != 0)
+    if (headDimOf(o) % 2 != 0)
         throw Error("synth", "num_heads", "head dimension must be even for rotary embeddings");
+    if (o.arch == "opt" && o.headDim > 0 && o.headDim * o.numHeads != o.hiddenSize)
+        throw Error("synth", "head_dim", "OPT's head dimension is hidden / heads");
+    if (shapeOf(o.arch).moe &&
+        (o.numExperts < 1 || o.expertsPerToken < 1 || o.expertsPerToken > o.numExperts))
+        throw Error("synth", "experts_per_token", "must be between 1 and the number of experts");
     if (o.outDir.empty())
         throw Error("synth", "out", "output folder required");
 }
 
 } // namespace
+
+const std::vector<std::string>& syntheticArchitectures() {
+    static const std::vector<std::string> archs{"llama",     "mistral", "qwen2",  "qwen3",
+                                                "qwen3_moe", "mixtral", "gemma2", "gemma3_text",
+                                                "phi3",      "opt"};
+    return archs;
+}
 
 void writeSyntheticModel(const SyntheticModelOptions& o,
                          const std::function<bool(int64_t, int64_t)>& progress) {
@@ -201,13 +341,11 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
         dtype = DType::F16;
     else
         throw Error("synth", "dtype", "unknown dtype '" + o.dtype + "' (F32, BF16 or F16)");
-    const int64_t headDim = o.hiddenSize / o.numHeads;
-
     Planner planner(dtype);
-    if (o.arch == "llama")
-        planLlama(planner, o, headDim);
-    else
+    if (o.arch == "opt")
         planOpt(planner, o);
+    else
+        planDecoder(planner, o);
     std::vector<TensorPlan>& plans = planner.plans();
 
     // Group tensors into shards of about shardBytes (one shard when 0).
@@ -233,10 +371,18 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
         return dir.filePath(QString::fromStdString(f)).toStdString();
     };
 
-    nlohmann::json config = o.arch == "llama" ? llamaConfig(o, headDim) : optConfig(o);
-    config["torch_dtype"] = dtype == DType::F32    ? "float32"
+    nlohmann::json config = o.arch == "opt" ? optConfig(o) : decoderConfig(o);
+    const char* dtypeName = dtype == DType::F32    ? "float32"
                             : dtype == DType::BF16 ? "bfloat16"
                                                    : "float16";
+    // llama and opt keep the transformers 4 spelling the older tests and tools were written
+    // against; the newer families are written as transformers 5 writes them.
+    config[o.arch == "llama" || o.arch == "opt" ? "torch_dtype" : "dtype"] = dtypeName;
+    if (o.arch == "llama") {
+        config.erase("rope_parameters");
+        config["rope_theta"] = 10000.0;
+        config["rope_scaling"] = nullptr;
+    }
     config["quantscope_synthetic"] = {{"seed", o.seed},
                                       {"outlier_channels", o.outlierChannels},
                                       {"outlier_gain", o.outlierGain},

@@ -12,13 +12,21 @@ namespace qs {
 // on fixed hidden channels, as real LLMs show) and a small byte-level tokenizer. Used by tests,
 // benchmarks at any scale and as the GUI's built-in demo model.
 struct SyntheticModelOptions {
-    std::string arch = "llama"; // "llama" or "opt"
+    // "llama", "opt", or a newer family: "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral",
+    // "gemma2", "gemma3_text", "phi3" (syntheticArchitectures()).
+    std::string arch = "llama";
     std::string outDir;
     int64_t hiddenSize = 256;
     int64_t intermediateSize = 688;
     int64_t numLayers = 4;
     int64_t numHeads = 8;
     int64_t numKvHeads = 4;
+    int64_t headDim = 0; // 0: hidden / heads (Qwen3 and Gemma set their own)
+    // Mixture of experts (mixtral, qwen3_moe): experts per layer, chosen per token, and each
+    // expert's intermediate size (mixtral: intermediateSize).
+    int64_t numExperts = 8;
+    int64_t expertsPerToken = 2;
+    int64_t expertIntermediateSize = 0; // 0: intermediateSize
     int64_t vocabSize = 512;
     int64_t maxPositions = 1024;
     bool tieWordEmbeddings = false;
@@ -29,6 +37,9 @@ struct SyntheticModelOptions {
     std::vector<int64_t> outlierChannels{3, 17}; // hidden channels with planted outliers
     double outlierGain = 40.0;
 };
+
+// The --arch values writeSyntheticModel accepts.
+const std::vector<std::string>& syntheticArchitectures();
 
 // Writes the checkpoint (config.json, safetensors, tokenizer.json, tokenizer_config.json,
 // generation_config.json). `progress(done, total)` returning false cancels. Throws qs::Error.

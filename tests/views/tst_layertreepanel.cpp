@@ -139,6 +139,27 @@ private Q_SLOTS:
         QCOMPARE(summary.value(QStringLiteral("hidden_size")), QStringLiteral("64"));
     }
 
+    // A mixture-of-experts checkpoint: router and experts in the tree, the experts collapsed.
+    void expertsStartCollapsed() {
+        qs::Engine engine;
+        QSignalSpy opened(&engine, &qs::Engine::modelOpened);
+        QSignalSpy failed(&engine, &qs::Engine::failed);
+        engine.openModel(qs::test::sharedPath(QStringLiteral("models/tiny-families/qwen3_moe")));
+        QTRY_VERIFY_WITH_TIMEOUT(opened.count() == 1 || failed.count() == 1, 60000);
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
+        qs::LayerTreePanel panel;
+        panel.setTree(opened[0][1].value<qs::ModelInfo>().tree);
+        const auto shown = [&](const char* name) {
+            return panel.filterModel()->mapFromSource(panel.model()->indexOf(name));
+        };
+        QVERIFY(panel.treeView()->isExpanded(shown("model.layers.0.mlp")));
+        QVERIFY(shown("model.layers.0.mlp.gate").isValid());
+        QVERIFY(!panel.treeView()->isExpanded(shown("model.layers.0.mlp.experts")));
+        QCOMPARE(cell(panel.model()->indexOf(QStringLiteral("model.layers.0.mlp.experts")),
+                      ModuleTreeModel::ShapeColumn),
+                 QStringLiteral("4 \u00d7 12,288"));
+    }
+
 private:
     QString m_directory;
     QJsonObject m_config;

@@ -207,6 +207,41 @@ private Q_SLOTS:
         QVERIFY(!model.indexOf(QStringLiteral("model.layers.7")).isValid());
     }
 
+    // A mixture-of-experts layer: router and experts; the experts row counts them and gives each
+    // one's parameters, and views leave it collapsed.
+    void expertsRowSummarisesTheExperts() {
+        std::vector<ModuleNode> experts;
+        const std::string p = "model.layers.0.mlp";
+        for (int e = 0; e < 3; ++e) {
+            const std::string x = p + ".experts." + std::to_string(e);
+            experts.push_back(group(x, "expert",
+                                    {leaf(x + ".gate_proj", "linear", {32, 64}, 0),
+                                     leaf(x + ".up_proj", "linear", {32, 64}, 0),
+                                     leaf(x + ".down_proj", "linear", {64, 32}, 0)},
+                                    0));
+        }
+        ModuleNode moe = group(p, "moe",
+                               {leaf(p + ".gate", "router", {3, 64}, 0),
+                                group(p + ".experts", "experts", std::move(experts), 0)},
+                               0);
+        ModuleTreeModel model;
+        QAbstractItemModelTester tester(&model,
+                                        QAbstractItemModelTester::FailureReportingMode::Fatal);
+        model.setTree(group("model", "model", {group("model.layers.0", "block", {moe}, 0)}));
+        const QModelIndex row = model.indexOf(QStringLiteral("model.layers.0.mlp.experts"));
+        QVERIFY(row.isValid());
+        QCOMPARE(model.rowCount(row), 3);
+        QCOMPARE(row.siblingAtColumn(ModuleTreeModel::ShapeColumn).data().toString(),
+                 QStringLiteral("3 \u00d7 6,144"));
+        QCOMPARE(row.data(ModuleTreeModel::ParametersRole).toLongLong(), qlonglong(3 * 6144));
+        QVERIFY(
+            ModuleTreeModel::collapsedByDefault(row.data(ModuleTreeModel::KindRole).toString()));
+        QVERIFY(!ModuleTreeModel::collapsedByDefault(QStringLiteral("moe")));
+        const QModelIndex expert = model.indexOf(QStringLiteral("model.layers.0.mlp.experts.1"));
+        QCOMPARE(expert.siblingAtColumn(ModuleTreeModel::ParametersColumn).data().toString(),
+                 QStringLiteral("6,144"));
+    }
+
     void filterKeepsParentsOfMatches() {
         const int blocks = 4;
         ModuleTreeModel model;

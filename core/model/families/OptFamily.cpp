@@ -13,6 +13,20 @@ public:
     std::string name() const override { return "opt"; }
     std::vector<std::string> modelTypes() const override { return {"opt"}; }
 
+    std::vector<std::string> knownKeys() const override {
+        return {"hidden_size",
+                "ffn_dim",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "max_position_embeddings",
+                "word_embed_proj_dim",
+                "do_layer_norm_before",
+                "activation_function",
+                "enable_bias",
+                "_remove_final_layer_norm",
+                "layer_norm_elementwise_affine"};
+    }
+
     void parseConfig(const JsonFields& f, ModelConfig& c) const override {
         const std::string& src = f.source();
         c.hiddenSize = f.requiredInt("hidden_size", 1, 1 << 20);
@@ -34,6 +48,9 @@ public:
         c.attentionBias = c.outputBias = c.mlpBias = c.enableBias;
         c.tieWordEmbeddings = f.optionalBool("tie_word_embeddings", true); // OPT's default
         c.positionOffset = 2;
+        if (!f.optionalBool("layer_norm_elementwise_affine", true))
+            throw Error(src, "layer_norm_elementwise_affine",
+                        "OPT without layer-norm weights is unsupported");
         if (f.optionalBool("_remove_final_layer_norm", false))
             throw Error(src, "_remove_final_layer_norm", "OPT-350m style configs are unsupported");
     }
@@ -76,6 +93,7 @@ public:
         else
             root.children.push_back(weightLeaf(ckpt, "lm_head", "head", {V, P}, -1));
         sumParameters(root);
+        checkEveryTensorUsed(root, c, ckpt);
         return root;
     }
 

@@ -34,7 +34,8 @@ private Q_SLOTS:
         QCOMPARE(c.headDim, int64_t(8)); // derived: hidden / heads
         QCOMPARE(c.numKvHeads, int64_t(4));
         QVERIFY(c.tieWordEmbeddings);
-        QVERIFY(!c.ropeScaling);
+        QCOMPARE(c.rope.type, std::string("default"));
+        QCOMPARE(c.rope.theta, 10000.0);
         QCOMPARE(c.normEps, 1e-5);
     }
 
@@ -48,9 +49,9 @@ private Q_SLOTS:
         j["eos_token_id"] = {128001, 128009}; // newer configs list several
         j["vocab_size"] = 128256;
         const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
-        QVERIFY(c.ropeScaling);
-        QCOMPARE(c.ropeScaling->type, std::string("llama3"));
-        QCOMPARE(c.ropeScaling->factor, 8.0);
+        QCOMPARE(c.rope.type, std::string("llama3"));
+        QCOMPARE(c.rope.factor, 8.0);
+        QCOMPARE(c.rope.originalMaxPositions, int64_t(8192));
         QCOMPARE(c.eosTokenId, int64_t(128001));
     }
 
@@ -69,6 +70,98 @@ private Q_SLOTS:
         j["model_type"] = "mistral";
         j["sliding_window"] = 4096;
         QCOMPARE(qs::parseModelConfig(j.dump(), "c.json").slidingWindow, int64_t(4096));
+    }
+
+    // transformers 5: rope_theta inside rope_parameters, dtype for torch_dtype, null head_dim.
+    void transformers5Spelling() {
+        json j = llama();
+        j["rope_parameters"] = {
+            {"rope_type", "llama3"},   {"rope_theta", 500000.0},
+            {"factor", 8.0},           {"low_freq_factor", 1.0},
+            {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+        j["dtype"] = "bfloat16";
+        j["head_dim"] = nullptr;
+        const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.rope.theta, 500000.0);
+        QCOMPARE(c.rope.type, std::string("llama3"));
+        QCOMPARE(c.rope.originalMaxPositions, int64_t(64));
+        QCOMPARE(c.torchDtype, std::string("bfloat16"));
+        QCOMPARE(c.headDim, int64_t(8));
+    }
+
+    void transformers4Spelling() {
+        json j = llama();
+        j["rope_theta"] = 1e6;
+        j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+        j["torch_dtype"] = "float16";
+        const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.rope.theta, 1e6);
+        QCOMPARE(c.rope.type, std::string("linear"));
+        QCOMPARE(c.rope.factor, 2.0);
+        QCOMPARE(c.torchDtype, std::string("float16"));
+    }
+
+    void yarnAndDynamic() {
+        json j = llama();
+        j["rope_parameters"] = {{"rope_type", "yarn"},
+                                {"rope_theta", 1e6},
+                                {"factor", 4.0},
+                                {"original_max_position_embeddings", 128},
+                                {"beta_fast", 16}};
+        qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.rope.type, std::string("yarn"));
+        QCOMPARE(c.rope.betaFast, 16.0);
+        QCOMPARE(c.rope.betaSlow, 1.0);
+        QVERIFY(!c.rope.attentionFactor);
+        j["rope_parameters"] = {{"rope_type", "dynamic"}, {"rope_theta", 1e4}, {"factor", 2.0}};
+        c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.rope.type, std::string("dynamic"));
+    }
+
+    // Gemma 3: one rope per layer type, sliding layers from layer_types.
+    void gemma3PerLayerTypeRope() {
+        json j = llama();
+        j["model_type"] = "gemma3_text";
+        j["head_dim"] = 16;
+        j["query_pre_attn_scalar"] = 16;
+        j["sliding_window"] = 32;
+        j["num_hidden_layers"] = 3;
+        j["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention"};
+        j["rope_parameters"] = {
+            {"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
+            {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+        j.erase("tie_word_embeddings");
+        const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.rope.theta, 1e6);
+        QVERIFY(c.slidingRope);
+        QCOMPARE(c.slidingRope->theta, 1e4);
+        QVERIFY(c.slides(0) && !c.slides(1) && c.slides(2));
+        QCOMPARE(&c.ropeFor(1), &c.rope);
+        QVERIFY(c.tieWordEmbeddings); // Gemma's default
+        QVERIFY(c.layout.normPlusOne && c.layout.qkNorm && c.layout.sandwichNorms);
+        QCOMPARE(c.layout.attnScale, 0.25);
+        j["layer_types"] = {"sliding_attention", "full_attention", "chunked_attention"};
+        try {
+            qs::parseModelConfig(j.dump(), "/m/config.json");
+            QFAIL("accepted an unknown layer type");
+        } catch (const qs::Error& e) {
+            QVERIFY2(QString(e.what()).contains("layer_types[2]"), e.what());
+        }
+    }
+
+    void qwen3MoeLayers() {
+        json j = llama();
+        j["model_type"] = "qwen3_moe";
+        j["num_hidden_layers"] = 4;
+        j["num_experts"] = 8;
+        j["num_experts_per_tok"] = 2;
+        j["moe_intermediate_size"] = 32;
+        j["decoder_sparse_step"] = 2;
+        j["mlp_only_layers"] = {3};
+        const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.moe.numExperts, int64_t(8));
+        QVERIFY(!c.isMoeLayer(0) && c.isMoeLayer(1) && !c.isMoeLayer(2) && !c.isMoeLayer(3));
+        QVERIFY(!c.moe.normTopK); // transformers' default
     }
 
     void optConfig() {
@@ -116,10 +209,38 @@ private Q_SLOTS:
                                  << ""
                                  << "hidden_act"
                                  << "unsupported";
-        QTest::newRow("bad rope") << R"({"rope_scaling":{"rope_type":"yarn","factor":4}})"
+        QTest::newRow("bad rope") << R"({"rope_scaling":{"rope_type":"mrope","factor":4}})"
                                   << ""
                                   << "rope_scaling.rope_type"
                                   << "unsupported";
+        QTest::newRow("unknown rope field")
+            << R"({"rope_parameters":{"rope_type":"linear","factor":4,"rope_theta":1e4,"beta_fast":3}})"
+            << ""
+            << "rope_parameters.beta_fast"
+            << "not understood";
+        QTest::newRow("llama3 without its lengths")
+            << R"({"rope_parameters":{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4}})"
+            << ""
+            << "rope_parameters.original_max_position_embeddings"
+            << "missing";
+        QTest::newRow("both rope spellings")
+            << R"({"rope_parameters":{"rope_type":"default"},"rope_scaling":{"rope_type":"linear","factor":2}})"
+            << ""
+            << "rope_scaling"
+            << "ambiguous";
+        QTest::newRow("unknown key") << R"({"attn_temperature":0.5})"
+                                     << ""
+                                     << "attn_temperature"
+                                     << "unknown key";
+        QTest::newRow("sliding window on llama") << R"({"sliding_window":16})"
+                                                 << ""
+                                                 << "sliding_window"
+                                                 << "unknown key";
+        QTest::newRow("quantized checkpoint")
+            << R"({"quantization_config":{"quant_method":"quark"}})"
+            << ""
+            << "quantization_config"
+            << "already quantized";
         QTest::newRow("rope without factor") << R"({"rope_scaling":{"rope_type":"linear"}})"
                                              << ""
                                              << "factor"

@@ -178,6 +178,34 @@ private Q_SLOTS:
             QVERIFY2(msg.contains("model.layers.2.") && msg.contains("missing"), e.what());
         }
     }
+
+    // A stored tensor the family does not read is refused by name, never dropped: here Qwen2's
+    // q/k/v biases under a config that says llama (which has no attention_bias).
+    void unusedTensorRefused() {
+        qs::SyntheticModelOptions o;
+        o.arch = "qwen2";
+        o.numLayers = 1;
+        const QString dir = synth("unused", o);
+        QFile f(dir + "/config.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        auto j = nlohmann::json::parse(f.readAll().toStdString());
+        f.close();
+        j["model_type"] = "llama";
+        for (const char* k : {"use_sliding_window", "layer_types", "sliding_window"})
+            j.erase(k);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(QByteArray::fromStdString(j.dump()));
+        f.close();
+        try {
+            qs::openModelHandle(dir.toStdString()).moduleTree();
+            QFAIL("accepted a checkpoint with tensors the family does not use");
+        } catch (const qs::Error& e) {
+            const QString msg = e.what();
+            QVERIFY2(msg.contains("model.layers.0.self_attn.") && msg.contains(".bias") &&
+                         msg.contains("not used"),
+                     e.what());
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestDecoderModel)

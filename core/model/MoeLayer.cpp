@@ -1,0 +1,79 @@
+#include "model/MoeLayer.h"
+
+#include "model/LlamaStyleModel.h"
+
+namespace qs {
+
+MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg(model.config()) {
+    const MoeConfig& m = m_cfg.moe;
+    m_router = model.loadWeight(prefix + "." + m.routerName + ".weight");
+    auto make = [&](const std::string& name, const std::string& kind) {
+        LinearLayer l;
+        l.name = name;
+        l.kind = kind;
+        l.weight = model.loadWeight(name + ".weight");
+        l.routed = true;
+        return l;
+    };
+    for (int64_t e = 0; e < m.numExperts; ++e) {
+        Expert x;
+        x.name = prefix + ".experts." + std::to_string(e);
+        x.gate = make(x.name + "." + m.gateName, m.gateName);
+        x.up = make(x.name + "." + m.upName, m.upName);
+        x.down = make(x.name + "." + m.downName, m.downName);
+        m_experts.push_back(std::move(x));
+    }
+}
+
+at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
+    const int64_t H = x.size(-1);
+    const at::Tensor flat = x.reshape({-1, H});
+    const at::Tensor probs = at::softmax(at::linear(flat, m_router), -1, at::kFloat);
+    const auto top = probs.topk(m_cfg.moe.topK, -1);
+    at::Tensor weights = std::get<0>(top);
+    const at::Tensor chosen = std::get<1>(top); // [N, k]
+    if (m_cfg.moe.normTopK)
+        weights = weights / weights.sum(-1, /*keepdim=*/true);
+    weights = weights.to(x.scalar_type());
+    at::Tensor out = at::zeros_like(flat);
+    for (size_t e = 0; e < m_experts.size(); ++e) {
+        const at::Tensor hit = chosen.eq(int64_t(e));               // [N, k]
+        const at::Tensor rows = hit.any(-1).nonzero().select(1, 0); // tokens routed to e
+        const int64_t n = rows.size(0);
+        // An expert no token reached contributes nothing; its linears see no call, so
+        // observers never record an empty batch.
+        if (n == 0)
+            continue;
+        Expert& ex = m_experts[e];
+        ex.routed += n;
+        const at::Tensor xe = flat.index_select(0, rows);
+        const at::Tensor we =
+            (weights * hit.to(weights.scalar_type())).sum(-1).index_select(0, rows);
+        const at::Tensor g = activation(m_cfg.hiddenAct, runLinear(ex.gate, xe, ctx));
+        const at::Tensor ye = runLinear(ex.down, g * runLinear(ex.up, xe, ctx), ctx);
+        out.index_add_(0, rows, ye * we.unsqueeze(1));
+    }
+    return out.view(x.sizes());
+}
+
+void MoeLayer::appendLinears(std::vector<LinearLayer*>& out) {
+    for (Expert& e : m_experts) {
+        out.push_back(&e.gate);
+        out.push_back(&e.up);
+        out.push_back(&e.down);
+    }
+}
+
+std::vector<std::pair<std::string, int64_t>> MoeLayer::routedTokens() const {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const Expert& e : m_experts)
+        out.emplace_back(e.name, e.routed);
+    return out;
+}
+
+void MoeLayer::resetRoutedTokens() {
+    for (Expert& e : m_experts)
+        e.routed = 0;
+}
+
+} // namespace qs

@@ -1,0 +1,230 @@
+// Every checkpoint of ../shared/models/tiny-families (random weights written by transformers 5.23
+// itself, one per family) against transformers' own output on fixed ids
+// (reference.safetensors): the first decoder layer's output and the logits agree within 1e-5
+// absolute in float32, and the module tree counts exactly transformers' parameters.
+//
+// Why 1e-5: both sides compute the same float32 operations in possibly different orders
+// (matmul blocking, fused softmax). Each dot product of length K <= 128 here rounds within
+// about sqrt(K) * 2^-24 ~ 7e-7 relative; values stay below 2 in magnitude over 3 layers, so
+// agreement is expected near 1e-6. Every feature the README's sensitivity table breaks moves
+// the logits by at least 0.03, four orders of magnitude above the bound.
+#include "TestSupport.h"
+
+#include "calib/QuantizationRun.h"
+#include "io/Checkpoint.h"
+#include "model/LlamaStyleFamily.h"
+#include "model/ModelLoader.h"
+#include "recipe/RecipeFlags.h"
+#include "util/Error.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <QDir>
+#include <QFile>
+#include <QtTest>
+
+class TestTinyFamilies : public QObject {
+    Q_OBJECT
+
+private:
+    static QString root() { return qs::test::sharedPath("models/tiny-families"); }
+
+    static at::Tensor referenceTensor(const qs::SafetensorsFile& file, const std::string& name) {
+        const qs::TensorInfo* info = file.find(name);
+        if (!info)
+            qFatal("%s: no tensor %s", file.path().c_str(), name.c_str());
+        const at::ScalarType type = info->dtype == qs::DType::I64 ? at::kLong : at::kFloat;
+        void* p = const_cast<uint8_t*>(file.data(*info));
+        return at::from_blob(p, info->shape, at::TensorOptions().dtype(type)).clone();
+    }
+
+    // What `analyze --quant-scheme int4_wo_32` runs, on 2 calibration windows of 32 tokens.
+    static qs::QuantizationOutcome analyzeInt4(const std::string& dir) {
+        qs::QuantFlags flags;
+        flags.quantScheme = "int4_wo_32";
+        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        flags.numCalibData = 2;
+        flags.seqLen = 32;
+        qs::QuantizationRequest req;
+        req.modelDir = dir;
+        req.recipe = qs::recipeFromFlags(flags);
+        req.analyze = true;
+        return qs::runQuantization(req);
+    }
+
+    static double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
+        return (a - b).abs().max().item<double>();
+    }
+
+private Q_SLOTS:
+    void everyFolderIsTested() {
+        // The ten families the README lists; a folder added later must be added here too.
+        const QStringList folders =
+            QDir(root()).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+        QCOMPARE(folders, QStringList({"gemma2", "gemma3_text", "llama", "mistral", "mixtral",
+                                       "opt", "phi3", "qwen2", "qwen3", "qwen3_moe"}));
+    }
+
+    void matchesTransformers_data() {
+        QTest::addColumn<QString>("folder");
+        for (const QString& f :
+             QDir(root()).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+            QTest::newRow(qPrintable(f)) << f;
+    }
+
+    void matchesTransformers() {
+        QFETCH(QString, folder);
+        const std::string dir = (root() + "/" + folder).toStdString();
+        const auto ref = qs::SafetensorsFile::open(dir + "/reference.safetensors");
+        const at::Tensor ids = referenceTensor(*ref, "input_ids");
+        const at::Tensor wantLayer0 = referenceTensor(*ref, "hidden_states_layer0_out");
+        const at::Tensor wantLogits = referenceTensor(*ref, "logits");
+
+        const qs::ModelHandle h = qs::openModelHandle(dir);
+        QCOMPARE(h.family->name(), folder.toStdString());
+        // transformers' num_parameters (tied weights once) from reference.json
+        QFile meta(QString::fromStdString(dir + "/reference.json"));
+        QVERIFY(meta.open(QIODevice::ReadOnly));
+        const auto j = nlohmann::json::parse(meta.readAll().toStdString());
+        QCOMPARE(h.moduleTree().parameters, j.at("num_parameters").get<int64_t>());
+
+        c10::InferenceMode guard;
+        auto model = h.instantiate({at::kCPU, at::kFloat});
+        const qs::ForwardContext ctx = model->makeContext(ids.size(1));
+        at::Tensor hidden = model->embed(ids);
+        for (int i = 0; i < model->numBlocks(); ++i) {
+            hidden = model->loadBlock(i)->forward(hidden, ctx);
+            if (i == 0) {
+                QCOMPARE(hidden.sizes(), wantLayer0.sizes());
+                const double d = maxAbsDiff(hidden, wantLayer0);
+                QVERIFY2(d <= 1e-5, qPrintable(QString("layer 0 max |diff| %1").arg(d)));
+            }
+        }
+        const at::Tensor logits = model->logits(hidden);
+        QCOMPARE(logits.sizes(), wantLogits.sizes());
+        const double d = maxAbsDiff(logits, wantLogits);
+        qInfo("%s: max |logit - transformers| = %.3g", qPrintable(folder), d);
+        QVERIFY2(d <= 1e-5, qPrintable(QString("logits max |diff| %1").arg(d)));
+    }
+
+    // What `quantscope-cli eval` and `analyze` run, on every folder: the perplexity of the
+    // reference ids (windows 0 and 1 of the eval text at length 64 are exactly its two rows)
+    // equals the one transformers' logits give. Each NLL term is a log-softmax of logits that
+    // agree within 1e-5, so it moves by at most 2e-5, and so does the mean NLL: the perplexity
+    // agrees within a relative 2e-5 (1e-4 allows for the float32 sums). The analysis reports
+    // every quantizable linear of the tree.
+    void evalAndAnalyze_data() { matchesTransformers_data(); }
+
+    void evalAndAnalyze() {
+        QFETCH(QString, folder);
+        const std::string dir = (root() + "/" + folder).toStdString();
+        const auto ref = qs::SafetensorsFile::open(dir + "/reference.safetensors");
+        const at::Tensor ids = referenceTensor(*ref, "input_ids");
+        const at::Tensor logits = referenceTensor(*ref, "logits").to(at::kDouble);
+        const at::Tensor logp = at::log_softmax(logits.narrow(1, 0, 63), -1)
+                                    .gather(-1, ids.narrow(1, 1, 63).unsqueeze(-1));
+        const double want = std::exp(-logp.mean().item<double>());
+
+        qs::EvalRequest eval;
+        eval.evaluation.dataPath = qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
+        eval.evaluation.seqLen = 64;
+        eval.evaluation.maxWindows = 2;
+        const qs::PerplexityResult got = qs::evaluateModelOnText(dir, eval);
+        QCOMPARE(got.windows, int64_t(2));
+        QVERIFY2(
+            std::fabs(got.perplexity / want - 1) < 1e-4,
+            qPrintable(QString("perplexity %1, transformers %2").arg(got.perplexity).arg(want)));
+
+        const qs::QuantizationOutcome out = analyzeInt4(dir);
+        std::vector<const qs::ModuleNode*> linears;
+        const qs::ModuleNode tree = qs::openModelHandle(dir).moduleTree();
+        tree.collect("linear", linears);
+        int64_t blockLinears = 0;
+        for (const qs::ModuleNode* n : linears)
+            blockLinears += n->blockIndex >= 0 ? 1 : 0;
+        QCOMPARE(int64_t(out.report.layers.size()), blockLinears);
+        for (const qs::LayerReport& l : out.report.layers)
+            QVERIFY2(l.quantized && l.weight.valid, l.name.c_str());
+    }
+
+    // Phi-3's fused projections are quantized as stored and analysed per logical part: the parts
+    // tile the rows (q, k, v = heads x head_dim, kv_heads x head_dim twice; gate, up =
+    // intermediate each), and their errors recombine into the whole tensor's: the largest error
+    // is the largest part's exactly, the mean squared error the row-weighted mean of theirs
+    // (double sums: 1e-9 relative).
+    void fusedProjectionsAnalysedPerPart() {
+        const qs::QuantizationOutcome out = analyzeInt4((root() + "/phi3").toStdString());
+        int fused = 0;
+        for (const qs::LayerReport& l : out.report.layers) {
+            const bool qkv = l.kind == "qkv_proj", gateUp = l.kind == "gate_up_proj";
+            if (!qkv && !gateUp) {
+                QVERIFY(l.parts.empty());
+                continue;
+            }
+            ++fused;
+            std::vector<std::pair<std::string, int64_t>> want;
+            if (qkv)
+                want = {{"q", 64}, {"k", 32}, {"v", 32}};
+            else
+                want = {{"gate", 128}, {"up", 128}};
+            QCOMPARE(l.parts.size(), want.size());
+            int64_t row = 0;
+            double wMax = 0, oMax = 0, wSse = 0, oSse = 0;
+            for (size_t k = 0; k < want.size(); ++k) {
+                const qs::PartReport& p = l.parts[k];
+                QCOMPARE(p.name, want[k].first);
+                QCOMPARE(p.rowBegin, row);
+                QCOMPARE(p.rows, want[k].second);
+                row += p.rows;
+                wMax = std::max(wMax, p.weight.maxAbs);
+                oMax = std::max(oMax, p.outputLocal.maxAbs);
+                wSse += p.weight.mse * double(p.rows);
+                oSse += p.outputLocal.mse * double(p.rows);
+            }
+            QCOMPARE(row, l.shape[0]);
+            QCOMPARE(wMax, l.weight.maxAbs);
+            QCOMPARE(oMax, l.outputLocal.maxAbs);
+            QVERIFY(std::fabs(wSse / double(row) / l.weight.mse - 1) < 1e-9);
+            QVERIFY(std::fabs(oSse / double(row) / l.outputLocal.mse - 1) < 1e-9);
+        }
+        QCOMPARE(fused, 3 * 2);
+    }
+
+    // A mixture-of-experts forward counts the tokens routed to each expert: top-k per token.
+    void moeCountsRoutedTokens_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::newRow("mixtral") << "mixtral";
+        QTest::newRow("qwen3_moe") << "qwen3_moe";
+    }
+
+    void moeCountsRoutedTokens() {
+        QFETCH(QString, folder);
+        const std::string dir = (root() + "/" + folder).toStdString();
+        const auto ref = qs::SafetensorsFile::open(dir + "/reference.safetensors");
+        const at::Tensor ids = referenceTensor(*ref, "input_ids");
+        const qs::ModelHandle h = qs::openModelHandle(dir);
+        c10::InferenceMode guard;
+        auto model = h.instantiate({});
+        auto block = model->loadBlock(1);
+        QVERIFY(block->routedTokens().empty() == false);
+        block->forward(model->embed(ids), model->makeContext(ids.size(1)));
+        int64_t total = 0;
+        for (const auto& [name, n] : block->routedTokens()) {
+            QVERIFY2(name.find("model.layers.1.") == 0, name.c_str());
+            total += n;
+        }
+        QCOMPARE(total, ids.numel() * h.config.moe.topK);
+        block->resetRoutedTokens();
+        QCOMPARE(block->routedTokens().front().second, int64_t(0));
+        // the experts' linears are the block's quantizable linears, routers are not
+        int experts = 0;
+        for (qs::LinearLayer* l : block->linears()) {
+            QVERIFY2(l->name.find(".gate.") == std::string::npos, l->name.c_str());
+            experts += l->name.find(".experts.") != std::string::npos ? 1 : 0;
+        }
+        QCOMPARE(experts, int(3 * h.config.moe.numExperts));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestTinyFamilies)
+#include "tst_tinyfamilies.moc"
