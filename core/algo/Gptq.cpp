@@ -24,7 +24,16 @@ quant::QuantSpec columnGridSpec(const quant::QuantSpec& spec) {
     return s;
 }
 
-void checkSpec(const quant::QuantSpec& spec, const at::Tensor& w, const std::string& layer) {
+void checkGroups(const quant::QuantSpec& spec, const at::Tensor& w, const std::string& layer) {
+    if (spec.granularity == quant::Granularity::PerGroup && w.size(1) % spec.groupSize != 0)
+        throw Error(layer, "weight.group_size",
+                    "group size " + std::to_string(spec.groupSize) + " does not divide " +
+                        std::to_string(w.size(1)) + " input features");
+}
+
+} // namespace
+
+void checkGptqSpec(const quant::QuantSpec& spec, const std::string& layer) {
     if (quant::traits(spec.dtype).encoding != quant::Encoding::Int)
         throw Error(layer, "weight.dtype",
                     "GPTQ quantizes integer weights (int/uint per group or per channel), not " +
@@ -32,18 +41,13 @@ void checkSpec(const quant::QuantSpec& spec, const at::Tensor& w, const std::str
     const bool perGroup = spec.granularity == quant::Granularity::PerGroup;
     if (!perGroup && spec.granularity != quant::Granularity::PerChannel)
         throw Error(layer, "weight.qscheme",
-                    "GPTQ supports per_group and per_channel weights (as Quark)");
+                    "GPTQ supports per_group and per_channel weights (as Quark); exclude this "
+                    "layer from GPTQ (inside_layer_modules) or give it such a scheme");
     if (perGroup && !(spec.chAxis == -1 || spec.chAxis == 1))
         throw Error(layer, "weight.ch_axis", "GPTQ groups run along the input axis");
     if (!perGroup && spec.chAxis != 0)
         throw Error(layer, "weight.ch_axis", "GPTQ per-channel grids are per output channel");
-    if (perGroup && w.size(1) % spec.groupSize != 0)
-        throw Error(layer, "weight.group_size",
-                    "group size " + std::to_string(spec.groupSize) + " does not divide " +
-                        std::to_string(w.size(1)) + " input features");
 }
-
-} // namespace
 
 at::Tensor gptqHessian(const std::vector<at::Tensor>& inputs, int64_t inFeatures,
                        const std::string& layer) {
@@ -72,7 +76,8 @@ GptqResult gptqQuantize(const at::Tensor& weight, const at::Tensor& hessian,
     if (weight.dim() != 2 || hessian.dim() != 2 || hessian.size(0) != weight.size(1) ||
         hessian.size(1) != weight.size(1))
         throw Error(layer, "weight", "GPTQ needs an [out, in] weight and an [in, in] Hessian");
-    checkSpec(spec, weight, layer);
+    checkGptqSpec(spec, layer);
+    checkGroups(spec, weight, layer);
     const int64_t cols = weight.size(1);
     const bool perGroup = spec.granularity == quant::Granularity::PerGroup;
     const int64_t groupSize = perGroup ? spec.groupSize : cols;

@@ -27,6 +27,10 @@ struct GptqResult {
     double dampingUsed = 0;       // the damping that made H positive definite (see below)
 };
 
+// Throws qs::Error(layer, field, why) unless GPTQ can quantize a weight of this spec: an integer
+// type per group along the input axis or per output channel (as Quark's GPTQ).
+void checkGptqSpec(const quant::QuantSpec& spec, const std::string& layer);
+
 // The Hessian of a linear's inputs: 2/n * sum over the rows x of x x^T, accumulated in float64
 // and returned as float32 [in, in] (what AutoGPTQ averages batch by batch). Throws qs::Error
 // when there are no rows or their width differs from `inFeatures`.

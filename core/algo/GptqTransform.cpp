@@ -28,6 +28,11 @@ bool GptqTransform::covers(const std::string& layer) const {
     return false;
 }
 
+void GptqTransform::checkLayer(const std::string& layer, const quant::QuantScheme& scheme) const {
+    if (covers(layer) && !scheme.weightPreStage)
+        checkGptqSpec(scheme.weight, layer);
+}
+
 void GptqTransform::apply(BlockTransformInput& input) {
     const std::vector<LinearLayer*> linears = input.block.linears();
     for (LayerPlan& plan : input.plans) {

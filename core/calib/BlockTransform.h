@@ -40,6 +40,10 @@ public:
     virtual std::string name() const = 0;
     // Whether apply() needs the captured inputs (the capture pass runs only if one does).
     virtual bool needsInputs() const { return false; }
+    // Called by prepareRun for every quantized linear before any block is read: throws
+    // qs::Error naming the layer and the field when the transform cannot treat its scheme.
+    virtual void checkLayer(const std::string& /*layer*/,
+                            const quant::QuantScheme& /*scheme*/) const {}
     virtual void apply(BlockTransformInput& input) = 0;
 };
 

@@ -76,6 +76,16 @@ void LayerPlanner::checkShapes(const ModuleNode& tree) {
                         problems);
 }
 
+std::vector<std::pair<std::string, quant::QuantScheme>>
+LayerPlanner::quantizedLinears(const ModuleNode& tree) const {
+    std::vector<std::pair<std::string, quant::QuantScheme>> out;
+    for (const ModuleNode* n : blockLinears(tree))
+        if (auto scheme = m_schemeFor(n->name, layerKindOf(n->name));
+            scheme && !m_unfit.count(n->name))
+            out.emplace_back(n->name, *scheme);
+    return out;
+}
+
 bool LayerPlanner::needsCalibration(const ModuleNode& tree) const {
     for (const ModuleNode* n : blockLinears(tree)) {
         const std::string kind = layerKindOf(n->name);

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ public:
     const std::vector<std::string>& skipped() const { return m_skipped; }
     // Whether any linear of `tree` has a static input or output quantizer (needs calibration).
     bool needsCalibration(const ModuleNode& tree) const;
+    // The block linears the recipe quantizes (unfit ones skipped), with their schemes: what an
+    // algorithm checks before any work (BlockTransform::checkLayer).
+    std::vector<std::pair<std::string, quant::QuantScheme>>
+    quantizedLinears(const ModuleNode& tree) const;
 
     // Why a weight of shape [out, in] cannot take `scheme` (empty when it can).
     static std::string unfitReason(const quant::QuantScheme& scheme, int64_t inFeatures);

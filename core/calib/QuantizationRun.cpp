@@ -90,6 +90,9 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                         "': k and v come out of one fused qkv_proj");
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
+    for (const auto& [layer, scheme] : prep.planner->quantizedLinears(tree))
+        for (const auto& t : prep.transforms)
+            t->checkLayer(layer, scheme);
     bool transformsNeedInputs = false;
     for (const auto& t : prep.transforms)
         transformsNeedInputs = transformsNeedInputs || t->needsInputs();

@@ -162,7 +162,7 @@ private Q_SLOTS:
         qs::QuantizationRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = int8Recipe("float");
-        req.recipe.algorithms.push_back({"gptq", nlohmann::json::object()});
+        req.recipe.algorithms.push_back({"awq", nlohmann::json::object()});
         int progressCalls = 0;
         try {
             qs::runQuantization(req,
@@ -170,7 +170,20 @@ private Q_SLOTS:
             QFAIL("ran a recipe whose algorithm the engine does not have");
         } catch (const qs::Error& e) {
             QCOMPARE(QString::fromStdString(e.field()), QStringLiteral("algorithms[0].name"));
-            QVERIFY2(QString(e.what()).contains("cannot run 'gptq'"), e.what());
+            QVERIFY2(QString(e.what()).contains("cannot run 'awq'"), e.what());
+        }
+        QCOMPARE(progressCalls, 0);
+
+        // An algorithm the engine has, on a scheme it cannot treat (GPTQ on int8's per-tensor
+        // weights): refused naming the layer and the field, still before any work.
+        req.recipe.algorithms = {{"gptq", nlohmann::json::object()}};
+        try {
+            qs::runQuantization(req,
+                                [&](double, const std::string&) { return ++progressCalls > 0; });
+            QFAIL("ran GPTQ on per-tensor weights");
+        } catch (const qs::Error& e) {
+            QCOMPARE(QString::fromStdString(e.field()), QStringLiteral("weight.qscheme"));
+            QVERIFY2(QString(e.what()).contains("model.layers.0."), e.what());
         }
         QCOMPARE(progressCalls, 0);
 
