@@ -26,13 +26,16 @@ root=$repo/build/package/root
 step() { printf '\n== %s (%ss so far)\n' "$1" "$SECONDS"; }
 fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
 # Runs a command in the root, in its own mount and PID namespaces: /dev, /proc and /sys are
-# mounted there and vanish with it, and so does any process left behind.
+# mounted there and vanish with it, and so does any process left behind. bash stays PID 1 of the
+# namespace (not exec'd into chroot, hence the "exit $?" after it): as PID 1, xvfb-run would never
+# get the SIGUSR1 with which Xvfb says it is ready, and would wait for ever. Each step has 30 min.
 in_root() {
-  unshare --mount --pid --fork bash -c '
+  timeout --kill-after=10 1800 unshare --mount --pid --fork --kill-child bash -c '
     r=$1; shift
     mount --rbind /dev "$r/dev" && mount -t proc proc "$r/proc" && mount -t sysfs sys "$r/sys"
-    exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-      DEBIAN_FRONTEND=noninteractive "$@"' _ "$root" "$@"
+    chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+      DEBIAN_FRONTEND=noninteractive "$@"
+    exit $?' _ "$root" "$@"
 }
 
 rm -rf "$out"
