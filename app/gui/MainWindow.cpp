@@ -329,6 +329,9 @@ void MainWindow::showAbout() {
     box->setObjectName(QStringLiteral("aboutBox"));
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->setTextFormat(Qt::RichText);
+    // The application icon when main() set one (resources/quantscope.qrc); tests run without.
+    if (!QApplication::windowIcon().isNull())
+        box->setIconPixmap(QApplication::windowIcon().pixmap(64, 64));
     box->setText(tr("<h3>Quantscope %1</h3>"
                     "<p>Post-training quantization workbench for large language models.</p>"
                     "<p>Qt %2 (built with %3)<br>%4</p>")

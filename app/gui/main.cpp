@@ -10,6 +10,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QIcon>
 #include <QLineEdit>
 #include <QPixmap>
 #include <QSaveFile>
@@ -45,6 +46,13 @@ int main(int argc, char** argv) {
     QApplication::setApplicationName(QStringLiteral("quantscope"));
     QApplication::setApplicationDisplayName(QStringLiteral("Quantscope"));
     QApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+    // The desktop entry's icon, embedded (resources/quantscope.qrc) for the window and About box;
+    // Wayland compositors find the installed one by the desktop file name.
+    QIcon icon;
+    for (int size : {32, 64, 128, 256})
+        icon.addFile(QStringLiteral(":/quantscope/icon-%1.png").arg(size));
+    QApplication::setWindowIcon(icon);
+    QGuiApplication::setDesktopFileName(QStringLiteral("quantscope"));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(
