@@ -6,7 +6,8 @@
 # the shared model (perplexity must equal the build tree's, digit for digit) and the GUI from its
 # desktop entry under Xvfb, saving a screenshot.
 #
-# Needs root (debootstrap, chroot, mounts) and network to deb.debian.org; it takes minutes, so
+# Needs root (debootstrap, chroot, mounts) and this machine's Debian archive (its APT sources,
+# which the root copies); it takes minutes, so
 # it is not part of scripts/test.sh (see the README). Nothing is installed on this machine but
 # the tools it needs (debootstrap, lintian, desktop-file-utils).
 # Usage: packaging/test-deb.sh            (QS_SHARED_DIR: ../shared by default)
@@ -15,7 +16,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 shared=${QS_SHARED_DIR:-$repo/../shared}
-mirror=${QS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The archive this machine's APT already uses (one-line or deb822 sources), unless given.
+host_mirror() {
+  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null |
+    sed -nE 's/^URIs:[[:space:]]*([^[:space:]]+).*/\1/p; s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/p' |
+    grep -v -- '-security' | head -n1
+}
+mirror=${QS_DEBIAN_MIRROR:-$(host_mirror)}
+[ -n "$mirror" ] || { echo "test-deb: no Debian archive in this machine's APT sources (set QS_DEBIAN_MIRROR)" >&2; exit 2; }
 model=$shared/models/stories260K
 data=$shared/data/tinystories-eval.txt
 out=$repo/build/package/test
@@ -76,11 +84,10 @@ if mountpoint -q "$root/proc" 2>/dev/null; then fail "$root/proc is mounted: a r
 rm -rf "$root"
 debootstrap --variant=minbase bookworm "$root" "$mirror" > "$out/debootstrap.log" 2>&1 ||
   fail "debootstrap (see $out/debootstrap.log)"
-cat > "$root/etc/apt/sources.list" <<SOURCES
-deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb http://deb.debian.org/debian-security bookworm-security main
-SOURCES
+# The root fetches from the same archive as this machine: its APT sources, copied.
+rm -f "$root/etc/apt/sources.list"
+cp /etc/apt/sources.list "$root/etc/apt/" 2>/dev/null || true
+cp /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list "$root/etc/apt/sources.list.d/" 2>/dev/null || true
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 
 step "dpkg -i the packages in the root"
