@@ -18,6 +18,8 @@ int runQuantize(const QStringList& args) {
                       "Export format, repeatable: fake (fake-quantized float checkpoint, the "
                       "default), quark (AMD Quark hf_format, real quantized), gguf, onnx.",
                       "FORMAT"});
+    parser.addOption(
+        {"gguf-type", "GGUF tensor type: f32, f16, q8_0 (default), q4_0, q4_1.", "TYPE", "q8_0"});
     parser.addOption({"allow-unloadable",
                       "Write layouts the format holds but its consumers refuse (as Quark does for "
                       "int4 layers whose packed axis is not a multiple of 8), warning per layer."});
@@ -42,6 +44,7 @@ int runQuantize(const QStringList& args) {
     QuantizationRequest q = requestFromOptions(parser, dir);
     q.outDir = parser.value("out").toStdString();
     q.allowUnloadable = parser.isSet("allow-unloadable");
+    q.ggufType = parser.value("gguf-type").toStdString();
     for (const QString& f : parser.values("format") + parser.values("model_export"))
         for (const QString& part : f.split(',', Qt::SkipEmptyParts))
             q.exportFormats.push_back(part.trimmed().toStdString());

@@ -3,6 +3,7 @@
 #include "calib/CalibrationData.h"
 #include "eval/TextEvaluation.h"
 #include "export/ExporterRegistry.h"
+#include "export/GgufExporter.h"
 #include "io/JsonFields.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/Provenance.h"
@@ -100,6 +101,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         throw Error("--format", "", "an export format needs an output folder (--out DIR)");
     if (!req.outDir.empty())
         prep.exportFormats = resolveExportFormats(req, recipe);
+    ggmlTypeFromName(req.ggufType); // a bad --gguf-type fails before any work
 
     prep.handle = openModelHandle(req.modelDir);
     const ModelHandle& handle = prep.handle;
@@ -224,6 +226,7 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     context.sourceDir = req.modelDir;
     context.numBlocks = prep.model->numBlocks();
     context.recipe = &prep.recipe;
+    context.ggufType = ggmlTypeFromName(req.ggufType);
     {
         std::vector<const ModuleNode*> linears;
         const ModuleNode tree = prep.handle.moduleTree();

@@ -5,10 +5,15 @@
 #include "model/DecoderModel.h"
 #include "recipe/Recipe.h"
 
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
 namespace qs {
+
+// GGML tensor types the GGUF exporter writes (values as in ggml.h).
+enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 8 };
 
 // What an exporter knows before the first block: the source checkpoint (tensors it copies as
 // they are), the recipe as run, the model's quantizable linears and where to write.
@@ -19,6 +24,7 @@ struct ExportContext {
     int numBlocks = 0;
     const Recipe* recipe = nullptr;
     std::vector<std::string> layerNames; // every block linear, model order
+    GgmlType ggufType = GgmlType::Q8_0;  // GGUF only
 };
 
 // One output format, written while the pipeline streams blocks (it is the pipeline's

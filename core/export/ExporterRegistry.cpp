@@ -1,6 +1,7 @@
 #include "export/ExporterRegistry.h"
 
 #include "export/FakeQuantCheckpointWriter.h"
+#include "export/GgufExporter.h"
 #include "export/QuarkHfExporter.h"
 #include "recipe/LayerPattern.h"
 #include "util/Error.h"
@@ -21,7 +22,7 @@ const std::vector<ExportFormat>& ExporterRegistry::formats() {
          {"hf_format"},
          "AMD Quark hf_format, real quantized (transformers + amd-quark, vLLM)",
          true},
-        {"gguf", "gguf", {}, "GGUF v3 for llama.cpp", false},
+        {"gguf", "gguf", {}, "GGUF v3 for llama.cpp (llama family; Q8_0 weights)", true},
         {"onnx", "onnx", {}, "ONNX with QuantizeLinear/DequantizeLinear", false},
     };
     return all;
@@ -56,9 +57,9 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
     if (!f)
         return {"unknown export format '" + format + "'"};
     if (!f->available)
-        return {"this build does not write " + f->name + " yet (it writes fake and quark)"};
-    if (f->name == "fake")
-        return {}; // holds every scheme (float values)
+        return {"this build does not write " + f->name + " yet (it writes fake, quark and gguf)"};
+    if (f->name == "fake" || f->name == "gguf")
+        return {}; // float values (GGUF: requantized by ggml's reference quantizer)
     std::set<std::string> unquantized;
     for (const std::string& s : skipped)
         unquantized.insert(s.substr(0, s.find(':')));
@@ -91,6 +92,8 @@ std::unique_ptr<Exporter> ExporterRegistry::create(const std::string& format,
         return std::make_unique<FakeQuantCheckpointWriter>(context);
     if (name == "quark")
         return std::make_unique<QuarkHfExporter>(context);
+    if (name == "gguf")
+        return std::make_unique<GgufExporter>(context, context.ggufType);
     throw Error("export", "format", "this build does not write " + name + " yet");
 }
 
