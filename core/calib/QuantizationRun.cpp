@@ -33,9 +33,14 @@ std::vector<std::string> resolveExportFormats(const QuantizationRequest& req, Re
             recipe.exportTargets.push_back(ExporterRegistry::find(name)->recipeTarget);
         }
     } else {
-        for (size_t i = 0; i < recipe.exportTargets.size(); ++i)
-            formats.push_back(ExporterRegistry::canonical(
-                recipe.exportTargets[i], "recipe", "export_targets[" + std::to_string(i) + "]"));
+        for (size_t i = 0; i < recipe.exportTargets.size(); ++i) {
+            const std::string field = "export_targets[" + std::to_string(i) + "]";
+            formats.push_back(
+                ExporterRegistry::canonical(recipe.exportTargets[i], "recipe", field));
+            if (!ExporterRegistry::find(formats.back())->available)
+                throw Error("recipe", field,
+                            "the engine cannot write '" + recipe.exportTargets[i] + "' yet");
+        }
         if (formats.empty())
             formats.push_back("fake");
     }
