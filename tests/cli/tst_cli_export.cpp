@@ -70,8 +70,8 @@ private Q_SLOTS:
     void refusedBeforeWork_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");
-        QTest::newRow("gguf not built")
-            << QStringList{"--quant-scheme", "int8", "--format", "gguf"} << "does not write gguf";
+        QTest::newRow("onnx not built")
+            << QStringList{"--quant-scheme", "int8", "--format", "onnx"} << "does not write onnx";
         QTest::newRow("unknown format")
             << QStringList{"--quant-scheme", "int8", "--format", "tflite"}
             << "unknown export format 'tflite'";
