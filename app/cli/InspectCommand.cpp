@@ -1,5 +1,7 @@
 #include "CliCommon.h"
 
+#include "io/QuarkFolder.h"
+
 #include "model/ModelInfo.h"
 
 #include <cstdio>
@@ -59,6 +61,9 @@ int runInspect(const QStringList& args) {
         return 0;
     const QString dir = singlePositional(parser, "MODEL_DIR");
     const ModelInfo info = inspectModel(dir.toStdString());
+    // A Quark real-quantized export: its weights are dequantized on load; say so and list the
+    // stored scheme per layer.
+    const QuarkFolderInfo quark = inspectQuarkFolder(dir.toStdString());
     if (parser.isSet("json")) {
         nlohmann::json config = nlohmann::json::object();
         for (const auto& kv : info.configSummary)
@@ -71,7 +76,11 @@ int runInspect(const QStringList& args) {
                    {"checkpoint_bytes", info.checkpointBytes},
                    {"total_parameters", info.totalParameters},
                    {"tokenizer", info.tokenizerFiles},
-                   {"tree", nodeJson(info.tree)}});
+                   {"tree", nodeJson(info.tree)},
+                   {"quark_real_quantized", quark.realQuantized
+                                                ? nlohmann::json{{"pack_method", quark.packMethod},
+                                                                 {"layers", quark.layers}}
+                                                : nlohmann::json(nullptr)}});
         return 0;
     }
     printLine("model:        " + info.directory);
@@ -82,6 +91,13 @@ int runInspect(const QStringList& args) {
         files += (files.empty() ? "" : ", ") + f;
     printLine("checkpoint:   " + files + " (" + std::to_string(info.checkpointBytes) + " bytes)");
     printLine("tokenizer:    " + info.tokenizerFiles);
+    if (quark.realQuantized) {
+        printLine("quantized:    AMD Quark hf_format, real quantized (pack " + quark.packMethod +
+                  "), dequantized on load; " + std::to_string(quark.layers.size()) +
+                  " quantized layers:");
+        for (const std::string& l : quark.layers)
+            printLine("  " + l);
+    }
     printLine("config:");
     for (const auto& kv : info.configSummary)
         printLine("  " + kv.first + " = " + kv.second);

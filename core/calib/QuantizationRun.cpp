@@ -2,7 +2,8 @@
 
 #include "calib/CalibrationData.h"
 #include "eval/TextEvaluation.h"
-#include "export/FakeQuantCheckpointWriter.h"
+#include "export/ExporterRegistry.h"
+#include "export/GgufExporter.h"
 #include "io/JsonFields.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/Provenance.h"
@@ -10,6 +11,7 @@
 
 #include <QDir>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -17,14 +19,52 @@ namespace qs {
 
 namespace {
 
-// Export targets this engine writes today; the others are accepted by recipes (so they survive
-// round trips) but refused by a run that would have to write them.
-void checkExportTargets(const Recipe& recipe) {
-    for (size_t i = 0; i < recipe.exportTargets.size(); ++i)
-        if (recipe.exportTargets[i] != "hf_fake")
-            throw Error("recipe", "export_targets[" + std::to_string(i) + "]",
-                        "the engine cannot write '" + recipe.exportTargets[i] +
-                            "' yet (it writes hf_fake, the fake-quantized checkpoint)");
+// The formats a run writes (see QuantizationRequest::exportFormats); given formats replace the
+// recipe's export_targets so the recipe written beside the output replays the same run.
+std::vector<std::string> resolveExportFormats(const QuantizationRequest& req, Recipe& recipe) {
+    std::vector<std::string> formats;
+    if (!req.exportFormats.empty()) {
+        recipe.exportTargets.clear();
+        for (const std::string& f : req.exportFormats) {
+            const std::string name = ExporterRegistry::canonical(f, "--format", f);
+            if (std::find(formats.begin(), formats.end(), name) != formats.end())
+                continue;
+            formats.push_back(name);
+            recipe.exportTargets.push_back(ExporterRegistry::find(name)->recipeTarget);
+        }
+    } else {
+        for (size_t i = 0; i < recipe.exportTargets.size(); ++i) {
+            const std::string field = "export_targets[" + std::to_string(i) + "]";
+            formats.push_back(
+                ExporterRegistry::canonical(recipe.exportTargets[i], "recipe", field));
+            if (!ExporterRegistry::find(formats.back())->available)
+                throw Error("recipe", field,
+                            "the engine cannot write '" + recipe.exportTargets[i] + "' yet");
+        }
+        if (formats.empty())
+            formats.push_back("fake");
+    }
+    return formats;
+}
+
+// Every format must hold every quantized layer before any block is read; layouts only the
+// consumers cannot load become warnings when `allowUnloadable`.
+void checkExportFormats(const std::vector<std::string>& formats, const Recipe& recipe,
+                        const ModuleNode& tree, const std::vector<std::string>& skipped,
+                        bool allowUnloadable, std::vector<std::string>& warnings) {
+    for (const std::string& f : formats) {
+        const std::vector<std::string> problems =
+            ExporterRegistry::problems(f, recipe, tree, skipped, !allowUnloadable);
+        if (!problems.empty()) {
+            std::string text;
+            for (const std::string& p : problems)
+                text += "\n  " + p;
+            throw Error("--format", f, "the " + f + " format cannot hold this recipe:" + text);
+        }
+        if (allowUnloadable)
+            for (const std::string& p : ExporterRegistry::problems(f, recipe, tree, skipped, true))
+                warnings.push_back(f + ": written although consumers will refuse it: " + p);
+    }
 }
 
 // Patterns of the recipe that match none of the model's quantizable linears: almost always a
@@ -62,8 +102,11 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     // A recipe field the engine cannot honour is refused here, never ignored.
     for (auto& t : makeBlockTransforms(recipe.algorithms, "recipe"))
         prep.transforms.push_back(std::move(t));
+    if (req.outDir.empty() && !req.exportFormats.empty())
+        throw Error("--format", "", "an export format needs an output folder (--out DIR)");
     if (!req.outDir.empty())
-        checkExportTargets(recipe);
+        prep.exportFormats = resolveExportFormats(req, recipe);
+    ggmlTypeFromName(req.ggufType); // a bad --gguf-type fails before any work
 
     prep.handle = openModelHandle(req.modelDir);
     const ModelHandle& handle = prep.handle;
@@ -90,6 +133,8 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                         "': k and v come out of one fused qkv_proj");
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
+    checkExportFormats(prep.exportFormats, recipe, tree, prep.planner->skipped(),
+                       req.allowUnloadable, prep.warnings);
     for (const auto& [layer, scheme] : prep.planner->quantizedLinears(tree))
         for (const auto& t : prep.transforms)
             t->checkLayer(layer, scheme);
@@ -194,24 +239,42 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     options.onBlockReports = req.onBlockReports;
     CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
 
-    std::unique_ptr<FakeQuantCheckpointWriter> writer;
-    if (!req.outDir.empty()) {
-        writer = std::make_unique<FakeQuantCheckpointWriter>(*prep.handle.checkpoint, req.modelDir,
-                                                             req.outDir, prep.model->numBlocks());
-        writer->writeLeading();
+    std::vector<std::unique_ptr<Exporter>> exporters;
+    ExportContext context;
+    context.source = prep.handle.checkpoint.get();
+    context.sourceDir = req.modelDir;
+    context.numBlocks = prep.model->numBlocks();
+    context.recipe = &prep.recipe;
+    context.ggufType = ggmlTypeFromName(req.ggufType);
+    {
+        std::vector<const ModuleNode*> linears;
+        const ModuleNode tree = prep.handle.moduleTree();
+        tree.collect("linear", linears);
+        for (const ModuleNode* n : linears)
+            if (n->blockIndex >= 0)
+                context.layerNames.push_back(n->name);
+    }
+    for (const std::string& f : prep.exportFormats) {
+        context.outDir = prep.exportFormats.size() == 1 ? req.outDir
+                                                        : QDir(QString::fromStdString(req.outDir))
+                                                              .filePath(QString::fromStdString(f))
+                                                              .toStdString();
+        exporters.push_back(ExporterRegistry::create(f, context));
+        exporters.back()->writeLeading();
     }
     BlockSink sink;
-    if (writer)
-        sink = [&writer](int index, DecoderBlock& block, const std::vector<LayerPlan>&) {
-            writer->writeBlock(index, block);
+    if (!exporters.empty())
+        sink = [&exporters](int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) {
+            for (auto& e : exporters)
+                e->writeBlock(index, block, plans);
         };
 
     const auto runStart = std::chrono::steady_clock::now();
     PipelineResult result = pipeline.run(prep.calibration, prep.evaluation, progress, sink);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
-    if (writer)
-        writer->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
+    for (auto& e : exporters)
+        e->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
 
     outcome.warnings = prep.warnings;
     outcome.skipped = result.skipped;

@@ -22,7 +22,15 @@ struct QuantizationRequest {
     ComputeOptions compute;
     bool analyze = false;
     bool evaluate = false; // perplexity of the fake-quantized model on recipe.evaluation
-    std::string outDir;    // write a fake-quantized checkpoint here (empty: none)
+    std::string outDir;    // write the export(s) here (empty: none)
+    // Export formats (ExporterRegistry names or aliases). Empty: the recipe's export_targets,
+    // else "fake". Given, they replace the recipe's export_targets. With several formats each
+    // goes to outDir/<format>.
+    std::vector<std::string> exportFormats;
+    // Write layouts the format holds but its consumers cannot load (as Quark itself does),
+    // with a warning per layer instead of a refusal.
+    bool allowUnloadable = false;
+    std::string ggufType = "q8_0"; // f32, f16, q8_0, q4_0, q4_1 (GGUF export only)
     TokenizerBackend tokenizer = TokenizerBackend::Auto;
     // Keep every block's plans in the outcome (sensitivity reuses one calibration).
     bool keepPlans = false;
@@ -56,6 +64,7 @@ struct PreparedRun {
     // What the run does differently from what was asked, said once (the CLI prints them, the
     // GUI shows them): patterns that match no layer, fewer windows than asked.
     std::vector<std::string> warnings;
+    std::vector<std::string> exportFormats; // canonical names, checked against the model
 };
 PreparedRun prepareRun(const QuantizationRequest& request, const PipelineProgress& progress = {});
 

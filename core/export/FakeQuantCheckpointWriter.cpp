@@ -1,31 +1,17 @@
 #include "export/FakeQuantCheckpointWriter.h"
 
+#include "export/TensorBlocks.h"
+
 #include "util/Error.h"
 #include "util/HostTensor.h"
-
-#include <QDir>
-#include <QFile>
-#include <QFileInfo>
-#include <QUuid>
 
 #include <algorithm>
 #include <climits>
 #include <map>
-#include <regex>
 
 namespace qs {
 
 namespace {
-
-// Block index of a tensor name ("...layers.12...." → 12); -1 for tensors before the blocks
-// (embeddings), INT_MAX for those after (final norm, head).
-int blockOfName(const std::string& name) {
-    static const std::regex re(R"(\.layers\.(\d+)\.)");
-    std::smatch m;
-    if (std::regex_search(name, m, re))
-        return std::stoi(m[1].str());
-    return name.find("embed") != std::string::npos ? -1 : INT_MAX;
-}
 
 at::ScalarType scalarTypeOf(DType t, const std::string& name) {
     switch (t) {
@@ -42,56 +28,35 @@ at::ScalarType scalarTypeOf(DType t, const std::string& name) {
     }
 }
 
-const char* kSideFiles[] = {
-    "config.json",           "generation_config.json",  "tokenizer.json", "tokenizer.model",
-    "tokenizer_config.json", "special_tokens_map.json", "vocab.json",     "merges.txt"};
-
 } // namespace
 
-FakeQuantCheckpointWriter::FakeQuantCheckpointWriter(const Checkpoint& source,
-                                                     const std::string& sourceDir,
-                                                     const std::string& outDir, int numBlocks)
-    : m_source(source), m_sourceDir(sourceDir), m_outDir(outDir) {
-    const QFileInfo out(QString::fromStdString(outDir));
-    if (out.exists() && !out.isDir())
-        throw Error(outDir, "", "exists and is not a folder");
-    if (out.exists() && !QDir(out.filePath()).isEmpty() &&
-        !QFile::exists(out.filePath() + "/quantscope_recipe.json"))
-        throw Error(outDir, "",
-                    "folder is not empty and holds no earlier Quantscope output; "
-                    "choose an empty or new folder");
-    const QString parent = out.absolutePath();
-    if (!QDir().mkpath(parent))
-        throw Error(outDir, "", "cannot create the parent folder");
-    m_tempDir = (parent + "/." + out.fileName() + ".partial-" +
-                 QUuid::createUuid().toString(QUuid::Id128).left(8))
-                    .toStdString();
-    if (!QDir().mkpath(QString::fromStdString(m_tempDir)))
-        throw Error(m_tempDir, "", "cannot create a temporary folder");
-
+FakeQuantCheckpointWriter::FakeQuantCheckpointWriter(const ExportContext& context)
+    : m_source(*context.source), m_sourceDir(context.sourceDir), m_outDir(context.outDir),
+      m_folder(context.outDir) {
+    const Checkpoint& source = m_source;
+    const std::string& sourceDir = m_sourceDir;
+    const int numBlocks = context.numBlocks;
     std::vector<std::string> names = source.tensorNames();
     std::stable_sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-        const int ba = blockOfName(a), bb = blockOfName(b);
+        const int ba = blockOfTensorName(a), bb = blockOfTensorName(b);
         return ba != bb ? ba < bb : a < b;
     });
     for (const std::string& n : names) {
         TensorInfo info = source.info(n);
         info.name = n;
-        const int b = blockOfName(n);
+        const int b = blockOfTensorName(n);
         if (b != -1 && b != INT_MAX && b >= numBlocks)
             throw Error(sourceDir, n, "belongs to a block beyond num_hidden_layers");
         m_layout.push_back(info);
         m_blockOf.push_back(b);
     }
     m_writer = std::make_unique<SafetensorsWriter>(
-        m_tempDir + "/model.safetensors", m_layout,
+        m_folder.tempPath("model.safetensors"), m_layout,
         std::map<std::string, std::string>{{"format", "pt"}, {"quantscope", "fake-quantized"}});
 }
 
 FakeQuantCheckpointWriter::~FakeQuantCheckpointWriter() {
-    m_writer.reset(); // removes its temporary file unless committed
-    if (!m_committed)
-        QDir(QString::fromStdString(m_tempDir)).removeRecursively();
+    m_writer.reset(); // removes its temporary file unless committed (then m_folder its folder)
 }
 
 void FakeQuantCheckpointWriter::copyRaw(const std::string& name) {
@@ -110,7 +75,8 @@ void FakeQuantCheckpointWriter::writeLeading() {
     writeNextUntil(0);
 }
 
-void FakeQuantCheckpointWriter::writeBlock(int index, DecoderBlock& block) {
+void FakeQuantCheckpointWriter::writeBlock(int index, DecoderBlock& block,
+                                           const std::vector<LayerPlan>&) {
     writeNextUntil(index);
     std::map<std::string, const at::Tensor*> weights;
     for (LinearLayer* l : block.linears())
@@ -136,32 +102,8 @@ void FakeQuantCheckpointWriter::commit(const std::string& recipeJson) {
         ++m_next;
     }
     m_writer->commit();
-    const QDir src(QString::fromStdString(m_sourceDir));
-    const QString temp = QString::fromStdString(m_tempDir);
-    for (const char* f : kSideFiles)
-        if (src.exists(f) && !QFile::copy(src.filePath(f), temp + "/" + f))
-            throw Error(m_outDir, f, "cannot copy from the source model");
-    QFile recipe(temp + "/quantscope_recipe.json");
-    if (!recipe.open(QIODevice::WriteOnly) ||
-        recipe.write(recipeJson.data(), qint64(recipeJson.size())) != qint64(recipeJson.size()))
-        throw Error(m_outDir, "quantscope_recipe.json", "cannot write");
-    recipe.close();
-
-    // Swap the finished folder into place; an earlier output is moved aside first and only
-    // removed once the new one is there.
-    const QString out = QString::fromStdString(m_outDir);
-    const QString old = temp + ".old";
-    const bool hadOld = QFileInfo::exists(out);
-    if (hadOld && !QDir().rename(out, old))
-        throw Error(m_outDir, "", "cannot move the earlier output aside");
-    if (!QDir().rename(temp, out)) {
-        if (hadOld)
-            QDir().rename(old, out);
-        throw Error(m_outDir, "", "cannot move the new output into place");
-    }
-    if (hadOld)
-        QDir(old).removeRecursively();
-    m_committed = true;
+    m_folder.copySideFiles(m_sourceDir, true);
+    m_folder.commit(recipeJson);
 }
 
 } // namespace qs

@@ -1,5 +1,7 @@
 #include "model/ModelLoader.h"
 
+#include "io/QuarkFolder.h"
+
 #include "model/ConfigParser.h"
 #include "util/Error.h"
 
@@ -17,7 +19,7 @@ ModelHandle openModelHandle(const std::string& directory) {
     h.directory = directory;
     h.config = loadModelConfig(directory);
     h.family = &familyFor(h.config.modelType, h.config.source);
-    h.checkpoint = Checkpoint::open(directory);
+    h.checkpoint = openCheckpointForCompute(directory); // Quark exports: dequantized
     return h;
 }
 

@@ -1,0 +1,50 @@
+#pragma once
+
+#include "calib/LayerPlan.h"
+#include "io/Checkpoint.h"
+#include "model/DecoderModel.h"
+#include "recipe/Recipe.h"
+
+#include <cstdint>
+
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// GGML tensor types the GGUF exporter writes (values as in ggml.h).
+enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 8 };
+
+// What an exporter knows before the first block: the source checkpoint (tensors it copies as
+// they are), the recipe as run, the model's quantizable linears and where to write.
+struct ExportContext {
+    const Checkpoint* source = nullptr;
+    std::string sourceDir;
+    std::string outDir;
+    int numBlocks = 0;
+    const Recipe* recipe = nullptr;
+    std::vector<std::string> layerNames; // every block linear, model order
+    GgmlType ggufType = GgmlType::Q8_0;  // GGUF only
+};
+
+// One output format, written while the pipeline streams blocks (it is the pipeline's
+// BlockSink): writeLeading() before block 0, writeBlock() once per block in order with the
+// block in its final state and its plans (codes, scales, zero points, frozen activation
+// quantizers), commit() at the end. Everything goes to a temporary folder that commit() renames
+// into place; an exporter destroyed without commit() removes it (ExportFolder).
+//
+// Exporters are core classes behind one registry (ExporterRegistry), not plugins: they read
+// LayerPlan and Torch tensors, which are engine internals with no stable ABI; a plugin
+// interface would freeze them. The registry is the single place a format is named.
+class Exporter {
+public:
+    virtual ~Exporter() = default;
+    virtual std::string format() const = 0;
+    virtual void writeLeading() = 0;
+    virtual void writeBlock(int index, DecoderBlock& block,
+                            const std::vector<LayerPlan>& plans) = 0;
+    // Remaining tensors, side files, `recipeJson` as quantscope_recipe.json; then the rename.
+    virtual void commit(const std::string& recipeJson) = 0;
+};
+
+} // namespace qs

@@ -1,0 +1,100 @@
+#include "export/ExporterRegistry.h"
+
+#include "export/FakeQuantCheckpointWriter.h"
+#include "export/GgufExporter.h"
+#include "export/QuarkHfExporter.h"
+#include "recipe/LayerPattern.h"
+#include "util/Error.h"
+
+#include <set>
+
+namespace qs {
+
+const std::vector<ExportFormat>& ExporterRegistry::formats() {
+    static const std::vector<ExportFormat> all = {
+        {"fake",
+         "hf_fake",
+         {"hf_fake"},
+         "fake-quantized Hugging Face checkpoint (float weights)",
+         true},
+        {"quark",
+         "quark",
+         {"hf_format"},
+         "AMD Quark hf_format, real quantized (transformers + amd-quark, vLLM)",
+         true},
+        {"gguf", "gguf", {}, "GGUF v3 for llama.cpp (llama family; Q8_0 weights)", true},
+        {"onnx", "onnx", {}, "ONNX with QuantizeLinear/DequantizeLinear", false},
+    };
+    return all;
+}
+
+const ExportFormat* ExporterRegistry::find(const std::string& n) {
+    for (const ExportFormat& f : formats()) {
+        if (f.name == n || f.recipeTarget == n)
+            return &f;
+        for (const std::string& a : f.aliases)
+            if (a == n)
+                return &f;
+    }
+    return nullptr;
+}
+
+std::string ExporterRegistry::canonical(const std::string& n, const std::string& source,
+                                        const std::string& field) {
+    if (const ExportFormat* f = find(n))
+        return f->name;
+    std::string known;
+    for (const ExportFormat& f : formats())
+        known += (known.empty() ? "" : ", ") + f.name;
+    throw Error(source, field, "unknown export format '" + n + "' (known: " + known + ")");
+}
+
+std::vector<std::string> ExporterRegistry::problems(const std::string& format, const Recipe& recipe,
+                                                    const ModuleNode& tree,
+                                                    const std::vector<std::string>& skipped,
+                                                    bool loaderLimits) {
+    const ExportFormat* f = find(format);
+    if (!f)
+        return {"unknown export format '" + format + "'"};
+    if (!f->available)
+        return {"this build does not write " + f->name + " yet (it writes fake, quark and gguf)"};
+    if (f->name == "fake" || f->name == "gguf")
+        return {}; // float values (GGUF: requantized by ggml's reference quantizer)
+    std::set<std::string> unquantized;
+    for (const std::string& s : skipped)
+        unquantized.insert(s.substr(0, s.find(':')));
+    std::vector<const ModuleNode*> linears;
+    tree.collect("linear", linears);
+    std::vector<std::string> out;
+    for (const ModuleNode* n : linears) {
+        if (n->blockIndex < 0 || n->shape.size() != 2 || unquantized.count(n->name))
+            continue;
+        const std::string kind = layerKindOf(n->name);
+        std::optional<quant::QuantScheme> scheme = recipe.schemeFor(n->name, kind);
+        const std::optional<quant::QuantSpec> kv = recipe.kvOutputFor(n->name, kind);
+        if (!scheme && !kv)
+            continue;
+        if (scheme && kv)
+            scheme->output = kv; // the KV-cache spec replaces the scheme's output spec
+        const std::string reason =
+            scheme ? QuarkHfExporter::unfitReason(*scheme, n->shape, loaderLimits)
+                   : QuarkHfExporter::outputReason(*kv);
+        if (!reason.empty())
+            out.push_back(n->name + ": " + reason);
+    }
+    return out;
+}
+
+std::unique_ptr<Exporter> ExporterRegistry::create(const std::string& format,
+                                                   const ExportContext& context) {
+    const std::string name = canonical(format, "export", "format");
+    if (name == "fake")
+        return std::make_unique<FakeQuantCheckpointWriter>(context);
+    if (name == "quark")
+        return std::make_unique<QuarkHfExporter>(context);
+    if (name == "gguf")
+        return std::make_unique<GgufExporter>(context, context.ggufType);
+    throw Error("export", "format", "this build does not write " + name + " yet");
+}
+
+} // namespace qs

@@ -1,0 +1,47 @@
+#pragma once
+
+#include "export/Exporter.h"
+#include "model/ModuleNode.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// The one place export formats are named. `name` is what the CLI (--format), the GUI and the
+// registry use; `recipeTarget` what a recipe's export_targets records.
+struct ExportFormat {
+    std::string name;         // "fake", "quark", "gguf", "onnx"
+    std::string recipeTarget; // "hf_fake", "quark", "gguf", "onnx"
+    std::vector<std::string> aliases;
+    std::string description;
+    bool available = false; // written by this build
+};
+
+class ExporterRegistry {
+public:
+    static const std::vector<ExportFormat>& formats();
+    // By name, recipe target or alias (Quark's --model_export hf_format/gguf/onnx); nullptr
+    // when unknown.
+    static const ExportFormat* find(const std::string& nameOrAlias);
+    // Canonical name; throws qs::Error(source, field) naming the formats known.
+    static std::string canonical(const std::string& nameOrAlias, const std::string& source,
+                                 const std::string& field);
+
+    // Everything that stops `format` from holding the recipe on this model, checked from the
+    // headers before any block is read: a format this build does not write, and each quantized
+    // linear whose scheme or shape the format cannot hold ("layer: reason", with the fix).
+    // `skipped` lists layers the planner leaves unquantized ("name: reason"). `loaderLimits`:
+    // include layouts the format holds but its consumers cannot load.
+    static std::vector<std::string> problems(const std::string& format, const Recipe& recipe,
+                                             const ModuleNode& tree,
+                                             const std::vector<std::string>& skipped,
+                                             bool loaderLimits = true);
+
+    static std::unique_ptr<Exporter> create(const std::string& format,
+                                            const ExportContext& context);
+};
+
+} // namespace qs

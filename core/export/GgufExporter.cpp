@@ -1,0 +1,456 @@
+#include "export/GgufExporter.h"
+
+#include "export/TensorBlocks.h"
+#include "util/Error.h"
+#include "util/HostTensor.h"
+
+#include <ATen/ATen.h>
+#include <QFileInfo>
+#include <c10/util/Half.h>
+#include <cfloat>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+namespace qs {
+
+namespace {
+
+constexpr uint64_t kAlignment = 32;
+
+uint16_t toHalfBits(float f) {
+    return c10::Half(f).x; // round to nearest even, as ggml's FP32_TO_FP16
+}
+
+void putHalf(std::string& out, float f) {
+    const uint16_t h = toHalfBits(f);
+    out.append(reinterpret_cast<const char*>(&h), 2);
+}
+
+// Minimal GGUF metadata serialisation (little endian, as GGUF is).
+struct Kv {
+    std::string bytes;
+    uint64_t count = 0;
+    template <typename T> void raw(T v) {
+        bytes.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    void str(const std::string& s) {
+        raw<uint64_t>(s.size());
+        bytes += s;
+    }
+    void key(const std::string& k, uint32_t type) {
+        str(k);
+        raw<uint32_t>(type);
+        ++count;
+    }
+    void u32(const std::string& k, uint32_t v) { key(k, 4), raw(v); }
+    void f32(const std::string& k, float v) { key(k, 6), raw(v); }
+    void string(const std::string& k, const std::string& v) { key(k, 8), str(v); }
+};
+
+// SentencePiece ModelProto: field 1 = repeated SentencePiece {1: piece, 2: score, 3: type}.
+struct Piece {
+    std::string text;
+    float score = 0.0f;
+    int32_t type = 1; // NORMAL
+};
+
+uint64_t varint(const std::string& b, size_t& i, const std::string& file) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (i >= b.size())
+            throw Error(file, "", "truncated protobuf varint");
+        const uint8_t c = uint8_t(b[i++]);
+        v |= uint64_t(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            return v;
+    }
+    throw Error(file, "", "protobuf varint too long");
+}
+
+void skipField(const std::string& b, size_t& i, uint32_t wire, const std::string& file) {
+    if (wire == 0)
+        varint(b, i, file);
+    else if (wire == 1)
+        i += 8;
+    else if (wire == 5)
+        i += 4;
+    else if (wire == 2)
+        i += varint(b, i, file);
+    else
+        throw Error(file, "", "unsupported protobuf wire type");
+    if (i > b.size())
+        throw Error(file, "", "truncated protobuf field");
+}
+
+std::vector<Piece> readSentencePieces(const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        throw Error(file, "", "cannot read (GGUF needs the sentencepiece tokenizer.model)");
+    const std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<Piece> pieces;
+    size_t i = 0;
+    while (i < b.size()) {
+        const uint64_t tag = varint(b, i, file);
+        if (tag >> 3 != 1 || (tag & 7) != 2) {
+            skipField(b, i, uint32_t(tag & 7), file);
+            continue;
+        }
+        const uint64_t len = varint(b, i, file);
+        if (i + len > b.size())
+            throw Error(file, "pieces", "truncated");
+        const std::string m = b.substr(i, len);
+        i += len;
+        Piece p;
+        size_t j = 0;
+        while (j < m.size()) {
+            const uint64_t t = varint(m, j, file);
+            const uint32_t field = uint32_t(t >> 3), wire = uint32_t(t & 7);
+            if (field == 1 && wire == 2) {
+                const uint64_t n = varint(m, j, file);
+                if (j + n > m.size())
+                    throw Error(file, "piece", "truncated");
+                p.text = m.substr(j, n);
+                j += n;
+            } else if (field == 2 && wire == 5) {
+                if (j + 4 > m.size())
+                    throw Error(file, "score", "truncated");
+                std::memcpy(&p.score, m.data() + j, 4);
+                j += 4;
+            } else if (field == 3 && wire == 0) {
+                p.type = int32_t(varint(m, j, file));
+            } else {
+                skipField(m, j, wire, file);
+            }
+        }
+        pieces.push_back(std::move(p));
+    }
+    if (pieces.empty())
+        throw Error(file, "pieces", "no pieces");
+    return pieces;
+}
+
+at::Tensor floatOf(const Checkpoint& c, const std::string& name) {
+    const TensorInfo& info = c.info(name);
+    at::ScalarType t;
+    switch (info.dtype) {
+    case DType::F32:
+        t = at::kFloat;
+        break;
+    case DType::F16:
+        t = at::kHalf;
+        break;
+    case DType::BF16:
+        t = at::kBFloat16;
+        break;
+    default:
+        throw Error(c.fileOf(name).path(), name, "GGUF export reads float tensors only");
+    }
+    return at::from_blob(const_cast<uint8_t*>(c.fileOf(name).data(info)), info.shape, t)
+        .to(at::kFloat)
+        .clone();
+}
+
+// llama.cpp's converter undoes the HF rotate_half row order of q/k (LlamaModel.permute).
+at::Tensor permuteForRope(const at::Tensor& w, int64_t heads) {
+    return w.reshape({heads, 2, w.size(0) / heads / 2, w.size(1)})
+        .transpose(1, 2)
+        .reshape(w.sizes())
+        .contiguous();
+}
+
+} // namespace
+
+GgmlType ggmlTypeFromName(const std::string& name) {
+    std::string n = name;
+    std::transform(n.begin(), n.end(), n.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    if (n == "f32")
+        return GgmlType::F32;
+    if (n == "f16")
+        return GgmlType::F16;
+    if (n == "q8_0")
+        return GgmlType::Q8_0;
+    if (n == "q4_0")
+        return GgmlType::Q4_0;
+    if (n == "q4_1")
+        return GgmlType::Q4_1;
+    throw Error("--gguf-type", name, "unknown GGUF type (f32, f16, q8_0, q4_0, q4_1)");
+}
+
+uint64_t ggmlRowBytes(int64_t n, GgmlType type) {
+    switch (type) {
+    case GgmlType::F32:
+        return uint64_t(n) * 4;
+    case GgmlType::F16:
+        return uint64_t(n) * 2;
+    case GgmlType::Q8_0:
+        return uint64_t(n / 32) * 34;
+    case GgmlType::Q4_0:
+        return uint64_t(n / 32) * 18;
+    case GgmlType::Q4_1:
+        return uint64_t(n / 32) * 20;
+    }
+    return 0;
+}
+
+std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type) {
+    std::string out;
+    out.reserve(ggmlRowBytes(n, type));
+    if (type == GgmlType::F32) {
+        out.append(reinterpret_cast<const char*>(x), size_t(n) * 4);
+        return out;
+    }
+    if (type == GgmlType::F16) {
+        for (int64_t i = 0; i < n; ++i)
+            putHalf(out, x[i]);
+        return out;
+    }
+    for (int64_t b = 0; b < n / 32; ++b) {
+        const float* v = x + b * 32;
+        if (type == GgmlType::Q8_0) {
+            float amax = 0.0f;
+            for (int j = 0; j < 32; ++j)
+                amax = std::max(amax, std::fabs(v[j]));
+            const float d = amax / ((1 << 7) - 1);
+            const float id = d ? 1.0f / d : 0.0f;
+            putHalf(out, d);
+            for (int j = 0; j < 32; ++j)
+                out.push_back(char(int8_t(std::roundf(v[j] * id))));
+        } else if (type == GgmlType::Q4_0) {
+            float amax = 0.0f, max = 0.0f;
+            for (int j = 0; j < 32; ++j)
+                if (amax < std::fabs(v[j])) {
+                    amax = std::fabs(v[j]);
+                    max = v[j];
+                }
+            const float d = max / -8;
+            const float id = d ? 1.0f / d : 0.0f;
+            putHalf(out, d);
+            for (int j = 0; j < 16; ++j) {
+                const uint8_t a = std::min<uint8_t>(15, uint8_t(int8_t(v[j] * id + 8.5f)));
+                const uint8_t c = std::min<uint8_t>(15, uint8_t(int8_t(v[16 + j] * id + 8.5f)));
+                out.push_back(char(a | (c << 4)));
+            }
+        } else { // Q4_1
+            float min = FLT_MAX, max = -FLT_MAX;
+            for (int j = 0; j < 32; ++j) {
+                min = std::min(min, v[j]);
+                max = std::max(max, v[j]);
+            }
+            const float d = (max - min) / ((1 << 4) - 1);
+            const float id = d ? 1.0f / d : 0.0f;
+            putHalf(out, d);
+            putHalf(out, min);
+            for (int j = 0; j < 16; ++j) {
+                const uint8_t a = std::min<uint8_t>(15, uint8_t(int8_t((v[j] - min) * id + 0.5f)));
+                const uint8_t c =
+                    std::min<uint8_t>(15, uint8_t(int8_t((v[16 + j] - min) * id + 0.5f)));
+                out.push_back(char(a | (c << 4)));
+            }
+        }
+    }
+    return out;
+}
+
+std::string GgufExporter::ggufName(const std::string& n) {
+    static const std::vector<std::pair<std::string, std::string>> parts = {
+        {"self_attn.q_proj", "attn_q"},          {"self_attn.k_proj", "attn_k"},
+        {"self_attn.v_proj", "attn_v"},          {"self_attn.o_proj", "attn_output"},
+        {"mlp.gate_proj", "ffn_gate"},           {"mlp.up_proj", "ffn_up"},
+        {"mlp.down_proj", "ffn_down"},           {"input_layernorm", "attn_norm"},
+        {"post_attention_layernorm", "ffn_norm"}};
+    if (n == "model.embed_tokens.weight")
+        return "token_embd.weight";
+    if (n == "model.norm.weight")
+        return "output_norm.weight";
+    if (n == "lm_head.weight")
+        return "output.weight";
+    static const std::regex re(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
+    std::smatch m;
+    if (!std::regex_match(n, m, re))
+        return {};
+    for (const auto& [hf, gg] : parts)
+        if (m[2].str() == hf)
+            return "blk." + m[1].str() + "." + gg + "." + m[3].str();
+    return {};
+}
+
+GgufExporter::GgufExporter(const ExportContext& context, GgmlType type)
+    : m_context(context), m_type(type), m_folder(context.outDir) {
+    std::ifstream in(context.sourceDir + "/config.json");
+    const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
+    if (cfg.is_discarded() || cfg.value("model_type", "") != "llama")
+        throw Error(context.sourceDir + "/config.json", "model_type",
+                    "GGUF export writes the llama family only");
+    m_heads = cfg.value("num_attention_heads", 0);
+    m_kvHeads = cfg.value("num_key_value_heads", m_heads);
+    m_names = context.source->tensorNames();
+    std::stable_sort(m_names.begin(), m_names.end(),
+                     [](const std::string& a, const std::string& b) {
+                         const int ba = blockOfTensorName(a), bb = blockOfTensorName(b);
+                         return ba != bb ? ba < bb : a < b;
+                     });
+    for (const std::string& n : m_names) {
+        if (ggufName(n).empty())
+            throw Error(context.sourceDir, n, "has no GGUF name (llama layout expected)");
+        m_blockOf.push_back(blockOfTensorName(n));
+    }
+    m_spool.setFileName(QString::fromStdString(m_folder.tempPath("tensors.spool")));
+    if (!m_spool.open(QIODevice::WriteOnly))
+        throw Error(context.outDir, "tensors.spool", m_spool.errorString().toStdString());
+}
+
+GgufExporter::~GgufExporter() = default;
+
+void GgufExporter::add(const std::string& hfName, const at::Tensor& t) {
+    at::Tensor w = toHost(t).to(at::kFloat).contiguous();
+    if (hfName.find("self_attn.q_proj.weight") != std::string::npos)
+        w = permuteForRope(w, m_heads);
+    else if (hfName.find("self_attn.k_proj.weight") != std::string::npos)
+        w = permuteForRope(w, m_kvHeads);
+    const int64_t rowLen = w.dim() == 0 ? 1 : w.size(-1);
+    const GgmlType type = (w.dim() == 2 && rowLen % 32 == 0) ? m_type : GgmlType::F32;
+    Entry e{ggufName(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
+    const float* p = w.data_ptr<float>();
+    const int64_t rows = w.numel() / rowLen;
+    for (int64_t r = 0; r < rows; ++r) {
+        const std::string bytes = ggmlQuantizeRow(p + r * rowLen, rowLen, type);
+        if (m_spool.write(bytes.data(), qint64(bytes.size())) != qint64(bytes.size()))
+            throw Error(m_context.outDir, e.name, m_spool.errorString().toStdString());
+        e.size += bytes.size();
+    }
+    m_entries.push_back(std::move(e));
+}
+
+void GgufExporter::copyUntil(int blockLimit) {
+    while (m_next < m_names.size() && m_blockOf[m_next] < blockLimit) {
+        const std::string& n = m_names[m_next++];
+        add(n, floatOf(*m_context.source, n));
+    }
+}
+
+void GgufExporter::writeLeading() {
+    copyUntil(0);
+}
+
+void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>&) {
+    copyUntil(index);
+    std::map<std::string, const at::Tensor*> weights;
+    for (LinearLayer* l : block.linears())
+        weights[l->name + ".weight"] = &l->weight;
+    while (m_next < m_names.size() && m_blockOf[m_next] == index) {
+        const std::string& n = m_names[m_next++];
+        const auto it = weights.find(n);
+        add(n, it != weights.end() ? *it->second : floatOf(*m_context.source, n));
+    }
+}
+
+void GgufExporter::commit(const std::string& recipeJson) {
+    copyUntil(INT_MAX);
+    while (m_next < m_names.size()) {
+        const std::string& n = m_names[m_next++];
+        add(n, floatOf(*m_context.source, n));
+    }
+    m_spool.close();
+
+    std::ifstream in(m_context.sourceDir + "/config.json");
+    const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
+    const int64_t hidden = cfg.value("hidden_size", 0);
+    Kv kv;
+    kv.string("general.architecture", "llama");
+    kv.string("general.name",
+              QFileInfo(QString::fromStdString(m_context.sourceDir)).fileName().toStdString());
+    kv.u32("general.alignment", uint32_t(kAlignment));
+    kv.u32("general.file_type", m_type == GgmlType::F32    ? 0
+                                : m_type == GgmlType::F16  ? 1
+                                : m_type == GgmlType::Q4_0 ? 2
+                                : m_type == GgmlType::Q4_1 ? 3
+                                                           : 7);
+    kv.u32("llama.context_length", uint32_t(cfg.value("max_position_embeddings", 2048)));
+    kv.u32("llama.embedding_length", uint32_t(hidden));
+    kv.u32("llama.feed_forward_length", uint32_t(cfg.value("intermediate_size", 0)));
+    kv.u32("llama.attention.head_count", uint32_t(m_heads));
+    kv.u32("llama.attention.head_count_kv", uint32_t(m_kvHeads));
+    kv.u32("llama.block_count", uint32_t(cfg.value("num_hidden_layers", 0)));
+    kv.u32("llama.rope.dimension_count",
+           uint32_t(cfg.value("head_dim", m_heads ? hidden / m_heads : 0)));
+    kv.f32("llama.attention.layer_norm_rms_epsilon", float(cfg.value("rms_norm_eps", 1e-5)));
+    kv.f32("llama.rope.freq_base", float(cfg.value("rope_theta", 10000.0)));
+    const std::vector<Piece> pieces = readSentencePieces(m_context.sourceDir + "/tokenizer.model");
+    kv.string("tokenizer.ggml.model", "llama");
+    kv.key("tokenizer.ggml.tokens", 9);
+    kv.raw<uint32_t>(8);
+    kv.raw<uint64_t>(pieces.size());
+    for (const Piece& p : pieces)
+        kv.str(p.text);
+    kv.key("tokenizer.ggml.scores", 9);
+    kv.raw<uint32_t>(6);
+    kv.raw<uint64_t>(pieces.size());
+    for (const Piece& p : pieces)
+        kv.raw<float>(p.score);
+    kv.key("tokenizer.ggml.token_type", 9);
+    kv.raw<uint32_t>(5);
+    kv.raw<uint64_t>(pieces.size());
+    for (const Piece& p : pieces)
+        kv.raw<int32_t>(p.type);
+    for (size_t i = 0; i < pieces.size(); ++i)
+        if (pieces[i].type == 2) {
+            kv.u32("tokenizer.ggml.unknown_token_id", uint32_t(i));
+            break;
+        }
+    if (cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number_integer())
+        kv.u32("tokenizer.ggml.bos_token_id", cfg["bos_token_id"].get<uint32_t>());
+    if (cfg.contains("eos_token_id") && cfg["eos_token_id"].is_number_integer())
+        kv.u32("tokenizer.ggml.eos_token_id", cfg["eos_token_id"].get<uint32_t>());
+
+    std::string head = "GGUF";
+    auto raw = [&](auto v) { head.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    raw(uint32_t(3));
+    raw(uint64_t(m_entries.size()));
+    raw(uint64_t(kv.count));
+    head += kv.bytes;
+    uint64_t offset = 0;
+    for (const Entry& e : m_entries) {
+        raw(uint64_t(e.name.size()));
+        head += e.name;
+        raw(uint32_t(e.shape.size()));
+        for (auto it = e.shape.rbegin(); it != e.shape.rend(); ++it)
+            raw(uint64_t(*it)); // ne0 = the innermost (row) dimension
+        raw(uint32_t(e.type));
+        raw(offset);
+        offset += (e.size + kAlignment - 1) / kAlignment * kAlignment;
+    }
+    head.append((kAlignment - head.size() % kAlignment) % kAlignment, '\0');
+
+    const QString path = QString::fromStdString(m_folder.tempPath("model.gguf"));
+    QFile outFile(path);
+    QFile spool(m_spool.fileName());
+    if (!outFile.open(QIODevice::WriteOnly) || !spool.open(QIODevice::ReadOnly))
+        throw Error(m_context.outDir, "model.gguf", "cannot write");
+    bool ok = outFile.write(head.data(), qint64(head.size())) == qint64(head.size());
+    std::string buffer;
+    for (const Entry& e : m_entries) {
+        buffer.assign(e.size, '\0');
+        ok = ok && spool.seek(qint64(e.begin)) &&
+             spool.read(buffer.data(), qint64(e.size)) == qint64(e.size);
+        buffer.append((kAlignment - e.size % kAlignment) % kAlignment, '\0');
+        ok = ok && outFile.write(buffer.data(), qint64(buffer.size())) == qint64(buffer.size());
+    }
+    ok = ok && outFile.flush();
+    if (!ok)
+        throw Error(m_context.outDir, "model.gguf",
+                    "cannot write: " + outFile.errorString().toStdString());
+    outFile.close();
+    spool.close();
+    QFile::remove(spool.fileName());
+    m_folder.copySideFiles(m_context.sourceDir, true);
+    m_folder.commit(recipeJson);
+}
+
+} // namespace qs

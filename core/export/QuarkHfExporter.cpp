@@ -1,0 +1,344 @@
+#include "export/QuarkHfExporter.h"
+
+#include "export/TensorBlocks.h"
+#include "quant/Packing.h"
+#include "quant/TypeTraits.h"
+#include "recipe/QuarkConfig.h"
+#include "util/Error.h"
+#include "util/HostTensor.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <climits>
+#include <fstream>
+#include <sstream>
+
+namespace qs {
+
+namespace {
+
+using quant::DataType;
+using quant::Granularity;
+
+bool isInt4(DataType t) {
+    return t == DataType::Int4 || t == DataType::Uint4;
+}
+bool isInt8(DataType t) {
+    return t == DataType::Int8 || t == DataType::Uint8;
+}
+bool isFp8(DataType t) {
+    return t == DataType::Fp8E4M3 || t == DataType::Fp8E5M2;
+}
+
+DType dtypeOfTensor(const at::Tensor& t, const std::string& name) {
+    switch (t.scalar_type()) {
+    case at::kFloat:
+        return DType::F32;
+    case at::kHalf:
+        return DType::F16;
+    case at::kBFloat16:
+        return DType::BF16;
+    case at::kInt:
+        return DType::I32;
+    case at::kChar:
+        return DType::I8;
+    case at::kByte:
+        return DType::U8;
+    default:
+        throw Error(name, "dtype", "no safetensors dtype for this tensor");
+    }
+}
+
+// Why a tensor spec of one linear cannot be written (empty when it can).
+std::string weightReason(const quant::QuantSpec& w, const std::vector<int64_t>& shape,
+                         bool loaderLimits) {
+    const int64_t out = shape[0], in = shape[1];
+    const std::string type = quant::dataTypeName(w.dtype);
+    if (isInt4(w.dtype)) {
+        if (w.granularity == Granularity::PerGroup) {
+            if (w.chAxis != -1 && w.chAxis != 1)
+                return "per-group " + type + " along ch_axis " + std::to_string(w.chAxis) +
+                       " has no Quark layout (use ch_axis -1)";
+            if (loaderLimits && out % 8 != 0)
+                return type + " per group is stored transposed, " + std::to_string(out) +
+                       " output features packed into ceil(" + std::to_string(out) +
+                       "/8) = " + std::to_string((out + 7) / 8) +
+                       " int32 columns, but transformers + amd-quark allocate floor(out/8) = " +
+                       std::to_string(out / 8) +
+                       " and refuse the file (out must be a multiple of 8): exclude this layer "
+                       "or give it an int8/fp8 scheme";
+        } else if (w.granularity == Granularity::PerChannel ||
+                   w.granularity == Granularity::PerTensor) {
+            if (loaderLimits &&
+                (in % 8 != 0 || (w.granularity == Granularity::PerChannel && out % 8 != 0)))
+                return type + " " + quant::granularityName(w.granularity) +
+                       " packs 8 codes per int32 along the input features (and the zero points "
+                       "along the outputs); with shape [" +
+                       std::to_string(out) + ", " + std::to_string(in) +
+                       "] the consumers' floor(n/8) allocation cannot hold them (multiples of 8 "
+                       "needed): exclude this layer or give it an int8/fp8 scheme";
+        } else {
+            return type + " " + quant::granularityName(w.granularity) +
+                   " weights have no Quark layout";
+        }
+        return {};
+    }
+    if (isInt8(w.dtype) || isFp8(w.dtype)) {
+        if (w.granularity != Granularity::PerTensor && w.granularity != Granularity::PerChannel)
+            return type + " " + quant::granularityName(w.granularity) +
+                   " weights are not written by Quantscope's Quark exporter (per_tensor and "
+                   "per_channel are)";
+        return {};
+    }
+    return type + " weights are not written by Quantscope's Quark exporter yet (int4, uint4, "
+                  "int8, uint8, fp8_e4m3, fp8_e5m2 are): use --format fake";
+}
+
+// Quark 0.13's QTensorConfig.to_dict() has four fields the 0.11 layout (QuantSpec::toJson)
+// lacks; the exporter writes the 0.13 layout so the block equals what Quark 0.13 writes (the
+// values are Quark's defaults, which Quantscope's numerics assume).
+void addQuark013Fields(nlohmann::json& spec) {
+    if (!spec.is_object())
+        return;
+    spec.emplace("block_size", nullptr);
+    spec.emplace("enable_buffer_reuse", false);
+    spec.emplace("max_input_numel", 4194304);
+    spec.emplace("zero_point_type", "int32");
+}
+
+void addQuark013FieldsToConfig(nlohmann::json& layerConfig) {
+    for (const char* role : {"weight", "input_tensors", "output_tensors", "bias"})
+        if (layerConfig.contains(role))
+            addQuark013Fields(layerConfig[role]);
+}
+
+} // namespace
+
+std::string QuarkHfExporter::unfitReason(const quant::QuantScheme& scheme,
+                                         const std::vector<int64_t>& shape, bool loaderLimits) {
+    if (shape.size() != 2)
+        return "not a 2-D linear weight";
+    if (scheme.weightPreStage)
+        return "progressive weights (" + scheme.label() +
+               ") exist only as fake quantization in Quantscope: use --format fake";
+    if (std::string r = weightReason(scheme.weight, shape, loaderLimits); !r.empty())
+        return r;
+    if (scheme.input && !scheme.input->isDynamic &&
+        scheme.input->granularity != Granularity::PerTensor)
+        return "static " + quant::granularityName(scheme.input->granularity) +
+               " input quantization has no Quark tensor (input_scale is per tensor)";
+    if (scheme.input &&
+        !(isInt8(scheme.input->dtype) || isFp8(scheme.input->dtype) || isInt4(scheme.input->dtype)))
+        return quant::dataTypeName(scheme.input->dtype) +
+               " inputs are not written by Quantscope's Quark exporter yet";
+    if (scheme.output)
+        return outputReason(*scheme.output);
+    return {};
+}
+
+std::string QuarkHfExporter::outputReason(const quant::QuantSpec& output) {
+    if (output.isDynamic || !isFp8(output.dtype) || output.granularity != Granularity::PerTensor)
+        return "quantized outputs other than static fp8 per tensor (the KV cache) are refused by "
+               "vLLM's Quark loader";
+    return {};
+}
+
+QuarkHfExporter::QuarkHfExporter(const ExportContext& context, quant::PackOrder order)
+    : m_source(*context.source), m_context(context), m_order(order), m_folder(context.outDir) {
+    m_names = m_source.tensorNames();
+    std::stable_sort(m_names.begin(), m_names.end(),
+                     [](const std::string& a, const std::string& b) {
+                         const int ba = blockOfTensorName(a), bb = blockOfTensorName(b);
+                         return ba != bb ? ba < bb : a < b;
+                     });
+    for (const std::string& n : m_names) {
+        const int b = blockOfTensorName(n);
+        if (b != -1 && b != INT_MAX && b >= context.numBlocks)
+            throw Error(context.sourceDir, n, "belongs to a block beyond num_hidden_layers");
+        m_blockOf.push_back(b);
+    }
+    m_spool.setFileName(QString::fromStdString(m_folder.tempPath("tensors.spool")));
+    if (!m_spool.open(QIODevice::WriteOnly))
+        throw Error(context.outDir, "tensors.spool",
+                    "cannot create: " + m_spool.errorString().toStdString());
+}
+
+QuarkHfExporter::~QuarkHfExporter() = default;
+
+void QuarkHfExporter::spool(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                            const void* bytes, uint64_t size) {
+    TensorInfo info;
+    info.name = name;
+    info.dtype = dtype;
+    info.shape = shape;
+    info.begin = uint64_t(m_spool.pos());
+    info.end = info.begin + size;
+    if (m_spool.write(static_cast<const char*>(bytes), qint64(size)) != qint64(size))
+        throw Error(m_context.outDir, name, "cannot write: " + m_spool.errorString().toStdString());
+    m_written.push_back(std::move(info));
+}
+
+void QuarkHfExporter::spoolTensor(const std::string& name, const at::Tensor& t) {
+    const at::Tensor h = toHost(t).contiguous();
+    spool(name, dtypeOfTensor(h, name), h.sizes().vec(), h.data_ptr(), uint64_t(h.nbytes()));
+}
+
+void QuarkHfExporter::copyRaw(const std::string& name) {
+    const TensorInfo& info = m_source.info(name);
+    spool(name, info.dtype, info.shape, m_source.fileOf(name).data(info), info.byteSize());
+}
+
+void QuarkHfExporter::writeUntil(int blockLimit) {
+    while (m_next < m_names.size() && m_blockOf[m_next] < blockLimit)
+        copyRaw(m_names[m_next++]);
+}
+
+void QuarkHfExporter::writeLeading() {
+    writeUntil(0);
+}
+
+void QuarkHfExporter::writeLinear(const LayerPlan& plan) {
+    const quant::QuantizedTensor& q = *plan.weight.codes;
+    const quant::QuantSpec& spec = plan.scheme->weight;
+    const std::string& n = plan.name;
+    const int64_t out = plan.shape[0], in = plan.shape[1];
+    if (const std::string r = unfitReason(*plan.scheme, plan.shape, false); !r.empty())
+        throw Error(m_context.outDir, n, r); // checked before the run; kept as a guard
+    const at::Tensor codes = toHost(q.codes);
+    const at::Tensor scale = toHost(q.params.scale);
+    const at::Tensor zp = q.params.zeroPoint.defined() ? toHost(q.params.zeroPoint) : at::Tensor();
+    if (isInt4(spec.dtype)) {
+        const bool perGroup = spec.granularity == Granularity::PerGroup;
+        if (perGroup) {
+            spoolTensor(n + ".weight", quant::packInt4(codes.t().contiguous(), m_order));
+            spoolTensor(n + ".weight_scale", scale.t().contiguous());
+            spoolTensor(n + ".weight_zero_point", quant::packInt4(zp.t().contiguous(), m_order));
+        } else {
+            spoolTensor(n + ".weight", quant::packInt4(codes.contiguous(), m_order));
+            spoolTensor(n + ".weight_scale",
+                        scale.reshape(spec.granularity == Granularity::PerTensor
+                                          ? std::vector<int64_t>{}
+                                          : std::vector<int64_t>{out}));
+            spoolTensor(n + ".weight_zero_point",
+                        spec.granularity == Granularity::PerTensor
+                            ? zp.reshape({}).to(at::kInt)
+                            : quant::packInt4(zp.reshape({out}).contiguous(), m_order));
+        }
+    } else if (isInt8(spec.dtype)) {
+        spoolTensor(n + ".weight", codes.to(spec.dtype == DataType::Int8 ? at::kChar : at::kByte));
+        spoolTensor(n + ".weight_scale", scale);
+        spoolTensor(n + ".weight_zero_point", zp.to(at::kInt));
+    } else { // fp8: the codes are the E4M3/E5M2 bytes
+        const at::Tensor bytes = codes.to(at::kByte).contiguous();
+        spool(n + ".weight", spec.dtype == DataType::Fp8E4M3 ? DType::F8_E4M3 : DType::F8_E5M2,
+              {out, in}, bytes.data_ptr(), uint64_t(bytes.nbytes()));
+        spoolTensor(n + ".weight_scale", scale);
+    }
+}
+
+void QuarkHfExporter::writeActivationScales(const LayerPlan& plan) {
+    auto write = [&](const std::optional<ActivationQuantizer>& a, const std::string& role) {
+        if (!a || !a->isStatic())
+            return;
+        if (!a->isFrozen())
+            throw Error(m_context.outDir, plan.name, role + " quantizer was never calibrated");
+        spoolTensor(plan.name + "." + role + "_scale", a->params().scale.reshape({}));
+        if (quant::isInteger(a->spec().dtype))
+            spoolTensor(plan.name + "." + role + "_zero_point",
+                        a->params().zeroPoint.reshape({}).to(at::kInt));
+    };
+    write(plan.input, "input");
+    write(plan.output, "output");
+}
+
+void QuarkHfExporter::writeBlock(int index, DecoderBlock& block,
+                                 const std::vector<LayerPlan>& plans) {
+    writeUntil(index);
+    std::map<std::string, const LayerPlan*> planOf; // "<linear>.weight" -> plan
+    for (const LayerPlan& p : plans)
+        planOf[p.name + ".weight"] = &p;
+    std::map<std::string, const at::Tensor*> current; // the block's weights as they are now
+    for (LinearLayer* l : block.linears())
+        current[l->name + ".weight"] = &l->weight;
+    while (m_next < m_names.size() && m_blockOf[m_next] == index) {
+        const std::string& name = m_names[m_next++];
+        const auto it = planOf.find(name);
+        if (it == planOf.end()) {
+            copyRaw(name);
+            continue;
+        }
+        const LayerPlan& p = *it->second;
+        if (p.scheme && p.weight.codes) {
+            writeLinear(p);
+        } else if (!p.transforms.empty()) { // float weight a transform changed
+            const DType t = m_source.info(name).dtype;
+            spoolTensor(name, current.at(name)->to(t == DType::BF16  ? at::kBFloat16
+                                                   : t == DType::F16 ? at::kHalf
+                                                                     : at::kFloat));
+        } else {
+            copyRaw(name);
+        }
+        writeActivationScales(p);
+    }
+}
+
+void QuarkHfExporter::commit(const std::string& recipeJson) {
+    while (m_next < m_names.size())
+        copyRaw(m_names[m_next++]); // tensors after the blocks
+    if (!m_spool.flush())
+        throw Error(m_context.outDir, "tensors.spool", m_spool.errorString().toStdString());
+    m_spool.close();
+
+    // Assemble model.safetensors: names sorted (as Quark's safetensors files), bytes from the
+    // spool one tensor at a time.
+    std::vector<TensorInfo> layout = m_written;
+    std::sort(layout.begin(), layout.end(),
+              [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
+    {
+        SafetensorsWriter writer(m_folder.tempPath("model.safetensors"), layout,
+                                 {{"format", "pt"}});
+        QFile spool(m_spool.fileName());
+        if (!spool.open(QIODevice::ReadOnly))
+            throw Error(m_context.outDir, "tensors.spool", spool.errorString().toStdString());
+        std::string buffer;
+        for (const TensorInfo& t : layout) {
+            buffer.resize(t.byteSize());
+            if (!spool.seek(qint64(t.begin)) ||
+                spool.read(buffer.data(), qint64(buffer.size())) != qint64(buffer.size()))
+                throw Error(m_context.outDir, t.name, "cannot read back the spooled tensor");
+            writer.writeNext(buffer.data(), buffer.size());
+        }
+        writer.commit();
+    }
+    QFile::remove(m_spool.fileName());
+
+    // config.json: the source's, with the recipe's quantization_config.
+    nlohmann::json config;
+    {
+        std::ifstream in(m_context.sourceDir + "/config.json");
+        if (!in)
+            throw Error(m_context.sourceDir + "/config.json", "", "cannot read");
+        try {
+            config = nlohmann::json::parse(in);
+        } catch (const std::exception& e) {
+            throw Error(m_context.sourceDir + "/config.json", "", e.what());
+        }
+    }
+    QuarkExportOptions options;
+    options.packMethod = m_order;
+    options.quarkVersion = "0.13";
+    nlohmann::json qc = quarkConfigFromRecipe(*m_context.recipe, m_context.layerNames, options);
+    addQuark013FieldsToConfig(qc["global_quant_config"]);
+    for (const char* table :
+         {"layer_quant_config", "layer_type_quant_config", "kv_cache_quant_config"})
+        if (qc.contains(table) && qc[table].is_object())
+            for (auto& entry : qc[table].items())
+                addQuark013FieldsToConfig(entry.value());
+    config["quantization_config"] = qc;
+    m_folder.writeText("config.json", config.dump(2) + "\n");
+    m_folder.copySideFiles(m_context.sourceDir, false);
+    m_folder.commit(recipeJson);
+}
+
+} // namespace qs

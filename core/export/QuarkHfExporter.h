@@ -1,0 +1,69 @@
+#pragma once
+
+#include "export/ExportFolder.h"
+#include "export/Exporter.h"
+#include "io/SafetensorsFile.h"
+#include "quant/QuantScheme.h"
+
+#include <QFile>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// AMD Quark's "hf_format" with real quantized weights (what transformers + amd-quark and vLLM
+// load; layout in ../shared/docs/formats.md, checked against Quark 0.13's own exports):
+//   int4/uint4 per group: weight int32 [in, ceil(out/8)] (transposed, 8 codes per word in the
+//     pack order), weight_scale [in/g, out], weight_zero_point int32 [in/g, ceil(out/8)];
+//   int4/uint4 per channel / per tensor: weight int32 [out, ceil(in/8)], scale [out] / [],
+//     zero point packed [ceil(out/8)] / int32 [];
+//   int8/uint8 per tensor/channel: weight I8/U8 [out, in], scale, zero point int32;
+//   fp8 e4m3/e5m2 per tensor/channel: weight F8_E4M3/F8_E5M2 [out, in], scale (no zero point);
+//   static inputs: input_scale (+ input_zero_point for integers); KV cache: output_scale.
+// Unquantized tensors are copied byte for byte; config.json gets the recipe's
+// quantization_config (QuarkConfig.h) with the export block. Tensors are spooled to a data file
+// block by block (one block in memory) and assembled into model.safetensors at commit.
+class QuarkHfExporter : public Exporter {
+public:
+    explicit QuarkHfExporter(const ExportContext& context,
+                             quant::PackOrder order = quant::PackOrder::Reorder);
+    ~QuarkHfExporter() override;
+
+    std::string format() const override { return "quark"; }
+    void writeLeading() override;
+    void writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) override;
+    void commit(const std::string& recipeJson) override;
+
+    // Why a linear of `shape` [out, in] with `scheme` cannot be written, with what works
+    // instead; empty when it can. `loaderLimits`: also refuse layouts Quark writes but its
+    // consumers cannot load (transformers + amd-quark allocate floor(n/8) packed int4 columns
+    // where the layout needs ceil(n/8)).
+    static std::string unfitReason(const quant::QuantScheme& scheme,
+                                   const std::vector<int64_t>& shape, bool loaderLimits = true);
+    // Why an output (KV-cache) spec cannot be written; empty when it can.
+    static std::string outputReason(const quant::QuantSpec& output);
+
+private:
+    void spool(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+               const void* bytes, uint64_t size);
+    void spoolTensor(const std::string& name, const at::Tensor& t);
+    void copyRaw(const std::string& name);
+    void writeUntil(int blockLimit);
+    void writeLinear(const LayerPlan& plan);
+    void writeActivationScales(const LayerPlan& plan);
+
+    const Checkpoint& m_source;
+    ExportContext m_context;
+    quant::PackOrder m_order;
+    ExportFolder m_folder;
+    std::vector<std::string> m_names; // source tensors in block order
+    std::vector<int> m_blockOf;
+    size_t m_next = 0;
+    QFile m_spool;
+    std::vector<TensorInfo> m_written; // begin/end: offsets in the spool file
+};
+
+} // namespace qs
