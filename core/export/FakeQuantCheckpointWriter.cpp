@@ -8,6 +8,13 @@
 #include <QFileInfo>
 #include <QUuid>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -46,6 +53,32 @@ const char* kSideFiles[] = {
     "config.json",           "generation_config.json",  "tokenizer.json", "tokenizer.model",
     "tokenizer_config.json", "special_tokens_map.json", "vocab.json",     "merges.txt"};
 
+// mkdir -p with the OS reason on failure (QDir::mkpath only says that it failed).
+void makeFolder(const QString& path, const std::string& field) {
+    if (QFileInfo(path).isDir())
+        return;
+    const QString parent = QFileInfo(path).absolutePath();
+    if (parent != path)
+        makeFolder(parent, field);
+    if (::mkdir(QFile::encodeName(path).constData(), 0777) != 0 && errno != EEXIST)
+        throw Error(path.toStdString(), field,
+                    std::string("cannot create: ") + std::strerror(errno));
+}
+
+// Temporary folders of earlier runs into the same output that were killed before they could
+// remove theirs (".NAME.partial-PID-ID"); those of a live process are left alone.
+void removeStalePartials(const QString& parent, const QString& name) {
+    const QString prefix = "." + name + ".partial-";
+    for (const QFileInfo& f : QDir(parent).entryInfoList(
+             {prefix + "*"}, QDir::Dirs | QDir::Hidden | QDir::NoDotAndDotDot)) {
+        bool ok = false;
+        const qint64 pid = f.fileName().mid(prefix.size()).section('-', 0, 0).toLongLong(&ok);
+        if (ok && pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM))
+            continue; // still running
+        QDir(f.filePath()).removeRecursively();
+    }
+}
+
 } // namespace
 
 FakeQuantCheckpointWriter::FakeQuantCheckpointWriter(const Checkpoint& source,
@@ -61,13 +94,12 @@ FakeQuantCheckpointWriter::FakeQuantCheckpointWriter(const Checkpoint& source,
                     "folder is not empty and holds no earlier Quantscope output; "
                     "choose an empty or new folder");
     const QString parent = out.absolutePath();
-    if (!QDir().mkpath(parent))
-        throw Error(outDir, "", "cannot create the parent folder");
-    m_tempDir = (parent + "/." + out.fileName() + ".partial-" +
+    makeFolder(parent, "");
+    removeStalePartials(parent, out.fileName());
+    m_tempDir = (parent + "/." + out.fileName() + ".partial-" + QString::number(::getpid()) + "-" +
                  QUuid::createUuid().toString(QUuid::Id128).left(8))
                     .toStdString();
-    if (!QDir().mkpath(QString::fromStdString(m_tempDir)))
-        throw Error(m_tempDir, "", "cannot create a temporary folder");
+    makeFolder(QString::fromStdString(m_tempDir), "");
 
     std::vector<std::string> names = source.tensorNames();
     std::stable_sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
