@@ -10,26 +10,25 @@ namespace qs::cli {
 
 int runQuantize(const QStringList& args) {
     QCommandLineParser parser;
-    parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder.");
-    addQuantOptions(parser, "seq-len");
-    parser.addOption({"out", "Output folder for the fake-quantized checkpoint.", "DIR"});
-    parser.addOption({"device", "cpu or cuda.", "DEVICE", "cpu"});
-    parser.addOption({"dtype", "Compute dtype: float32, bfloat16 or float16.", "DTYPE", "float32"});
-    parser.addOption({"tokenizer", "auto, sentencepiece or hf.", "KIND", "auto"});
+    addModelDirOption(parser);
+    addQuantOptions(parser);
+    addOutputOptions(parser);
     parser.addOption({"json", "Machine-readable summary."});
-    addThreadsOption(parser);
+    addRunOptions(parser);
     if (!parseOrHelp(parser, expandMultiValueFlags(args),
                      "Quantizes a model block by block and writes a fake-quantized Hugging Face "
                      "checkpoint plus the recipe used (quantscope_recipe.json); replaying that "
-                     "recipe with --recipe gives bit-identical files on CPU."))
+                     "recipe with --recipe gives bit-identical files on CPU.",
+                     schemeHelp()))
         return 0;
-    const QString dir = singlePositional(parser, "MODEL_DIR");
-    if (!parser.isSet("out"))
-        throw UsageError{"--out DIR is required"};
+    const QString dir = modelDirFromOptions(parser);
+    const std::string outDir = outputDirFromOptions(parser);
+    exportFormatsFromOptions(parser); // hf_format, the checkpoint below, is all this build writes
     applyThreadsOption(parser);
     QuantizationRequest q = requestFromOptions(parser, dir);
-    q.outDir = parser.value("out").toStdString();
-    const QuantizationOutcome out = runQuantization(q, terminalProgress("quantize"));
+    q.outDir = outDir;
+    saveRecipeIfAsked(parser, q.recipe);
+    const QuantizationOutcome out = runQuantization(q, progressFor(parser, "quantize"));
     printWarnings("quantize", out.warnings);
     const double seconds = std::accumulate(out.blockSeconds.begin(), out.blockSeconds.end(), 0.0);
     if (parser.isSet("json")) {

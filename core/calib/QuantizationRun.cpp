@@ -145,6 +145,13 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                                     std::to_string(evalSeq) + " tokens, fewer than the " +
                                     std::to_string(recipe.evaluation.maxWindows) + " asked");
     }
+    if (req.strict && !prep.warnings.empty())
+        throw Error(
+            "--strict", "",
+            prep.warnings.front() +
+                (prep.warnings.size() > 1
+                     ? " (and " + std::to_string(prep.warnings.size() - 1) + " more warning(s))"
+                     : std::string()));
     prep.model = handle.instantiate(req.compute);
     return prep;
 }
