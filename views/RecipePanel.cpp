@@ -1,5 +1,7 @@
 #include "RecipePanel.h"
 
+#include "WheelGuard.h"
+
 #include "RecipeDocument.h"
 #include "RecipeExclusionsModel.h"
 #include "RecipeOverridesModel.h"
@@ -56,9 +58,11 @@ RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
     setObjectName(QStringLiteral("recipePanel"));
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
+    // The data files first: they are what a run needs before anything else, and at the default
+    // window size the lower groups sit below the fold.
+    layout->addWidget(createDataGroup());
     layout->addWidget(createSchemeGroup());
     layout->addWidget(createPatternGroup());
-    layout->addWidget(createDataGroup());
     layout->addWidget(createAlgorithmGroup());
     layout->addStretch(1);
 
@@ -76,6 +80,8 @@ RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
     outer->setContentsMargins(0, 0, 0, 0);
     outer->addWidget(m_message);
     outer->addWidget(scroll, 1);
+
+    WheelGuard::install(content);
 
     connect(m_document, &RecipeDocument::recipeChanged, this, &RecipePanel::followRecipe);
     followRecipe(m_document->recipe());

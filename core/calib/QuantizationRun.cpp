@@ -98,13 +98,13 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     int64_t evalSeq = 0;
     if (req.evaluate) {
         if (recipe.evaluation.dataPath.empty())
-            throw Error("recipe", "evaluation.data", "no evaluation text given (--data FILE)");
+            throw Error("recipe", "evaluation.data", "no evaluation text given");
         evalSeq =
             recipe.evaluation.seqLen > 0 ? recipe.evaluation.seqLen : defaultSeqLen(handle.config);
         if (evalSeq < 2)
-            throw Error("--seq-len", "", "must be at least 2");
+            throw Error("recipe", "evaluation.seq_len", "must be at least 2");
         if (maxPos > 0 && evalSeq > maxPos)
-            throw Error("--seq-len", "",
+            throw Error("recipe", "evaluation.seq_len",
                         std::to_string(evalSeq) + " exceeds the model's max_position_embeddings (" +
                             std::to_string(maxPos) + ")");
     }
@@ -112,7 +112,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         if (recipe.calibration.dataPath.empty())
             throw Error("recipe", "calibration.data",
                         "this recipe has static activation quantizers (or analysis was asked): "
-                        "give calibration text (--calib-data FILE)");
+                        "give calibration text");
         int64_t seq = recipe.calibration.seqLen;
         if (maxPos > 0 && seq > maxPos)
             seq = maxPos; // a model shorter than the recipe's window calibrates on full windows

@@ -304,6 +304,15 @@ private Q_SLOTS:
         QCOMPARE(r.exitCode, 2);
     }
 
+    // Engine errors name the recipe field; the CLI adds the flag that sets it.
+    void missingCalibrationNamesTheFlag() {
+        const Run r = cli({"analyze", m_model, "--quant-scheme", "int8", "-q"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("field 'calibration.data'") &&
+                     r.err.contains("(--calib-data FILE)"),
+                 r.err);
+    }
+
     // One meaning per flag: --seq-len is the calibration window everywhere (Quark's --seq_len);
     // given to a plain evaluation it would do nothing, so it is refused with the right flag.
     void seqLenMeansCalibrationWindow() {
