@@ -7,6 +7,7 @@
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
@@ -62,6 +63,33 @@ private Q_SLOTS:
         QCOMPARE(QImage(png).size(), QSize(1400, 900));
         // No model was asked for, so none was written.
         QVERIFY(!QFileInfo::exists(home + QStringLiteral("/data")));
+    }
+
+    // Issue 9: a screenshot that cannot be written in full fails with the path and leaves
+    // nothing under its name (full disk simulated by a zero file-size limit: writes get EFBIG).
+    void screenshotOnAFullDiskFailsCleanly() {
+        const QString home = qs::test::tempDir(QStringLiteral("gui-cli-full"));
+        const QString png = home + QStringLiteral("/shots/start.png");
+        QVERIFY(QDir().mkpath(home + QStringLiteral("/shots")));
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), home + QStringLiteral("/config"));
+        env.insert(QStringLiteral("XDG_DATA_HOME"), home + QStringLiteral("/data"));
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral("/bin/bash"),
+                {QStringLiteral("-c"),
+                 QStringLiteral("ulimit -f 0; trap '' XFSZ; exec \"$0\" \"$@\""),
+                 qs::test::binDir() + QStringLiteral("/quantscope"), QStringLiteral("--screenshot"),
+                 png});
+        QVERIFY(p.waitForFinished(300000));
+        const QString err = QString::fromLocal8Bit(p.readAllStandardError());
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains(QStringLiteral("start.png")), qPrintable(err));
+        QCOMPARE(QDir(home + QStringLiteral("/shots"))
+                     .entryList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot)
+                     .size(),
+                 0);
     }
 
     void screenshotFailsForABadFolder() {
