@@ -344,12 +344,13 @@ QWidget* RecipePanel::createDataGroup() {
     evalRow->addWidget(m_evalData, 1);
     evalRow->addWidget(browseEval);
     auto* form = new QFormLayout(group);
+    // Both files first: they must be visible without scrolling at the default window size.
     form->addRow(tr("Calibration:"), calibRow);
-    form->addRow(tr("Samples:"), m_calibSamples);
-    form->addRow(tr("Sequence length:"), m_calibSeqLen);
+    form->addRow(tr("Evaluation:"), evalRow);
+    form->addRow(tr("Calib samples:"), m_calibSamples);
+    form->addRow(tr("Calib sequence length:"), m_calibSeqLen);
     form->addRow(tr("Seed:"), m_calibSeed);
     form->addRow(tr("Observers see:"), m_calibMode);
-    form->addRow(tr("Evaluation:"), evalRow);
     form->addRow(tr("Eval sequence length:"), m_evalSeqLen);
     form->addRow(tr("Eval windows:"), m_evalWindows);
     return group;

@@ -320,8 +320,8 @@ void MainWindow::updateRecentMenu() {
 QString MainWindow::withGuiField(const QString& message) {
     static const QList<QPair<QString, QString>> fields{
         {QStringLiteral("calibration.data"), tr("Recipe panel, Data: Calibration file")},
-        {QStringLiteral("calibration.num_samples"), tr("Recipe panel, Data: Samples")},
-        {QStringLiteral("calibration.seq_len"), tr("Recipe panel, Data: Sequence length")},
+        {QStringLiteral("calibration.num_samples"), tr("Recipe panel, Data: Calib samples")},
+        {QStringLiteral("calibration.seq_len"), tr("Recipe panel, Data: Calib sequence length")},
         {QStringLiteral("calibration.mode"), tr("Recipe panel, Data: Observers see")},
         {QStringLiteral("evaluation.data"), tr("Recipe panel, Data: Evaluation file")},
         {QStringLiteral("evaluation.seq_len"), tr("Recipe panel, Data: Eval sequence length")},

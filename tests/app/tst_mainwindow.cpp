@@ -9,6 +9,7 @@
 #include "MainWindow.h"
 #include "ModelSummaryView.h"
 #include "ModuleTreeModel.h"
+#include "RecipePanel.h"
 #include "StartPage.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
@@ -19,6 +20,7 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QLocale>
 #include <QMenuBar>
@@ -236,6 +238,23 @@ private Q_SLOTS:
         QVERIFY2(!m.contains(QStringLiteral("--")), qPrintable(m));
         const QString other = QStringLiteral("model.safetensors: truncated");
         QCOMPARE(qs::MainWindow::withGuiField(other), other);
+    }
+
+    // Issue 9: at the default size the data files (calibration and evaluation) are in view
+    // without scrolling the recipe panel.
+    void dataFilesVisibleAtDefaultSize() {
+        qs::MainWindow window;
+        window.show();
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QCOMPARE(window.size(), QSize(1400, 900));
+        for (QLineEdit* edit : {window.recipePanel()->calibrationDataEdit(),
+                                window.recipePanel()->evaluationDataEdit()}) {
+            QTRY_VERIFY(edit->isVisible());
+            // Wholly inside the visible part of the scroll area.
+            QCOMPARE(edit->visibleRegion().boundingRect(), edit->rect());
+        }
     }
 
     void recentModelsAreCappedAndDeduplicated() {
