@@ -68,6 +68,7 @@ int runAnalyze(const QStringList& args) {
     }
     if (parser.isSet("json")) {
         nlohmann::json j = out.report.toJson(!parser.isSet("no-channels"));
+        j["provenance"] = provenanceJson(parser, q, out);
         if (sens) {
             nlohmann::json rows = nlohmann::json::array();
             for (const SensitivityRow& r : sens->rows)

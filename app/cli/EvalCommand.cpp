@@ -41,7 +41,8 @@ int runEval(const QStringList& args) {
                    {"perplexity", r.perplexity},
                    {"tokens_per_second", r.tokensPerSecond},
                    {"device", r.device},
-                   {"dtype", r.dtype}});
+                   {"dtype", r.dtype},
+                   {"provenance", provenanceJson(parser, q, out)}});
         return 0;
     }
     std::printf("tokens             %lld\n", (long long)r.tokens);

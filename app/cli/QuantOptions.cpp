@@ -3,6 +3,7 @@
 #include "CliCommon.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/AlgorithmCatalog.h"
+#include "recipe/Provenance.h"
 #include "recipe/RecipeFlags.h"
 #include "util/Error.h"
 
@@ -294,6 +295,30 @@ QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const Q
         [&] { return TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString()); });
     q.strict = parser.isSet("strict");
     return q;
+}
+
+nlohmann::json provenanceJson(const QCommandLineParser& parser, const QuantizationRequest& request,
+                              const QuantizationOutcome& outcome) {
+    ResultProvenance p;
+    p.modelPath = request.modelDir;
+    p.modelHash = modelHeadersHash(request.modelDir);
+    if (hasQuantOptions(parser))
+        p.recipeHash = recipeHash(outcome.recipe);
+    if (outcome.report.calibrationSamples > 0) {
+        p.calibrationData = outcome.recipe.calibration.dataPath;
+        p.calibrationWindows = outcome.report.calibrationSamples;
+        p.calibrationSeqLen = outcome.report.seqLen;
+    }
+    p.device = parser.value("device").toStdString();
+    p.dtype = parser.value("dtype").toStdString();
+    if (outcome.perplexity) {
+        p.evaluationData = outcome.recipe.evaluation.dataPath;
+        p.evaluationWindows = outcome.perplexity->windows;
+        p.evaluationSeqLen = outcome.perplexity->seqLen;
+        p.device = outcome.perplexity->device; // as run ("cuda:0", not "cuda")
+        p.dtype = outcome.perplexity->dtype;
+    }
+    return p.toJson();
 }
 
 } // namespace qs::cli

@@ -39,6 +39,9 @@ void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe);
 // --dtype, --tokenizer and --strict. `requireScheme`: a scheme flag or --recipe must be given.
 QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
                                        bool requireScheme = true);
+// Where a run's results came from (recipe/Provenance.h), for the JSON reports.
+nlohmann::json provenanceJson(const QCommandLineParser& parser, const QuantizationRequest& request,
+                              const QuantizationOutcome& outcome);
 // Every accepted scheme name for help: current names, each with the older Quark names that
 // resolve to the same scheme, then the older names that have no current equivalent.
 QString schemeHelp();

@@ -35,7 +35,8 @@ int runQuantize(const QStringList& args) {
         printJson({{"out", q.outDir},
                    {"blocks", out.blockSeconds.size()},
                    {"seconds", seconds},
-                   {"skipped", out.skipped}});
+                   {"skipped", out.skipped},
+                   {"provenance", provenanceJson(parser, q, out)}});
         return 0;
     }
     std::printf("wrote %s (%zu blocks in %.2f s)\n", q.outDir.c_str(), out.blockSeconds.size(),

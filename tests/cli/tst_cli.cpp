@@ -304,6 +304,53 @@ private Q_SLOTS:
         QCOMPARE(r.exitCode, 2);
     }
 
+    // Every JSON report says where it came from: model (path, headers hash), recipe hash, data
+    // and windows, engine version, device and dtype. The same recipe replayed has the same hash.
+    void reportsCarryProvenance() {
+        const QString base = qs::test::tempDir("cli-provenance");
+        const QString calib = qs::test::sharedPath("data/tinystories-calib.txt");
+        const QStringList analyze{
+            "analyze", m_model,  "--calib-data",  calib, "--num-calib-data", "4", "--seq-len",
+            "64",      "--json", "--no-channels", "-q"};
+        const Run a =
+            cli(analyze + QStringList{"--quant-scheme", "int8", "--save-recipe", base + "/r.json"});
+        QCOMPARE(a.exitCode, 0);
+        const QJsonObject pa = QJsonDocument::fromJson(a.out).object()["provenance"].toObject();
+        QCOMPARE(pa["model"].toObject()["path"].toString(), m_model);
+        QCOMPARE(pa["model"].toObject()["headers_sha256"].toString().size(), 64);
+        QCOMPARE(pa["recipe_sha256"].toString().size(), 64);
+        QCOMPARE(pa["calibration"].toObject()["data"].toString(), calib);
+        QCOMPARE(pa["calibration"].toObject()["windows"].toInt(), 4);
+        QCOMPARE(pa["calibration"].toObject()["seq_len"].toInt(), 64);
+        QVERIFY(!pa["engine_version"].toString().isEmpty());
+        QCOMPARE(pa["device"].toString(), QString("cpu"));
+        QCOMPARE(pa["dtype"].toString(), QString("float32"));
+
+        const Run replay = cli(
+            {"analyze", m_model, "--recipe", base + "/r.json", "--json", "--no-channels", "-q"});
+        QCOMPARE(replay.exitCode, 0);
+        const QJsonObject pr =
+            QJsonDocument::fromJson(replay.out).object()["provenance"].toObject();
+        QCOMPARE(pr["recipe_sha256"], pa["recipe_sha256"]);
+        const Run other = cli(analyze + QStringList{"--quant-scheme", "fp8"});
+        const QJsonObject po = QJsonDocument::fromJson(other.out).object()["provenance"].toObject();
+        QVERIFY(po["recipe_sha256"] != pa["recipe_sha256"]);
+        QCOMPARE(po["model"], pa["model"]);
+
+        // Another model (same layer names, other headers) has another identity.
+        const QString synth = base + "/synth";
+        QCOMPARE(cli({"synth", "--arch", "llama", "--out", synth}).exitCode, 0);
+        const Run e =
+            cli({"eval", synth, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
+                 "--max-windows", "1", "--json", "-q"});
+        QCOMPARE(e.exitCode, 0);
+        const QJsonObject pe = QJsonDocument::fromJson(e.out).object()["provenance"].toObject();
+        QVERIFY(pe["model"].toObject()["headers_sha256"] !=
+                pa["model"].toObject()["headers_sha256"]);
+        QCOMPARE(pe["evaluation"].toObject()["windows"].toInt(), 1);
+        QCOMPARE(pe["recipe_sha256"].toString(), QString()); // nothing quantized
+    }
+
     // Engine errors name the recipe field; the CLI adds the flag that sets it.
     void missingCalibrationNamesTheFlag() {
         const Run r = cli({"analyze", m_model, "--quant-scheme", "int8", "-q"});
