@@ -14,6 +14,7 @@
 #include "engine/Engine.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/LayerPattern.h"
+#include "recipe/Provenance.h"
 #include "util/Error.h"
 
 #include <QAction>
@@ -543,7 +544,10 @@ bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir) {
         m_reportsBeforeRun.clear();
         for (const LayerReport* r : m_workbench->layerTreeModel()->reports())
             m_reportsBeforeRun.push_back(*r);
+        m_reportsRecipeHashBeforeRun = m_workbench->layerTreeModel()->reportsRecipeHash();
         m_workbench->clearLayerReports();
+        // The reports that stream in belong to this recipe; editing it later marks them stale.
+        m_workbench->layerTreeModel()->setReportsRecipeHash(recipeHash(request.recipe));
         title = tr("Analyzing");
         break;
     case RunRequest::Kind::Quantize:
@@ -755,6 +759,7 @@ void MainWindow::onCancelled(int job) {
         // A cancelled run leaves the previous results in place.
         if (m_runKind == RunRequest::Kind::Analyze) {
             m_workbench->clearLayerReports();
+            m_workbench->layerTreeModel()->setReportsRecipeHash(m_reportsRecipeHashBeforeRun);
             m_workbench->addLayerReports(std::exchange(m_reportsBeforeRun, {}));
         } else if (m_runKind == RunRequest::Kind::Evaluate) {
             m_runPanel->showPerplexities(m_lastFp, m_lastQuantized);

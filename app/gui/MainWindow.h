@@ -163,6 +163,7 @@ private:
     RunRequest::Kind m_runKind = RunRequest::Kind::Analyze;
     // What the current run replaces, put back if it is cancelled.
     std::vector<LayerReport> m_reportsBeforeRun;
+    std::string m_reportsRecipeHashBeforeRun;
     std::optional<PerplexityResult> m_lastFp, m_lastQuantized;
     QString m_recipeAfterOpen;
     QString m_recipeFile; // last opened or saved, for the file dialogs
