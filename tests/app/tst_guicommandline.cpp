@@ -21,14 +21,22 @@ struct Run {
     QString stderrText;
 };
 
-Run runGui(const QStringList& args, const QString& home) {
+// `shellPrefix`, when given, runs the GUI through /bin/bash -c PREFIX (e.g. a ulimit).
+Run runGui(const QStringList& args, const QString& home, const QString& shellPrefix = {}) {
     QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
     env.insert(QStringLiteral("XDG_CONFIG_HOME"), home + QStringLiteral("/config"));
     env.insert(QStringLiteral("XDG_DATA_HOME"), home + QStringLiteral("/data"));
     p.setProcessEnvironment(env);
-    p.start(qs::test::binDir() + QStringLiteral("/quantscope"), args);
+    const QString gui = qs::test::binDir() + QStringLiteral("/quantscope");
+    if (shellPrefix.isEmpty())
+        p.start(gui, args);
+    else
+        p.start(QStringLiteral("/bin/bash"),
+                QStringList{QStringLiteral("-c"),
+                            shellPrefix + QStringLiteral("; exec \"$0\" \"$@\""), gui} +
+                    args);
     if (!p.waitForStarted(10000))
         qFatal("cannot start %s (build the quantscope target)",
                qPrintable(qs::test::binDir() + QStringLiteral("/quantscope")));
@@ -71,20 +79,10 @@ private Q_SLOTS:
         const QString home = qs::test::tempDir(QStringLiteral("gui-cli-full"));
         const QString png = home + QStringLiteral("/shots/start.png");
         QVERIFY(QDir().mkpath(home + QStringLiteral("/shots")));
-        QProcess p;
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
-        env.insert(QStringLiteral("XDG_CONFIG_HOME"), home + QStringLiteral("/config"));
-        env.insert(QStringLiteral("XDG_DATA_HOME"), home + QStringLiteral("/data"));
-        p.setProcessEnvironment(env);
-        p.start(QStringLiteral("/bin/bash"),
-                {QStringLiteral("-c"),
-                 QStringLiteral("ulimit -f 0; trap '' XFSZ; exec \"$0\" \"$@\""),
-                 qs::test::binDir() + QStringLiteral("/quantscope"), QStringLiteral("--screenshot"),
-                 png});
-        QVERIFY(p.waitForFinished(300000));
-        const QString err = QString::fromLocal8Bit(p.readAllStandardError());
-        QCOMPARE(p.exitCode(), 1);
+        const Run r = runGui({QStringLiteral("--screenshot"), png}, home,
+                             QStringLiteral("ulimit -f 0; trap '' XFSZ"));
+        const QString& err = r.stderrText;
+        QCOMPARE(r.exitCode, 1);
         QVERIFY2(err.contains(QStringLiteral("start.png")), qPrintable(err));
         QCOMPARE(QDir(home + QStringLiteral("/shots"))
                      .entryList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot)
