@@ -84,7 +84,7 @@ def main():
         ours, theirs = [], []
         for _ in range(a.repeat):
             o = json.loads(subprocess.run(
-                [cli, "eval", model, "--data", data, "--seq-len", str(seq), "--max-windows",
+                [cli, "eval", model, "--data", data, "--eval-seq-len", str(seq), "--max-windows",
                  str(maxw), "--threads", str(a.threads), "--json"],
                 check=True, capture_output=True, text=True).stdout)
             r = json.loads(subprocess.run(

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cli=${1:-build/release}/bin/quantscope-cli
 model=../shared/models/stories260K
-eval_args=(--data ../shared/data/tinystories-eval.txt --seq-len 256 --json)
+eval_args=(--data ../shared/data/tinystories-eval.txt --eval-seq-len 256 --json -q)
 calib=(--calib-data ../shared/data/tinystories-calib.txt)
 row() { # label, then extra eval flags
   local label=$1; shift

@@ -27,7 +27,12 @@ QColor kindColour(int i) {
 } // namespace
 
 DepthChart::DepthChart(QWidget* parent)
-    : QWidget(parent), m_metric(new QComboBox(this)), m_plot(new PlotWidget(this)) {
+    : QWidget(parent), m_metric(new QComboBox(this)), m_plot(new PlotWidget(this)),
+      m_stale(new QLabel(this)) {
+    m_stale->setObjectName(QStringLiteral("staleLabel"));
+    m_stale->setText(tr("Stale: computed under an older recipe; run Analyze again"));
+    m_stale->setStyleSheet(QStringLiteral("color: #b00020"));
+    m_stale->hide();
     const std::pair<int, const char*> metrics[] = {
         {LayerTreeModel::OutputSqnrAccumulatedColumn, QT_TR_NOOP("Output SQNR, accumulated (dB)")},
         {LayerTreeModel::OutputSqnrLocalColumn, QT_TR_NOOP("Output SQNR, local (dB)")},
@@ -51,6 +56,7 @@ DepthChart::DepthChart(QWidget* parent)
     auto* top = new QHBoxLayout;
     top->addWidget(new QLabel(tr("Metric:"), this));
     top->addWidget(m_metric);
+    top->addWidget(m_stale);
     top->addStretch(1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -60,7 +66,11 @@ DepthChart::DepthChart(QWidget* parent)
 }
 
 void DepthChart::setSource(const LayerTreeModel* model) {
+    if (m_source)
+        disconnect(m_source, nullptr, this, nullptr);
     m_source = model;
+    if (m_source)
+        connect(m_source, &LayerTreeModel::resultsStaleChanged, this, [this] { refresh(); });
     refresh();
 }
 
@@ -89,6 +99,7 @@ QString DepthChart::layerAt(int series, int point) const {
 }
 
 void DepthChart::refresh() {
+    m_stale->setVisible(m_source && m_source->resultsStale());
     m_plot->clear();
     m_names.clear();
     const int column = metricColumn();

@@ -6,6 +6,7 @@
 #include <vector>
 
 class QComboBox;
+class QLabel;
 
 namespace qs {
 
@@ -31,6 +32,8 @@ public:
     void setMetricColumn(int column);
     QComboBox* metricCombo() const { return m_metric; }
     PlotWidget* plot() const { return m_plot; }
+    // Shown while the source's results were computed under an older recipe.
+    QLabel* staleLabel() const { return m_stale; }
     // The layer behind a point of a series, empty when none (the highlight series has none).
     QString layerAt(int series, int point) const;
 
@@ -41,6 +44,7 @@ private:
     const LayerTreeModel* m_source = nullptr;
     QComboBox* m_metric;
     PlotWidget* m_plot;
+    QLabel* m_stale;
     QString m_selected;
     std::vector<std::vector<QString>> m_names; // per series: layer per point
 };

@@ -1,5 +1,7 @@
 #include "EvalPanel.h"
 
+#include "WheelGuard.h"
+
 #include "DisplayFormat.h"
 
 #include <QComboBox>
@@ -106,6 +108,7 @@ EvalPanel::EvalPanel(QWidget* parent)
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(0, 0, 0, 0);
     outer->addWidget(scroll);
+    WheelGuard::install(content);
 
     updateButtons();
 }

@@ -39,7 +39,7 @@ QVector<double> indices(size_t n) {
 } // namespace
 
 LayerDetailView::LayerDetailView(QWidget* parent)
-    : QWidget(parent), m_header(new QLabel(this)),
+    : QWidget(parent), m_header(new QLabel(this)), m_stale(new QLabel(this)),
       m_log(new QCheckBox(tr("Log scale (|x|)"), this)), m_channels(new PlotWidget(this)),
       m_tokens(new PlotWidget(this)), m_activations(new PlotWidget(this)),
       m_weights(new PlotWidget(this)) {
@@ -61,8 +61,13 @@ LayerDetailView::LayerDetailView(QWidget* parent)
     m_weights->setAxisLabels(tr("Value"), tr("Count"));
     m_weights->setLegendVisible(true);
 
+    m_stale->setObjectName(QStringLiteral("staleLabel"));
+    m_stale->setText(tr("Stale: computed under an older recipe; run Analyze again"));
+    m_stale->setStyleSheet(QStringLiteral("color: #b00020"));
+    m_stale->hide();
     auto* top = new QHBoxLayout;
     top->addWidget(m_header, 1);
+    top->addWidget(m_stale);
     top->addWidget(m_log);
     // The four plots scroll rather than push the window's minimum height up when the dock is
     // made small.
@@ -87,6 +92,10 @@ LayerDetailView::LayerDetailView(QWidget* parent)
 
 bool LayerDetailView::isLogScale() const {
     return m_log->isChecked();
+}
+
+void LayerDetailView::setStale(bool stale) {
+    m_stale->setVisible(stale);
 }
 
 void LayerDetailView::setLogScale(bool log) {

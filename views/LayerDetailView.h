@@ -40,6 +40,9 @@ public:
 
     void setLogScale(bool log);
     bool isLogScale() const;
+    // Marks the plots as computed under an older recipe than the one now edited.
+    void setStale(bool stale);
+    QLabel* staleLabel() const { return m_stale; }
 
     // Per-tensor symmetric integer weights have one grid, q * s with s = absmax / ((qmax - qmin)
     // / 2) (the scale IntKernels computes); anything else says why no grid is drawn.
@@ -56,6 +59,7 @@ private:
     void drawChannels();
 
     QLabel* m_header;
+    QLabel* m_stale;
     QCheckBox* m_log;
     PlotWidget* m_channels;
     PlotWidget* m_tokens;

@@ -1,5 +1,7 @@
 #include "LayerTreeModel.h"
+
 #include "recipe/LayerPattern.h"
+#include "recipe/Provenance.h"
 
 #include <QBrush>
 #include <QSet>
@@ -83,6 +85,25 @@ void LayerTreeModel::setRecipe(const Recipe& recipe) {
     m_recipe = recipe;
     m_hasRecipe = true;
     announceColumns(SchemeColumn, ExcludedColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});
+    updateStale();
+}
+
+void LayerTreeModel::setReportsRecipeHash(const std::string& hash) {
+    m_reportsRecipeHash = hash;
+    updateStale();
+}
+
+void LayerTreeModel::updateStale() {
+    const bool stale = !m_reports.isEmpty() && m_hasRecipe && !m_reportsRecipeHash.empty() &&
+                       recipeHash(m_recipe) != m_reportsRecipeHash;
+    if (stale == m_stale)
+        return;
+    m_stale = stale;
+    announceColumns(kFirstMetricColumn, kFirstMetricColumn + kMetricCount - 1,
+                    {Qt::ForegroundRole, Qt::BackgroundRole, Qt::ToolTipRole});
+    Q_EMIT headerDataChanged(Qt::Horizontal, kFirstMetricColumn,
+                             kFirstMetricColumn + kMetricCount - 1);
+    Q_EMIT resultsStaleChanged(m_stale);
 }
 
 void LayerTreeModel::clearLayerReports() {
@@ -101,6 +122,7 @@ void LayerTreeModel::clearLayerReports() {
     valuesChanged(leaves);
     m_resetting = false;
     announceColumns(kFirstMetricColumn, kFirstMetricColumn + kMetricCount - 1, {});
+    updateStale();
 }
 
 void LayerTreeModel::addLayerReports(const std::vector<LayerReport>& layers) {
@@ -118,6 +140,7 @@ void LayerTreeModel::addLayerReports(const std::vector<LayerReport>& layers) {
         leaves.push_back(e);
     }
     valuesChanged(leaves);
+    updateStale();
 }
 
 void LayerTreeModel::setSensitivity(const SensitivityRow& row) {
@@ -337,18 +360,26 @@ QVariant LayerTreeModel::data(const QModelIndex& index, int role) const {
         return value;
     case Qt::BackgroundRole: {
         const QColor& c = m_heat[size_t(e)][size_t(metric)];
-        return c.isValid() ? QVariant(QBrush(c)) : QVariant();
+        return c.isValid() && !m_stale ? QVariant(QBrush(c)) : QVariant();
     }
     case Qt::ForegroundRole:
+        if (m_stale && !std::isnan(value))
+            return QBrush(Qt::gray); // computed under an older recipe
         // Heat colours are light: keep the text dark on them whatever the palette.
         return m_heat[size_t(e)][size_t(metric)].isValid() ? QVariant(QBrush(Qt::black))
                                                            : QVariant();
     case Qt::TextAlignmentRole:
         return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
-    case Qt::ToolTipRole:
-        if (!entry.children.empty() && m_leafCount[size_t(e)] > 0)
-            return tr("Worst of %n reported layer(s) below", nullptr, m_leafCount[size_t(e)]);
-        return entry.fullName;
+    case Qt::ToolTipRole: {
+        QString tip =
+            !entry.children.empty() && m_leafCount[size_t(e)] > 0
+                ? tr("Worst of %n reported layer(s) below", nullptr, m_leafCount[size_t(e)])
+                : entry.fullName;
+        if (m_stale && !std::isnan(value))
+            tip += QStringLiteral("\n") +
+                   tr("Stale: computed under an older recipe; run Analyze again");
+        return tip;
+    }
     case FullNameRole:
     case KindRole:
     case ParametersRole:
@@ -383,8 +414,9 @@ QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, in
         QT_TR_NOOP("mean(|a - r| / (|r| + eps)) of the local output"),
         QT_TR_NOOP("Perplexity with only this layer quantized")};
     const int i = section - ModuleTreeModel::ColumnCount;
+    const bool staleColumn = m_stale && isMetricColumn(section);
     if (role == Qt::DisplayRole)
-        return tr(titles[i]);
+        return staleColumn ? tr("%1 (stale)").arg(tr(titles[i])) : tr(titles[i]);
     if (role == Qt::ToolTipRole)
         return tr(tips[i]) + (isMetricColumn(section)
                                   ? tr("; blocks show the worst value of their layers")

@@ -45,6 +45,12 @@ public:
 
     void setRecipe(const Recipe& recipe);
     const Recipe& recipe() const { return m_recipe; }
+    // The recipe the shown reports were computed under (recipe/Provenance.h recipeHash). While
+    // reports are shown and setRecipe gives another recipe, the results are stale: metric cells
+    // are greyed without heat, their tooltips and the headers say so, resultsStaleChanged fires.
+    void setReportsRecipeHash(const std::string& hash);
+    const std::string& reportsRecipeHash() const { return m_reportsRecipeHash; }
+    bool resultsStale() const { return m_stale; }
     bool hasRecipe() const { return m_hasRecipe; }
 
     void clearLayerReports();
@@ -78,6 +84,9 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation,
                         int role = Qt::DisplayRole) const override;
 
+Q_SIGNALS:
+    void resultsStaleChanged(bool stale);
+
 protected:
     void treeReset() override;
 
@@ -101,8 +110,12 @@ private:
     QString schemeText(int entryNumber) const;
     QString metricText(int column, double value) const;
 
+    void updateStale();
+
     Recipe m_recipe;
     bool m_hasRecipe = false;
+    std::string m_reportsRecipeHash;
+    bool m_stale = false;
     bool m_resetting = false; // computing inside a reset or a bulk change: no per-row signals
     QHash<QString, LayerReport> m_reports;
     std::vector<QString> m_reportOrder;

@@ -1,5 +1,7 @@
 #include "RecipePanel.h"
 
+#include "WheelGuard.h"
+
 #include "RecipeDocument.h"
 #include "RecipeExclusionsModel.h"
 #include "RecipeOverridesModel.h"
@@ -56,9 +58,11 @@ RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
     setObjectName(QStringLiteral("recipePanel"));
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
+    // The data files first: they are what a run needs before anything else, and at the default
+    // window size the lower groups sit below the fold.
+    layout->addWidget(createDataGroup());
     layout->addWidget(createSchemeGroup());
     layout->addWidget(createPatternGroup());
-    layout->addWidget(createDataGroup());
     layout->addWidget(createAlgorithmGroup());
     layout->addStretch(1);
 
@@ -76,6 +80,8 @@ RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
     outer->setContentsMargins(0, 0, 0, 0);
     outer->addWidget(m_message);
     outer->addWidget(scroll, 1);
+
+    WheelGuard::install(content);
 
     connect(m_document, &RecipeDocument::recipeChanged, this, &RecipePanel::followRecipe);
     followRecipe(m_document->recipe());
@@ -338,12 +344,13 @@ QWidget* RecipePanel::createDataGroup() {
     evalRow->addWidget(m_evalData, 1);
     evalRow->addWidget(browseEval);
     auto* form = new QFormLayout(group);
+    // Both files first: they must be visible without scrolling at the default window size.
     form->addRow(tr("Calibration:"), calibRow);
-    form->addRow(tr("Samples:"), m_calibSamples);
-    form->addRow(tr("Sequence length:"), m_calibSeqLen);
+    form->addRow(tr("Evaluation:"), evalRow);
+    form->addRow(tr("Calib samples:"), m_calibSamples);
+    form->addRow(tr("Calib sequence length:"), m_calibSeqLen);
     form->addRow(tr("Seed:"), m_calibSeed);
     form->addRow(tr("Observers see:"), m_calibMode);
-    form->addRow(tr("Evaluation:"), evalRow);
     form->addRow(tr("Eval sequence length:"), m_evalSeqLen);
     form->addRow(tr("Eval windows:"), m_evalWindows);
     return group;

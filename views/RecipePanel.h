@@ -52,6 +52,7 @@ public:
     RecipeOverridesModel* overridesModel() const { return m_overrides; }
     RecipeExclusionsModel* exclusionsModel() const { return m_exclusions; }
     QLineEdit* calibrationDataEdit() const { return m_calibData; }
+    QLineEdit* evaluationDataEdit() const { return m_evalData; }
     QSpinBox* calibrationSamplesBox() const { return m_calibSamples; }
     QComboBox* calibrationModeBox() const { return m_calibMode; }
     QSpinBox* calibrationSeqLenBox() const { return m_calibSeqLen; }

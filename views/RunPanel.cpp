@@ -61,7 +61,8 @@ RunPanel::RunPanel(QWidget* parent)
 
     m_progress->setRange(0, 1000);
     m_progress->setValue(0);
-    m_progress->setTextVisible(false);
+    m_progress->setTextVisible(true);
+    m_progress->setFormat(QStringLiteral("%p%"));
     m_status->setWordWrap(true);
     m_status->setText(tr("Idle"));
     m_clock->setInterval(500);
@@ -97,13 +98,10 @@ RunPanel::RunPanel(QWidget* parent)
     sensLayout->addWidget(m_sensitivityTotals);
     sensLayout->addWidget(m_sensitivityView, 1);
 
-    // Scrollable, so the panel never sets a minimum height on the window it docks into.
+    // The buttons, the progress bar and the times stay put while a run runs; the results below
+    // scroll, so the panel never sets a minimum height on the window it docks into.
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
-    layout->addLayout(buttons);
-    layout->addLayout(progressRow);
-    layout->addWidget(m_time);
-    layout->addWidget(m_status);
     layout->addWidget(perplexity);
     layout->addWidget(sensitivity, 1);
     auto* scroll = new QScrollArea(this);
@@ -111,8 +109,11 @@ RunPanel::RunPanel(QWidget* parent)
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(scroll);
+    outer->addLayout(buttons);
+    outer->addLayout(progressRow);
+    outer->addWidget(m_time);
+    outer->addWidget(m_status);
+    outer->addWidget(scroll, 1);
     updateButtons();
 }
 
@@ -157,11 +158,17 @@ void RunPanel::updateTime() {
         return;
     const double elapsed = m_elapsed.elapsed() / 1000.0;
     QString text = tr("Elapsed %1").arg(formatDuration(elapsed));
-    // A straight-line extrapolation; too early a fraction only gives noise.
-    if (m_fraction >= 0.02 && m_fraction < 1.0)
-        text +=
-            tr(", about %1 left").arg(formatDuration(elapsed * (1.0 - m_fraction) / m_fraction));
+    const QString left = remainingText(m_fraction, elapsed);
+    if (!left.isEmpty())
+        text += QStringLiteral(", ") + left;
     m_time->setText(text);
+}
+
+QString RunPanel::remainingText(double fraction, double elapsedSeconds) {
+    // A straight-line extrapolation; too early a fraction only gives noise.
+    if (fraction < 0.02 || fraction >= 1.0)
+        return {};
+    return tr("about %1 left").arg(formatDuration(elapsedSeconds * (1.0 - fraction) / fraction));
 }
 
 QString RunPanel::formatDuration(double seconds) {

@@ -42,6 +42,8 @@ public:
 
     // "1:05" / "12 s": how elapsed and remaining times are shown.
     static QString formatDuration(double seconds);
+    // "about 1:05 left" at the average rate so far; empty before 2% and at the end.
+    static QString remainingText(double fraction, double elapsedSeconds);
 
     QPushButton* analyzeButton() const { return m_analyze; }
     QPushButton* quantizeButton() const { return m_quantize; }

@@ -52,6 +52,8 @@ WorkbenchPage::WorkbenchPage(QWidget* parent)
     splitDockWidget(m_depthDock, m_detailDock, Qt::Horizontal);
 
     m_depthChart->setSource(m_layerTree->model());
+    connect(m_layerTree->model(), &LayerTreeModel::resultsStaleChanged, m_layerDetail,
+            &LayerDetailView::setStale);
     connect(m_depthChart, &DepthChart::layerClicked, this, &WorkbenchPage::selectLayer);
     connect(m_layerTree, &LayerTreePanel::currentModuleChanged, this, [this](const QString& name) {
         showLayerDetail(name);

@@ -28,11 +28,8 @@ std::string db(const ErrorMetrics& m) {
 
 int runAnalyze(const QStringList& args) {
     QCommandLineParser parser;
-    parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder.");
-    addQuantOptions(parser, "seq-len");
-    parser.addOption({"device", "cpu or cuda.", "DEVICE", "cpu"});
-    parser.addOption({"dtype", "Compute dtype: float32, bfloat16 or float16.", "DTYPE", "float32"});
-    parser.addOption({"tokenizer", "auto, sentencepiece or hf.", "KIND", "auto"});
+    addModelDirOption(parser);
+    addQuantOptions(parser);
     parser.addOption({"top", "Outlier layers listed in the text summary.", "N", "10"});
     parser.addOption({"no-channels", "Leave per-channel arrays out of the JSON report."});
     parser.addOption({"json", "The full per-layer report as JSON, keyed by layer name."});
@@ -41,38 +38,38 @@ int runAnalyze(const QStringList& args) {
                                      "calibration, then 2 evaluations per layer: keep the "
                                      "evaluation set small with --max-windows)."});
     parser.addOption({"data", "Evaluation text for --sensitivity.", "TEXT"});
-    parser.addOption({"eval-seq-len",
-                      "Evaluation window for --sensitivity (default 512 or max "
-                      "positions).",
-                      "N", "0"});
-    parser.addOption({"max-windows", "Evaluation windows for --sensitivity.", "N", "4"});
-    addThreadsOption(parser);
+    addEvalWindowOptions(parser);
+    addRunOptions(parser);
     if (!parseOrHelp(parser, expandMultiValueFlags(args),
                      "Per-layer quantization analysis on calibration data: weight error, output "
                      "error (local and accumulated), activation statistics per input channel, "
-                     "histograms and an outlier ranking."))
+                     "histograms and an outlier ranking.",
+                     schemeHelp()))
         return 0;
-    const QString dir = singlePositional(parser, "MODEL_DIR");
+    const QString dir = modelDirFromOptions(parser);
     applyThreadsOption(parser);
     QuantizationRequest q = requestFromOptions(parser, dir);
     q.analyze = true;
     if (parser.isSet("sensitivity") && !parser.isSet("data"))
         throw UsageError{"--sensitivity needs --data TEXT (the evaluation set)"};
+    EvaluationSpec evaluation = evaluationFromOptions(parser, "data");
+    if (!parser.isSet("max-windows"))
+        evaluation.maxWindows = 4; // sensitivity evaluates twice per layer: keep it small
+    saveRecipeIfAsked(parser, q.recipe);
     // The analysis first: it checks the recipe, the model and the calibration data before the
     // (longer) sensitivity study starts.
-    const QuantizationOutcome out = runQuantization(q, terminalProgress("analyze"));
+    const QuantizationOutcome out = runQuantization(q, progressFor(parser, "analyze"));
     printWarnings("analyze", out.warnings);
     std::optional<SensitivityResult> sens;
     if (parser.isSet("sensitivity")) {
         QuantizationRequest s = q;
         s.analyze = false;
-        s.recipe.evaluation.dataPath = parser.value("data").toStdString();
-        s.recipe.evaluation.seqLen = intOption(parser, "eval-seq-len", 0, 1 << 24);
-        s.recipe.evaluation.maxWindows = intOption(parser, "max-windows", 1, 1 << 24);
-        sens = runSensitivity(s, terminalProgress("sensitivity"));
+        s.recipe.evaluation = evaluation;
+        sens = runSensitivity(s, progressFor(parser, "sensitivity"));
     }
     if (parser.isSet("json")) {
         nlohmann::json j = out.report.toJson(!parser.isSet("no-channels"));
+        j["provenance"] = provenanceJson(parser, q, out);
         if (sens) {
             nlohmann::json rows = nlohmann::json::array();
             for (const SensitivityRow& r : sens->rows)

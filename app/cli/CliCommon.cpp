@@ -1,49 +1,44 @@
 #include "CliCommon.h"
 
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
-#include <memory>
 
+#include "ProgressLine.h"
 #include "engine/Runtime.h"
 
-#include <cstdio>
 #include <iostream>
 
 namespace qs::cli {
 
-std::function<bool(double, const std::string&)> terminalProgress(const std::string& what) {
-    if (!isatty(STDERR_FILENO))
-        return {};
-    struct State {
-        std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last;
-        bool finished = false;
-    };
-    auto state = std::make_shared<State>();
-    return [what, state](double fraction, const std::string& message) {
-        const auto now = std::chrono::steady_clock::now();
-        if (state->finished ||
-            (fraction < 1.0 && now - state->last < std::chrono::milliseconds(200)))
-            return true;
-        state->finished = fraction >= 1.0;
-        state->last = now;
-        const double elapsed = std::chrono::duration<double>(now - state->start).count();
-        // The remaining time at the average rate so far, once there is a rate to speak of.
-        std::string eta;
-        if (fraction >= 0.02 && fraction < 1.0) {
-            const auto left = static_cast<long long>(elapsed * (1.0 - fraction) / fraction + 0.5);
-            eta = left >= 60
-                      ? "  ETA " + std::to_string(left / 60) + "m" + std::to_string(left % 60) + "s"
-                      : "  ETA " + std::to_string(left) + "s";
-        }
-        std::fprintf(stderr, "\r\033[K%s %3d%%%s  %s", what.c_str(), int(fraction * 100.0),
-                     eta.c_str(), message.substr(0, 60).c_str());
-        if (fraction >= 1.0)
-            std::fputc('\n', stderr);
-        std::fflush(stderr);
-        return true;
-    };
+std::function<bool(double, const std::string&)> progressFor(const QCommandLineParser& parser,
+                                                            const std::string& what) {
+    return ProgressLine(what, ProgressLine::modeFor(stderr, parser.isSet("quiet"))).callback();
+}
+
+void addRunOptions(QCommandLineParser& parser) {
+    parser.addOption({{"quiet", "q"}, "No progress output on stderr (warnings still print)."});
+    parser.addOption({"strict", "Warnings (a pattern matching no layer, fewer calibration or "
+                                "evaluation windows than asked) are errors, raised before the "
+                                "run starts."});
+    addThreadsOption(parser);
+}
+
+void addModelDirOption(QCommandLineParser& parser) {
+    parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder.");
+    parser.addOption({{"model-dir", "model_dir"},
+                      "The checkpoint folder, as Quark's --model_dir (instead of MODEL_DIR).",
+                      "DIR"});
+}
+
+QString modelDirFromOptions(const QCommandLineParser& parser) {
+    const QStringList pos = parser.positionalArguments();
+    if (parser.isSet("model-dir")) {
+        if (!pos.isEmpty())
+            throw UsageError{"give the model folder once: MODEL_DIR or --model_dir DIR, not both "
+                             "(extra argument '" +
+                             pos.front().toStdString() + "')"};
+        return parser.value("model-dir");
+    }
+    return singlePositional(parser, "MODEL_DIR (or --model_dir DIR)");
 }
 
 void printWarnings(const std::string& command, const std::vector<std::string>& warnings) {
@@ -51,13 +46,19 @@ void printWarnings(const std::string& command, const std::vector<std::string>& w
         std::fprintf(stderr, "quantscope-cli %s: warning: %s\n", command.c_str(), w.c_str());
 }
 
-bool parseOrHelp(QCommandLineParser& parser, const QStringList& args, const QString& synopsis) {
+bool parseOrHelp(QCommandLineParser& parser, const QStringList& args, const QString& synopsis,
+                 const QString& epilogue) {
     parser.setApplicationDescription(synopsis);
     parser.addHelpOption();
     if (!parser.parse(args))
         throw UsageError{parser.errorText().toStdString()};
     if (parser.isSet("help")) {
-        std::fputs(qPrintable(parser.helpText()), stdout);
+        // Qt names the program by argv[0] (a full path); the user typed the subcommand.
+        QString text = parser.helpText();
+        const qsizetype options = text.indexOf(" [options]");
+        if (text.startsWith("Usage: ") && options > 0)
+            text.replace(7, options - 7, "quantscope-cli " + args.value(0));
+        std::fputs(qPrintable(text + epilogue), stdout);
         return false;
     }
     return true;

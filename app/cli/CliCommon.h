@@ -22,8 +22,10 @@ struct UsageError {
 };
 
 // Parses `args` (subcommand first) with `parser`; handles --help. Returns false when the caller
-// should exit with 0 (help printed).
-bool parseOrHelp(QCommandLineParser& parser, const QStringList& args, const QString& synopsis);
+// should exit with 0 (help printed). The usage line names the subcommand; `epilogue` follows
+// the options (the scheme list).
+bool parseOrHelp(QCommandLineParser& parser, const QStringList& args, const QString& synopsis,
+                 const QString& epilogue = {});
 // Exactly one positional argument (the model folder) or a UsageError.
 QString singlePositional(const QCommandLineParser& parser, const char* what);
 int64_t intOption(const QCommandLineParser& parser, const QString& name, int64_t min, int64_t max);
@@ -33,10 +35,15 @@ void printLine(const std::string& s);
 void addThreadsOption(QCommandLineParser& parser);
 void applyThreadsOption(const QCommandLineParser& parser);
 
-// A progress callback for long runs: on a terminal, one self-overwriting line on stderr
-// ("eval  42%  ETA 12s  block 3: evaluating"), at most a few updates a second; elsewhere silent, so
-// piped output stays clean. Never cancels.
-std::function<bool(double, const std::string&)> terminalProgress(const std::string& what);
+// The model folder: the single positional argument or Quark's --model_dir (not both).
+void addModelDirOption(QCommandLineParser& parser);
+QString modelDirFromOptions(const QCommandLineParser& parser);
+// --quiet (no progress) and --strict (warnings are errors) for the long-running commands.
+void addRunOptions(QCommandLineParser& parser);
+// The progress callback for a long run (ProgressLine): redrawn in place on a terminal, plain
+// lines otherwise, nothing under --quiet.
+std::function<bool(double, const std::string&)> progressFor(const QCommandLineParser& parser,
+                                                            const std::string& what);
 
 // "quantscope-cli <command>: warning: <text>" on stderr for each warning of a run.
 void printWarnings(const std::string& command, const std::vector<std::string>& warnings);

@@ -1,8 +1,17 @@
 #include "QuantOptions.h"
 
+#include "export/ExporterRegistry.h"
+
 #include "CliCommon.h"
 #include "quant/SchemeRegistry.h"
+#include "recipe/AlgorithmCatalog.h"
+#include "recipe/Provenance.h"
 #include "recipe/RecipeFlags.h"
+#include "util/Error.h"
+
+#include <QFileInfo>
+
+#include <map>
 
 namespace qs::cli {
 
@@ -10,19 +19,63 @@ namespace {
 
 const QChar kPairSeparator(0x1f);
 
-QString schemeList() {
-    QStringList names;
-    for (const auto& s : quant::schemeNames())
-        if (!s.legacy)
-            names << QString::fromStdString(s.name);
-    return names.join(", ");
+// A flag value the recipe code refuses (unknown scheme, mode, dtype) is a command-line mistake.
+template <typename F> auto asUsageError(F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const Error& e) {
+        throw UsageError{e.what()};
+    }
+}
+
+std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v)
+        s += (s.empty() ? "" : ", ") + x;
+    return s;
 }
 
 } // namespace
 
-void addQuantOptions(QCommandLineParser& parser, const QString& calibSeqFlag) {
+QString schemeHelp() {
+    // Resolve each name once; an older name whose scheme equals a current one is its alias.
+    std::vector<std::pair<std::string, quant::QuantScheme>> current;
+    std::map<std::string, std::vector<std::string>> aliases;
+    std::vector<std::string> others;
+    for (const auto& s : quant::schemeNames())
+        if (!s.legacy)
+            current.emplace_back(s.name, quant::resolveScheme(s.name));
+    for (const auto& s : quant::schemeNames()) {
+        if (!s.legacy)
+            continue;
+        const quant::QuantScheme q = quant::resolveScheme(s.name);
+        bool found = false;
+        for (const auto& [name, c] : current)
+            if (c == q) {
+                aliases[name].push_back(s.name);
+                found = true;
+                break;
+            }
+        if (!found)
+            others.push_back(s.name);
+    }
+    QString text = "Schemes (older Quark names in parentheses resolve to the same scheme):\n";
+    for (const auto& [name, c] : current) {
+        text += "  " + QString::fromStdString(name);
+        if (!aliases[name].empty())
+            text += " (" + QString::fromStdString(joined(aliases[name])) + ")";
+        text += "\n";
+    }
+    if (!others.empty())
+        text += "Older Quark names without a current equivalent (per-group names take the group "
+                "size 128, or Quark's old --group_size):\n  " +
+                QString::fromStdString(joined(others)) + "\n";
+    return text;
+}
+
+void addQuantOptions(QCommandLineParser& parser) {
     parser.addOption({{"quant-scheme", "quant_scheme"},
-                      "Quark scheme for every linear, one of: " + schemeList() + ".",
+                      "Quark scheme for every linear (the list follows the options).",
                       "S"});
     parser.addOption({{"exclude-layers", "exclude_layers"},
                       "Layers left unquantized (fnmatch like *down_proj, or re:REGEX); several "
@@ -34,12 +87,19 @@ void addQuantOptions(QCommandLineParser& parser, const QString& calibSeqFlag) {
     parser.addOption({{"kv-cache-dtype", "kv_cache_dtype"},
                       "KV-cache quantization: fp8 (E4M3 per-tensor on k/v_proj outputs) or none.",
                       "DTYPE"});
-    parser.addOption({{"calib-data", "calib_data", "dataset"}, "Calibration text file.", "FILE"});
+    parser.addOption({{"quant-algo", "quant_algo"},
+                      "Algorithms before quantization, comma-separated (Quark's names: " +
+                          QString::fromStdString(joined(knownAlgorithmNames())) + ", quarot).",
+                      "ALGO"});
+    parser.addOption({{"calib-data", "calib_data", "dataset"},
+                      "Calibration text file (Quark's --dataset names a download; here it is a "
+                      "local UTF-8 text file).",
+                      "FILE"});
     parser.addOption(
         {{"num-calib-data", "num_calib_data"}, "Calibration samples (windows; default 128).", "N"});
-    parser.addOption({calibSeqFlag,
-                      "Calibration window length in tokens (default 512, at most "
-                      "the model's positions).",
+    parser.addOption({{"calib-seq-len", "seq-len", "seq_len"},
+                      "Calibration window length in tokens (Quark's --seq_len; default 512, at "
+                      "most the model's positions).",
                       "N"});
     parser.addOption({{"calib-mode", "calib_mode"},
                       "What static activation observers see: float (the full-precision model, "
@@ -50,6 +110,68 @@ void addQuantOptions(QCommandLineParser& parser, const QString& calibSeqFlag) {
     parser.addOption(
         {"recipe", "Recipe JSON to replay (flags given too override its fields).", "FILE"});
     parser.addOption({"save-recipe", "Write the recipe of this run to FILE.", "FILE"});
+    parser.addOption({"device", "cpu or cuda.", "DEVICE", "cpu"});
+    parser.addOption({"dtype", "Compute dtype: float32, bfloat16 or float16.", "DTYPE", "float32"});
+    parser.addOption({"tokenizer", "auto, sentencepiece or hf.", "KIND", "auto"});
+}
+
+void addEvalWindowOptions(QCommandLineParser& parser) {
+    parser.addOption({{"eval-seq-len", "eval_seq_len"},
+                      "Evaluation window length in tokens (default 512 or max positions).",
+                      "N",
+                      "0"});
+    parser.addOption({{"max-windows", "num-eval-data", "num_eval_data"},
+                      "Evaluate only the first N windows (0: all).",
+                      "N",
+                      "0"});
+}
+
+EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag) {
+    EvaluationSpec e;
+    e.dataPath = parser.value(dataFlag).toStdString();
+    e.seqLen = intOption(parser, "eval-seq-len", 0, int64_t(1) << 24);
+    e.maxWindows = intOption(parser, "max-windows", 0, int64_t(1) << 40);
+    return e;
+}
+
+void addOutputOptions(QCommandLineParser& parser) {
+    parser.addOption({{"out", "output-dir", "output_dir"},
+                      "Output folder (with several formats, one subfolder per format).", "DIR"});
+    QStringList names;
+    for (const ExportFormat& f : ExporterRegistry::formats())
+        names << QString::fromStdString(f.name) + (f.available ? "" : " (not in this build)");
+    parser.addOption({"format",
+                      "Export format, repeatable or comma-separated: " + names.join(", ") +
+                          "; default fake (the fake-quantized Hugging Face checkpoint).",
+                      "FORMAT"});
+    parser.addOption({{"model-export", "model_export"},
+                      "Quark's name for --format: hf_format (= quark), gguf, onnx.", "FORMAT"});
+    parser.addOption(
+        {"gguf-type", "GGUF tensor type: f32, f16, q8_0 (default), q4_0, q4_1.", "TYPE", "q8_0"});
+    parser.addOption({"allow-unloadable",
+                      "Write layouts the format holds but its consumers refuse (as Quark does for "
+                      "int4 layers whose packed axis is not a multiple of 8), warning per layer."});
+}
+
+std::string outputDirFromOptions(const QCommandLineParser& parser) {
+    if (!parser.isSet("out"))
+        throw UsageError{"--out DIR (or --output_dir DIR) is required"};
+    return parser.value("out").toStdString();
+}
+
+std::vector<std::string> exportFormatsFromOptions(const QCommandLineParser& parser) {
+    std::vector<std::string> formats;
+    for (const QString& value : parser.values("format") + parser.values("model-export"))
+        for (const QString& f : value.split(',', Qt::SkipEmptyParts)) {
+            // Unknown names are a command-line mistake (exit 2); a known format this build
+            // cannot write, or one that cannot hold the recipe, is refused by prepareRun.
+            const std::string name = asUsageError([&] {
+                return ExporterRegistry::canonical(f.trimmed().toStdString(), "--format", "");
+            });
+            if (std::find(formats.begin(), formats.end(), name) == formats.end())
+                formats.push_back(name);
+        }
+    return formats;
 }
 
 QStringList expandMultiValueFlags(const QStringList& args) {
@@ -58,14 +180,15 @@ QStringList expandMultiValueFlags(const QStringList& args) {
         const QString& a = args[i];
         if (a == "--exclude-layers" || a == "--exclude_layers") {
             int j = i + 1;
-            for (; j < args.size() && !args[j].startsWith("--"); ++j)
+            // The patterns end at the next option, long or short (-q).
+            for (; j < args.size() && !args[j].startsWith("-"); ++j)
                 out << "--exclude-layers=" + args[j];
             if (j == i + 1)
                 out << a; // no value: let the parser report it
             i = j - 1;
         } else if (a == "--layer-quant-scheme" || a == "--layer_quant_scheme") {
-            if (i + 2 < args.size() && !args[i + 1].startsWith("--") &&
-                !args[i + 2].startsWith("--")) {
+            if (i + 2 < args.size() && !args[i + 1].startsWith("-") &&
+                !args[i + 2].startsWith("-")) {
                 out << "--layer-quant-scheme=" + args[i + 1] + kPairSeparator + args[i + 2];
                 i += 2;
             } else {
@@ -80,13 +203,13 @@ QStringList expandMultiValueFlags(const QStringList& args) {
 
 bool hasQuantOptions(const QCommandLineParser& parser) {
     for (const char* o : {"quant-scheme", "exclude-layers", "layer-quant-scheme", "kv-cache-dtype",
-                          "recipe", "unfit-policy"})
+                          "recipe", "unfit-policy", "quant-algo"})
         if (parser.isSet(o))
             return true;
     return false;
 }
 
-Recipe recipeFromOptions(const QCommandLineParser& parser, const QString& calibSeqFlag) {
+Recipe recipeFromOptions(const QCommandLineParser& parser) {
     QuantFlags flags;
     flags.quantScheme = parser.value("quant-scheme").toStdString();
     for (const QString& p : parser.values("exclude-layers"))
@@ -101,20 +224,40 @@ Recipe recipeFromOptions(const QCommandLineParser& parser, const QString& calibS
     flags.calibData = parser.value("calib-data").toStdString();
     if (parser.isSet("num-calib-data"))
         flags.numCalibData = intOption(parser, "num-calib-data", 1, 1 << 24);
-    if (parser.isSet(calibSeqFlag))
-        flags.seqLen = intOption(parser, calibSeqFlag, 2, 1 << 24);
+    if (parser.isSet("calib-seq-len"))
+        flags.seqLen = intOption(parser, "calib-seq-len", 2, 1 << 24);
     flags.calibMode = parser.value("calib-mode").toStdString();
+    std::vector<AlgorithmSpec> algorithms;
+    for (const QString& value : parser.values("quant-algo"))
+        for (const QString& a : value.split(',', Qt::SkipEmptyParts)) {
+            const std::string quarkName = a.trimmed().toStdString();
+            const std::optional<std::string> name = algorithmFromQuarkName(quarkName);
+            const auto& ours = knownAlgorithmNames();
+            if (name)
+                algorithms.push_back({*name, nlohmann::json::object()});
+            else if (std::find(ours.begin(), ours.end(), quarkName) != ours.end())
+                algorithms.push_back({quarkName, nlohmann::json::object()});
+            else
+                throw UsageError{"--quant_algo: unknown algorithm '" + quarkName +
+                                 "'; valid: " + joined(ours)};
+        }
     Recipe recipe;
-    if (parser.isSet("recipe")) {
+    if (parser.isSet("recipe"))
         recipe = Recipe::load(parser.value("recipe").toStdString());
-        applyFlags(recipe, flags);
-    } else {
-        recipe = recipeFromFlags(flags);
-    }
-    if (parser.isSet("unfit-policy")) {
-        recipe.unfitPolicy = parser.value("unfit-policy").toStdString();
-        recipe.validate("--unfit-policy");
-    }
+    asUsageError([&] {
+        if (parser.isSet("recipe"))
+            applyFlags(recipe, flags);
+        else
+            recipe = recipeFromFlags(flags);
+        if (parser.isSet("quant-algo")) {
+            recipe.algorithms = algorithms;
+            recipe.validate("--quant_algo");
+        }
+        if (parser.isSet("unfit-policy")) {
+            recipe.unfitPolicy = parser.value("unfit-policy").toStdString();
+            recipe.validate("--unfit-policy");
+        }
+    });
     return recipe;
 }
 
@@ -123,17 +266,56 @@ void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe) {
         recipe.save(parser.value("save-recipe").toStdString());
 }
 
-QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir) {
-    if (!hasQuantOptions(parser))
+QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
+                                       bool requireScheme) {
+    const bool quantized = hasQuantOptions(parser);
+    if (requireScheme && !quantized)
         throw UsageError{"give a scheme (--quant-scheme S) or a --recipe FILE"};
+    if (!quantized && parser.isSet("save-recipe"))
+        throw UsageError{"--save-recipe: nothing to record without a scheme or --recipe"};
+    // Calibration flags without a scheme would be silently without effect.
+    for (const char* flag : {"calib-seq-len", "calib-data", "num-calib-data", "calib-mode"})
+        if (!quantized && parser.isSet(flag))
+            throw UsageError{std::string("--") + flag +
+                             " shapes the calibration and has no effect without a scheme "
+                             "(--quant-scheme S or --recipe FILE); --seq-len is the calibration "
+                             "window as in Quark, the evaluation window is --eval-seq-len"};
     QuantizationRequest q;
     q.modelDir = modelDir.toStdString();
-    q.recipe = recipeFromOptions(parser, "seq-len");
-    saveRecipeIfAsked(parser, q.recipe);
-    q.compute = parseComputeOptions(parser.value("device").toStdString(),
-                                    parser.value("dtype").toStdString());
-    q.tokenizer = TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString());
+    if (quantized)
+        q.recipe = recipeFromOptions(parser);
+    q.compute = asUsageError([&] {
+        return parseComputeOptions(parser.value("device").toStdString(),
+                                   parser.value("dtype").toStdString());
+    });
+    q.tokenizer = asUsageError(
+        [&] { return TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString()); });
+    q.strict = parser.isSet("strict");
     return q;
+}
+
+nlohmann::json provenanceJson(const QCommandLineParser& parser, const QuantizationRequest& request,
+                              const QuantizationOutcome& outcome) {
+    ResultProvenance p;
+    p.modelPath = request.modelDir;
+    p.modelHash = modelHeadersHash(request.modelDir);
+    if (hasQuantOptions(parser))
+        p.recipeHash = recipeHash(outcome.recipe);
+    if (outcome.report.calibrationSamples > 0) {
+        p.calibrationData = outcome.recipe.calibration.dataPath;
+        p.calibrationWindows = outcome.report.calibrationSamples;
+        p.calibrationSeqLen = outcome.report.seqLen;
+    }
+    p.device = parser.value("device").toStdString();
+    p.dtype = parser.value("dtype").toStdString();
+    if (outcome.perplexity) {
+        p.evaluationData = outcome.recipe.evaluation.dataPath;
+        p.evaluationWindows = outcome.perplexity->windows;
+        p.evaluationSeqLen = outcome.perplexity->seqLen;
+        p.device = outcome.perplexity->device; // as run ("cuda:0", not "cuda")
+        p.dtype = outcome.perplexity->dtype;
+    }
+    return p.toJson();
 }
 
 } // namespace qs::cli

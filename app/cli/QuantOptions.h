@@ -6,23 +6,44 @@
 #include <QCommandLineParser>
 #include <QStringList>
 
+#include <string>
+#include <vector>
+
 namespace qs::cli {
 
 // Quark-style scheme flags (quantize_quark.py names, dashes or underscores) shared by eval,
-// analyze and quantize. `calibSeqFlag` names the calibration window flag: "seq-len" for analyze
-// and quantize (as Quark), "calib-seq-len" for eval, whose --seq-len is the evaluation window.
-void addQuantOptions(QCommandLineParser& parser, const QString& calibSeqFlag);
+// analyze and quantize. One meaning per name in every subcommand: --seq-len / --seq_len /
+// --calib-seq-len is the calibration window (as Quark's --seq_len); the evaluation window is
+// --eval-seq-len (addEvalWindowOptions).
+void addQuantOptions(QCommandLineParser& parser);
+// --eval-seq-len and --max-windows (eval, analyze --sensitivity).
+void addEvalWindowOptions(QCommandLineParser& parser);
+EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag);
+// --out / --output-dir / --output_dir and --model-export / --model_export (quantize).
+void addOutputOptions(QCommandLineParser& parser);
+// The output folder, and the export formats asked (Quark's --model_export names; "hf_format"
+// when none). Formats this build cannot write are a UsageError.
+std::string outputDirFromOptions(const QCommandLineParser& parser);
+std::vector<std::string> exportFormatsFromOptions(const QCommandLineParser& parser);
 // Rewrites Quark's multi-value flags into repeated single-value ones QCommandLineParser reads:
 // "--exclude-layers a b" → "--exclude-layers=a --exclude-layers=b",
 // "--layer-quant-scheme P S" → "--layer-quant-scheme=P<US>S".
 QStringList expandMultiValueFlags(const QStringList& args);
 // True when any scheme flag or --recipe was given.
 bool hasQuantOptions(const QCommandLineParser& parser);
-// --recipe (if given) with the flags applied over it; --save-recipe writes the result.
-Recipe recipeFromOptions(const QCommandLineParser& parser, const QString& calibSeqFlag);
+// --recipe (if given) with the flags applied over it. A bad flag value (unknown scheme, mode,
+// algorithm) is a UsageError (exit 2); a bad --recipe file is a qs::Error (exit 1).
+Recipe recipeFromOptions(const QCommandLineParser& parser);
 void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe);
-// The run analyze and quantize share: model folder, recipe (saved when asked), --device,
-// --dtype and --tokenizer. Requires a scheme flag or --recipe.
-QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir);
+// The run eval, analyze and quantize share: model folder, recipe (saved when asked), --device,
+// --dtype, --tokenizer and --strict. `requireScheme`: a scheme flag or --recipe must be given.
+QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
+                                       bool requireScheme = true);
+// Where a run's results came from (recipe/Provenance.h), for the JSON reports.
+nlohmann::json provenanceJson(const QCommandLineParser& parser, const QuantizationRequest& request,
+                              const QuantizationOutcome& outcome);
+// Every accepted scheme name for help: current names, each with the older Quark names that
+// resolve to the same scheme, then the older names that have no current equivalent.
+QString schemeHelp();
 
 } // namespace qs::cli

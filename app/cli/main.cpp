@@ -81,8 +81,16 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "quantscope-cli %s: cancelled\n", qPrintable(name));
         return qs::cli::kExitFailure;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "quantscope-cli %s: error: %s\n", qPrintable(name),
-                     qs::errorText(e).c_str());
+        // Engine errors name recipe fields; on the command line the flag that sets one helps.
+        static const std::map<std::string, std::string> flags{
+            {"calibration.data", "--calib-data FILE"},
+            {"evaluation.data", "--data FILE"},
+            {"evaluation.seq_len", "--eval-seq-len N"}};
+        const auto* error = dynamic_cast<const qs::Error*>(&e);
+        const auto flag = error ? flags.find(error->field()) : flags.end();
+        std::fprintf(stderr, "quantscope-cli %s: error: %s%s\n", qPrintable(name),
+                     qs::errorText(e).c_str(),
+                     flag != flags.end() ? (" (" + flag->second + ")").c_str() : "");
         return qs::cli::kExitFailure;
     }
 }

@@ -14,6 +14,7 @@
 #include "engine/Engine.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/LayerPattern.h"
+#include "recipe/Provenance.h"
 #include "util/Error.h"
 
 #include <QAction>
@@ -167,8 +168,9 @@ void MainWindow::createMenus() {
 void MainWindow::createStatusBar() {
     m_statusProgress = new QProgressBar(this);
     m_statusProgress->setRange(0, 1000);
-    m_statusProgress->setMaximumWidth(220);
-    m_statusProgress->setTextVisible(false);
+    m_statusProgress->setMinimumWidth(220);
+    m_statusProgress->setTextVisible(true);
+    m_statusProgress->setFormat(QStringLiteral("%p%"));
     m_statusProgress->hide();
     m_statusCancel = new QToolButton(this);
     m_statusCancel->setText(tr("Cancel"));
@@ -314,8 +316,27 @@ void MainWindow::updateRecentMenu() {
     clear->setEnabled(!recent.isEmpty());
 }
 
+// Engine errors name recipe fields ("field 'calibration.data'"); the user needs the GUI field
+// that sets it, never a command-line flag.
+QString MainWindow::withGuiField(const QString& message) {
+    static const QList<QPair<QString, QString>> fields{
+        {QStringLiteral("calibration.data"), tr("Recipe panel, Data: Calibration file")},
+        {QStringLiteral("calibration.num_samples"), tr("Recipe panel, Data: Calib samples")},
+        {QStringLiteral("calibration.seq_len"), tr("Recipe panel, Data: Calib sequence length")},
+        {QStringLiteral("calibration.mode"), tr("Recipe panel, Data: Observers see")},
+        {QStringLiteral("evaluation.data"), tr("Recipe panel, Data: Evaluation file")},
+        {QStringLiteral("evaluation.seq_len"), tr("Recipe panel, Data: Eval sequence length")},
+        {QStringLiteral("evaluation.max_windows"), tr("Recipe panel, Data: Eval windows")},
+    };
+    for (const auto& [field, where] : fields)
+        if (message.contains(QStringLiteral("field '") + field + QLatin1Char('\'')))
+            return message + QStringLiteral("\n\n") + tr("Set it in: %1.").arg(where);
+    return message;
+}
+
 // Non-blocking: the box is window-modal but opened with open(), so jobs keep reporting.
-void MainWindow::showError(const QString& title, const QString& message) {
+void MainWindow::showError(const QString& title, const QString& rawMessage) {
+    const QString message = withGuiField(rawMessage);
     auto* box = new QMessageBox(QMessageBox::Critical, title, message, QMessageBox::Ok, this);
     box->setObjectName(QStringLiteral("errorBox"));
     box->setAttribute(Qt::WA_DeleteOnClose);
@@ -526,7 +547,10 @@ bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir) {
         m_reportsBeforeRun.clear();
         for (const LayerReport* r : m_workbench->layerTreeModel()->reports())
             m_reportsBeforeRun.push_back(*r);
+        m_reportsRecipeHashBeforeRun = m_workbench->layerTreeModel()->reportsRecipeHash();
         m_workbench->clearLayerReports();
+        // The reports that stream in belong to this recipe; editing it later marks them stale.
+        m_workbench->layerTreeModel()->setReportsRecipeHash(recipeHash(request.recipe));
         title = tr("Analyzing");
         break;
     case RunRequest::Kind::Quantize:
@@ -627,6 +651,8 @@ void MainWindow::onJobStarted(int job, const QString& title) {
     m_jobTitles.insert(job, title);
     statusBar()->showMessage(title + QStringLiteral("…"));
     m_statusProgress->setValue(0);
+    m_statusProgress->setFormat(QStringLiteral("%p%"));
+    m_statusClock.start();
     updateBusy();
 }
 
@@ -635,8 +661,13 @@ void MainWindow::onProgress(int job, double fraction, const QString& message) {
     statusBar()->showMessage(title.isEmpty()     ? message
                              : message.isEmpty() ? title
                                                  : title + QStringLiteral(": ") + message);
-    if (fraction >= 0.0)
+    if (fraction >= 0.0) {
         m_statusProgress->setValue(static_cast<int>(qBound(0.0, fraction, 1.0) * 1000.0 + 0.5));
+        const QString left = RunPanel::remainingText(
+            fraction, m_statusClock.isValid() ? m_statusClock.elapsed() / 1000.0 : 0.0);
+        m_statusProgress->setFormat(left.isEmpty() ? QStringLiteral("%p%")
+                                                   : QStringLiteral("%p%, ") + left);
+    }
     if (job == m_evalJob)
         m_workbench->evalPanel()->setProgress(fraction, message);
     if (job == m_runJob)
@@ -731,6 +762,7 @@ void MainWindow::onCancelled(int job) {
         // A cancelled run leaves the previous results in place.
         if (m_runKind == RunRequest::Kind::Analyze) {
             m_workbench->clearLayerReports();
+            m_workbench->layerTreeModel()->setReportsRecipeHash(m_reportsRecipeHashBeforeRun);
             m_workbench->addLayerReports(std::exchange(m_reportsBeforeRun, {}));
         } else if (m_runKind == RunRequest::Kind::Evaluate) {
             m_runPanel->showPerplexities(m_lastFp, m_lastQuantized);

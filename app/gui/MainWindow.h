@@ -2,6 +2,7 @@
 
 #include "engine/RunTypes.h"
 
+#include <QElapsedTimer>
 #include <QHash>
 #include <QMainWindow>
 #include <QStringList>
@@ -60,6 +61,9 @@ public:
     RecipePanel* recipePanel() const { return m_recipePanel; }
     JsonView* recipeJsonView() const { return m_jsonView; }
     RunPanel* runPanel() const { return m_runPanel; }
+    QProgressBar* statusProgressBar() const { return m_statusProgress; }
+    // An engine error with the GUI field that sets the recipe field it names appended.
+    static QString withGuiField(const QString& message);
     QDockWidget* recipeDock() const { return m_recipeDock; }
     QDockWidget* runDock() const { return m_runDock; }
 
@@ -136,7 +140,8 @@ private:
     StartPage* m_startPage;
     WorkbenchPage* m_workbench;
     QMenu* m_recentMenu = nullptr;
-    QProgressBar* m_statusProgress = nullptr;
+    QProgressBar* m_statusProgress = nullptr; // percentage and time left of the latest job
+    QElapsedTimer m_statusClock;
     QToolButton* m_statusCancel = nullptr;
 
     QHash<int, QString> m_jobTitles; // jobs started and not finished yet
@@ -158,6 +163,7 @@ private:
     RunRequest::Kind m_runKind = RunRequest::Kind::Analyze;
     // What the current run replaces, put back if it is cancelled.
     std::vector<LayerReport> m_reportsBeforeRun;
+    std::string m_reportsRecipeHashBeforeRun;
     std::optional<PerplexityResult> m_lastFp, m_lastQuantized;
     QString m_recipeAfterOpen;
     QString m_recipeFile; // last opened or saved, for the file dialogs

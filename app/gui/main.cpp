@@ -4,16 +4,18 @@
 #include "MainWindow.h"
 #include "RecipePanel.h"
 #include "WorkbenchPage.h"
+#include "util/AtomicFile.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QDockWidget>
+#include <QFile>
 #include <QFileInfo>
 #include <QIcon>
 #include <QLineEdit>
 #include <QPixmap>
-#include <QSaveFile>
 #include <QTimer>
 
 #include <cstdio>
@@ -30,9 +32,17 @@ bool savePng(const QPixmap& pixmap, const QString& path, QString* error) {
         *error = QStringLiteral("cannot create %1").arg(dir);
         return false;
     }
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || !pixmap.save(&file, "PNG") || !file.commit()) {
-        *error = file.errorString();
+    // Encoded in memory, then written through the checked temporary-name-and-rename path
+    // (QSaveFile committed empty files on a full disk, see util/AtomicFile).
+    QBuffer buffer;
+    if (!buffer.open(QIODevice::WriteOnly) || !pixmap.save(&buffer, "PNG")) {
+        *error = QStringLiteral("cannot encode the screenshot as PNG");
+        return false;
+    }
+    try {
+        qs::writeFileAtomically(QFile::encodeName(path).toStdString(), buffer.data().toStdString());
+    } catch (const std::exception& e) {
+        *error = QString::fromUtf8(e.what());
         return false;
     }
     return true;

@@ -156,13 +156,13 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     int64_t evalSeq = 0;
     if (req.evaluate) {
         if (recipe.evaluation.dataPath.empty())
-            throw Error("recipe", "evaluation.data", "no evaluation text given (--data FILE)");
+            throw Error("recipe", "evaluation.data", "no evaluation text given");
         evalSeq =
             recipe.evaluation.seqLen > 0 ? recipe.evaluation.seqLen : defaultSeqLen(handle.config);
         if (evalSeq < 2)
-            throw Error("--seq-len", "", "must be at least 2");
+            throw Error("recipe", "evaluation.seq_len", "must be at least 2");
         if (maxPos > 0 && evalSeq > maxPos)
-            throw Error("--seq-len", "",
+            throw Error("recipe", "evaluation.seq_len",
                         std::to_string(evalSeq) + " exceeds the model's max_position_embeddings (" +
                             std::to_string(maxPos) + ")");
     }
@@ -170,8 +170,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         if (recipe.calibration.dataPath.empty())
             throw Error("recipe", "calibration.data",
                         "this recipe has static activation quantizers, an algorithm that reads "
-                        "calibration inputs, or analysis was asked: "
-                        "give calibration text (--calib-data FILE)");
+                        "calibration inputs, or analysis was asked: give calibration text");
         int64_t seq = recipe.calibration.seqLen;
         if (maxPos > 0 && seq > maxPos)
             seq = maxPos; // a model shorter than the recipe's window calibrates on full windows
@@ -204,6 +203,13 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                                     std::to_string(evalSeq) + " tokens, fewer than the " +
                                     std::to_string(recipe.evaluation.maxWindows) + " asked");
     }
+    if (req.strict && !prep.warnings.empty())
+        throw Error(
+            "--strict", "",
+            prep.warnings.front() +
+                (prep.warnings.size() > 1
+                     ? " (and " + std::to_string(prep.warnings.size() - 1) + " more warning(s))"
+                     : std::string()));
     prep.model = handle.instantiate(req.compute);
     return prep;
 }

@@ -34,6 +34,9 @@ struct QuantizationRequest {
     TokenizerBackend tokenizer = TokenizerBackend::Auto;
     // Keep every block's plans in the outcome (sensitivity reuses one calibration).
     bool keepPlans = false;
+    // Warnings (patterns matching no layer, fewer windows than asked) are errors, raised before
+    // any block runs (--strict).
+    bool strict = false;
     // Streams each block's layer reports as the block finishes (GUI runs).
     std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
 };

@@ -13,7 +13,7 @@ double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Ten
                     int64_t maxBatchTokens, const std::function<bool(int64_t, int64_t)>& progress) {
     const int64_t W = ids.size(0), T = ids.size(1);
     if (T < 2)
-        throw Error("--seq-len", "", "must be at least 2");
+        throw Error("evaluation", "seq_len", "must be at least 2");
     const int64_t batch = std::max<int64_t>(1, maxBatchTokens / T);
     at::Tensor sums = at::zeros({}, at::TensorOptions(at::kDouble).device(hidden.device()));
     for (int64_t b = 0; b < W; b += batch) {

@@ -8,6 +8,13 @@
 #include <QFileInfo>
 #include <QUuid>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace qs {
 
 namespace {
@@ -18,6 +25,27 @@ const char* kSideFiles[] = {
 
 QString partialPrefix(const QFileInfo& out) {
     return "." + out.fileName() + ".partial-";
+}
+
+// mkdir -p with the OS reason on failure (QDir::mkpath only says that it failed).
+void makeFolder(const QString& path) {
+    if (QFileInfo(path).isDir())
+        return;
+    const QString parent = QFileInfo(path).absolutePath();
+    if (parent != path)
+        makeFolder(parent);
+    if (::mkdir(QFile::encodeName(path).constData(), 0777) != 0 && errno != EEXIST)
+        throw Error(path.toStdString(), "", std::string("cannot create: ") + std::strerror(errno));
+}
+
+// The PID in ".NAME.partial-PID-ID" names (0 for other names).
+qint64 partialPid(const QString& name, const QString& prefix) {
+    const QString rest = name.mid(prefix.size());
+    if (!rest.contains('-'))
+        return 0;
+    bool ok = false;
+    const qint64 pid = rest.section('-', 0, 0).toLongLong(&ok);
+    return ok && pid > 0 ? pid : 0;
 }
 
 } // namespace
@@ -33,8 +61,14 @@ int ExportFolder::removeStalePartials(const std::string& outDir, int maxAgeSecon
                                                  QDir::Dirs | QDir::Hidden | QDir::NoDotAndDotDot);
     for (const QString& e : entries) {
         const QFileInfo fi(parent.filePath(e));
-        if (fi.lastModified().toUTC().secsTo(now) < maxAgeSeconds)
+        // A folder named with its run's PID is stale once that process is gone; one without a
+        // PID (older runs) once it is older than maxAgeSeconds.
+        if (const qint64 pid = partialPid(e, partialPrefix(out)); pid > 0) {
+            if (::kill(pid_t(pid), 0) == 0 || errno == EPERM)
+                continue; // still running
+        } else if (fi.lastModified().toUTC().secsTo(now) < maxAgeSeconds) {
             continue; // possibly a run in progress
+        }
         if (QDir(fi.filePath()).removeRecursively())
             ++removed;
     }
@@ -51,14 +85,12 @@ ExportFolder::ExportFolder(const std::string& outDir) : m_outDir(outDir) {
                     "folder is not empty and holds no earlier Quantscope output; "
                     "choose an empty or new folder");
     const QString parent = out.absolutePath();
-    if (!QDir().mkpath(parent))
-        throw Error(outDir, "", "cannot create the parent folder");
+    makeFolder(parent);
     removeStalePartials(outDir);
-    m_tempDir =
-        (parent + "/" + partialPrefix(out) + QUuid::createUuid().toString(QUuid::Id128).left(8))
-            .toStdString();
-    if (!QDir().mkpath(QString::fromStdString(m_tempDir)))
-        throw Error(m_tempDir, "", "cannot create a temporary folder");
+    m_tempDir = (parent + "/" + partialPrefix(out) + QString::number(::getpid()) + "-" +
+                 QUuid::createUuid().toString(QUuid::Id128).left(8))
+                    .toStdString();
+    makeFolder(QString::fromStdString(m_tempDir));
 }
 
 ExportFolder::~ExportFolder() {

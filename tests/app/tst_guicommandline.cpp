@@ -7,6 +7,7 @@
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
@@ -20,14 +21,22 @@ struct Run {
     QString stderrText;
 };
 
-Run runGui(const QStringList& args, const QString& home) {
+// `shellPrefix`, when given, runs the GUI through /bin/bash -c PREFIX (e.g. a ulimit).
+Run runGui(const QStringList& args, const QString& home, const QString& shellPrefix = {}) {
     QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
     env.insert(QStringLiteral("XDG_CONFIG_HOME"), home + QStringLiteral("/config"));
     env.insert(QStringLiteral("XDG_DATA_HOME"), home + QStringLiteral("/data"));
     p.setProcessEnvironment(env);
-    p.start(qs::test::binDir() + QStringLiteral("/quantscope"), args);
+    const QString gui = qs::test::binDir() + QStringLiteral("/quantscope");
+    if (shellPrefix.isEmpty())
+        p.start(gui, args);
+    else
+        p.start(QStringLiteral("/bin/bash"),
+                QStringList{QStringLiteral("-c"),
+                            shellPrefix + QStringLiteral("; exec \"$0\" \"$@\""), gui} +
+                    args);
     if (!p.waitForStarted(10000))
         qFatal("cannot start %s (build the quantscope target)",
                qPrintable(qs::test::binDir() + QStringLiteral("/quantscope")));
@@ -62,6 +71,23 @@ private Q_SLOTS:
         QCOMPARE(QImage(png).size(), QSize(1400, 900));
         // No model was asked for, so none was written.
         QVERIFY(!QFileInfo::exists(home + QStringLiteral("/data")));
+    }
+
+    // Issue 9: a screenshot that cannot be written in full fails with the path and leaves
+    // nothing under its name (full disk simulated by a zero file-size limit: writes get EFBIG).
+    void screenshotOnAFullDiskFailsCleanly() {
+        const QString home = qs::test::tempDir(QStringLiteral("gui-cli-full"));
+        const QString png = home + QStringLiteral("/shots/start.png");
+        QVERIFY(QDir().mkpath(home + QStringLiteral("/shots")));
+        const Run r = runGui({QStringLiteral("--screenshot"), png}, home,
+                             QStringLiteral("ulimit -f 0; trap '' XFSZ"));
+        const QString& err = r.stderrText;
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(err.contains(QStringLiteral("start.png")), qPrintable(err));
+        QCOMPARE(QDir(home + QStringLiteral("/shots"))
+                     .entryList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot)
+                     .size(),
+                 0);
     }
 
     void screenshotFailsForABadFolder() {

@@ -9,6 +9,7 @@
 #include "MainWindow.h"
 #include "ModelSummaryView.h"
 #include "ModuleTreeModel.h"
+#include "RecipePanel.h"
 #include "StartPage.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
@@ -19,17 +20,22 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QLocale>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTimer>
 #include <QtTest>
+
+#include <algorithm>
 
 #include <cmath>
 
@@ -177,9 +183,17 @@ private Q_SLOTS:
         eval->maxWindowsBox()->setValue(0);
         QVERIFY(eval->runButton()->isEnabled());
         StallMeter stalls;
+        // Issue 9: the status bar's bar shows the percentage and the time left.
+        QStringList statusTexts;
+        connect(window.statusProgressBar(), &QProgressBar::valueChanged, this,
+                [&] { statusTexts << window.statusProgressBar()->text(); });
         QTest::mouseClick(eval->runButton(), Qt::LeftButton);
         QVERIFY(eval->isRunning());
         QTRY_VERIFY_WITH_TIMEOUT(!eval->isRunning(), 300000);
+        const QRegularExpression withEta(QStringLiteral("^\\d+%, about .+ left$"));
+        QVERIFY2(std::any_of(statusTexts.begin(), statusTexts.end(),
+                             [&](const QString& t) { return withEta.match(t).hasMatch(); }),
+                 qPrintable(statusTexts.join(QStringLiteral(" | "))));
         // docs/evaluation.md: stories260K, tinystories-eval.txt, seq_len 256, all
         // 44 windows, perplexity 5.7471 from an independent plain-PyTorch
         // implementation.
@@ -212,6 +226,35 @@ private Q_SLOTS:
         QTRY_VERIFY(visibleBox(window, QStringLiteral("errorBox")) != nullptr);
         QVERIFY(eval->statusLabel()->text().startsWith(QStringLiteral("Failed")));
         QVERIFY(eval->runButton()->isEnabled());
+    }
+
+    // Issue 9: an error about a recipe field tells the GUI user which field sets it, and no
+    // command-line flag.
+    void errorsNameGuiFields() {
+        const QString m = qs::MainWindow::withGuiField(QStringLiteral(
+            "recipe: field 'calibration.data': this recipe has static activation quantizers (or "
+            "analysis was asked): give calibration text"));
+        QVERIFY2(m.contains(QStringLiteral("Recipe panel, Data: Calibration file")), qPrintable(m));
+        QVERIFY2(!m.contains(QStringLiteral("--")), qPrintable(m));
+        const QString other = QStringLiteral("model.safetensors: truncated");
+        QCOMPARE(qs::MainWindow::withGuiField(other), other);
+    }
+
+    // Issue 9: at the default size the data files (calibration and evaluation) are in view
+    // without scrolling the recipe panel.
+    void dataFilesVisibleAtDefaultSize() {
+        qs::MainWindow window;
+        window.show();
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(m_stories);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QCOMPARE(window.size(), QSize(1400, 900));
+        for (QLineEdit* edit : {window.recipePanel()->calibrationDataEdit(),
+                                window.recipePanel()->evaluationDataEdit()}) {
+            QTRY_VERIFY(edit->isVisible());
+            // Wholly inside the visible part of the scroll area.
+            QCOMPARE(edit->visibleRegion().boundingRect(), edit->rect());
+        }
     }
 
     void recentModelsAreCappedAndDeduplicated() {

@@ -7,7 +7,10 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QStandardPaths>
 #include <QtTest>
+
+#include <unistd.h>
 
 class TestCli : public QObject {
     Q_OBJECT
@@ -63,7 +66,7 @@ private Q_SLOTS:
     void evalJsonKeys() {
         const Run r =
             cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
-                 "--seq-len", "256", "--max-windows", "4", "--json"});
+                 "--eval-seq-len", "256", "--max-windows", "4", "--json"});
         QCOMPARE(r.exitCode, 0);
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
         for (const char* key :
@@ -106,9 +109,10 @@ private Q_SLOTS:
         QTest::newRow("missing data file") << QStringList{"eval", "MODEL", "--data", "/no/such.txt"}
                                            << 1 << "/no/such.txt: file not found";
         QTest::newRow("bad seq len")
-            << QStringList{"eval", "MODEL", "--data", "x", "--seq-len", "abc"} << 2 << "--seq-len";
+            << QStringList{"eval", "MODEL", "--data", "x", "--eval-seq-len", "abc"} << 2
+            << "--eval-seq-len";
         QTest::newRow("bad device")
-            << QStringList{"eval", "MODEL", "--data", "DATA", "--device", "tpu"} << 1
+            << QStringList{"eval", "MODEL", "--data", "DATA", "--device", "tpu"} << 2
             << "unknown device 'tpu'";
         QTest::newRow("unknown option") << QStringList{"inspect", "MODEL", "--frob"} << 2 << "frob";
         QTest::newRow("synth bad arch")
@@ -160,9 +164,9 @@ private Q_SLOTS:
     }
 
     void quantizedEvalAndUnfitLayers() {
-        const QStringList data{"--data",        qs::test::sharedPath("data/tinystories-eval.txt"),
-                               "--seq-len",     "256",
-                               "--max-windows", "4",
+        const QStringList data{"--data",         qs::test::sharedPath("data/tinystories-eval.txt"),
+                               "--eval-seq-len", "256",
+                               "--max-windows",  "4",
                                "--json"};
         const Run unfit = cli(QStringList{"eval", m_model, "--quant-scheme", "int4_wo_32"} + data);
         QCOMPARE(unfit.exitCode, 1);
@@ -188,7 +192,7 @@ private Q_SLOTS:
         p.setStandardOutputFile(QStringLiteral("/dev/full"));
         p.start(qs::test::binDir() + "/quantscope-cli",
                 {"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
-                 "--seq-len", "256", "--max-windows", "2", "--json"});
+                 "--eval-seq-len", "256", "--max-windows", "2", "--json"});
         QVERIFY(p.waitForFinished(600000));
         QCOMPARE(p.exitCode(), 1);
         QVERIFY2(p.readAllStandardError().contains("No space left on device"), "no OS reason");
@@ -208,7 +212,7 @@ private Q_SLOTS:
         p.start(QStringLiteral("/bin/bash"),
                 {"-c", "ulimit -f 0; trap '' XFSZ; exec \"$0\" \"$@\"",
                  qs::test::binDir() + "/quantscope-cli", "eval", m_model, "--data",
-                 qs::test::sharedPath("data/tinystories-eval.txt"), "--seq-len", "256",
+                 qs::test::sharedPath("data/tinystories-eval.txt"), "--eval-seq-len", "256",
                  "--max-windows", "1", "--quant-scheme", "int4_wo_32", "--exclude-layers",
                  "*down_proj", "--save-recipe", out});
         QVERIFY(p.waitForFinished(600000));
@@ -224,9 +228,9 @@ private Q_SLOTS:
     void silentNoOpsAreReported() {
         const QString eval = qs::test::sharedPath("data/tinystories-eval.txt");
         const QString calib = qs::test::sharedPath("data/tinystories-calib.txt");
-        Run r = cli({"eval", m_model, "--data", eval, "--seq-len", "256", "--max-windows", "100",
-                     "--quant-scheme", "int8", "--calib-data", calib, "--num-calib-data", "128",
-                     "--exclude-layers", "*dwn_proj", "lm_head", "--json"});
+        Run r = cli({"eval", m_model, "--data", eval, "--eval-seq-len", "256", "--max-windows",
+                     "100", "--quant-scheme", "int8", "--calib-data", calib, "--num-calib-data",
+                     "128", "--exclude-layers", "*dwn_proj", "lm_head", "--json"});
         QCOMPARE(r.exitCode, 0);
         QVERIFY2(r.err.contains("warning: exclude[0] '*dwn_proj' matches no quantizable layer"),
                  r.err);
@@ -243,8 +247,261 @@ private Q_SLOTS:
         const Run r =
             cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
                  "--quant-scheme", "int5_magic"});
-        QVERIFY(r.exitCode != 0);
+        QCOMPARE(r.exitCode, 2); // a bad command line, as the README reserves exit 2 for
         QVERIFY2(r.err.contains("int5_magic") && r.err.contains("int4_wo_128"), r.err.constData());
+    }
+
+    // An unknown flag value is a bad command line (exit 2), named with its flag.
+    void badFlagValuesExitTwo_data() {
+        QTest::addColumn<QStringList>("flags");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("calib mode")
+            << QStringList{"--quant-scheme", "int8", "--calib-mode", "greedy"}
+            << "unknown calibration mode 'greedy'";
+        QTest::newRow("scheme") << QStringList{"--quant-scheme", "nope"} << "unknown scheme 'nope'";
+        QTest::newRow("kv cache") << QStringList{"--quant-scheme", "fp8", "--kv-cache-dtype", "fp4"}
+                                  << "fp4";
+        QTest::newRow("algorithm") << QStringList{"--quant-scheme", "int8", "--quant_algo", "magic"}
+                                   << "unknown algorithm 'magic'";
+        QTest::newRow("export format")
+            << QStringList{"--quant-scheme", "int8", "--model_export", "tflite"}
+            << "unknown format 'tflite'";
+        QTest::newRow("dtype") << QStringList{"--quant-scheme", "int8", "--dtype", "float7"}
+                               << "float7";
+    }
+
+    void badFlagValuesExitTwo() {
+        QFETCH(QStringList, flags);
+        QFETCH(QString, message);
+        const Run r = cli(
+            QStringList{"quantize", m_model, "--out", qs::test::tempDir("cli-badvalue") + "/out"} +
+            flags);
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(QString::fromUtf8(r.err).contains(message), r.err);
+    }
+
+    // Quark's quantize_quark.py habits: --model_dir, --output_dir, --model_export hf_format,
+    // --dataset, --num_calib_data, --seq_len (the calibration window), --kv_cache_dtype,
+    // --exclude_layers; --quant_algo is parsed and refused by the engine before any work.
+    void quarkFlagsAccepted() {
+        const QString out = qs::test::tempDir("cli-quark") + "/out";
+        const QString calib = qs::test::sharedPath("data/tinystories-calib.txt");
+        const QStringList common{"quantize", "--model_dir",
+                                 m_model,    "--output_dir",
+                                 out,        "--quant_scheme",
+                                 "fp8",      "--dataset",
+                                 calib,      "--num_calib_data",
+                                 "4",        "--seq_len",
+                                 "64",       "--kv_cache_dtype",
+                                 "fp8",      "--exclude_layers",
+                                 "lm_head",  "-q"};
+        Run r = cli(common + QStringList{"--model_export", "hf_format", "--quant_algo", "awq"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("'awq'") && r.err.contains("algorithms[0]"), r.err);
+        QVERIFY(!QFileInfo::exists(out));
+        r = cli(common + QStringList{"--model_export", "gguf"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("cannot write 'gguf'"), r.err);
+        r = cli(common + QStringList{"--model_export", "hf_format"});
+        QCOMPARE(r.exitCode, 0);
+        QFile f(out + "/quantscope_recipe.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject recipe = QJsonDocument::fromJson(f.readAll()).object();
+        const QJsonObject c = recipe["calibration"].toObject();
+        QCOMPARE(c["seq_len"].toInt(), 64);
+        QCOMPARE(c["num_samples"].toInt(), 4);
+        QCOMPARE(c["data"].toString(), calib);
+        QCOMPARE(recipe["kv_cache"].toString(), QString("fp8"));
+        // "-q" after the patterns is the quiet flag, not a third pattern.
+        QCOMPARE(recipe["exclude"].toArray().size(), 1);
+        QCOMPARE(r.err, QByteArray());
+        // The model given both ways is a usage error, not a silent choice.
+        r = cli({"inspect", m_model});
+        QCOMPARE(r.exitCode, 0);
+        r = cli({"eval", m_model, "--model_dir", m_model, "--data", calib});
+        QCOMPARE(r.exitCode, 2);
+    }
+
+    // Every JSON report says where it came from: model (path, headers hash), recipe hash, data
+    // and windows, engine version, device and dtype. The same recipe replayed has the same hash.
+    void reportsCarryProvenance() {
+        const QString base = qs::test::tempDir("cli-provenance");
+        const QString calib = qs::test::sharedPath("data/tinystories-calib.txt");
+        const QStringList analyze{
+            "analyze", m_model,  "--calib-data",  calib, "--num-calib-data", "4", "--seq-len",
+            "64",      "--json", "--no-channels", "-q"};
+        const Run a =
+            cli(analyze + QStringList{"--quant-scheme", "int8", "--save-recipe", base + "/r.json"});
+        QCOMPARE(a.exitCode, 0);
+        const QJsonObject pa = QJsonDocument::fromJson(a.out).object()["provenance"].toObject();
+        QCOMPARE(pa["model"].toObject()["path"].toString(), m_model);
+        QCOMPARE(pa["model"].toObject()["headers_sha256"].toString().size(), 64);
+        QCOMPARE(pa["recipe_sha256"].toString().size(), 64);
+        QCOMPARE(pa["calibration"].toObject()["data"].toString(), calib);
+        QCOMPARE(pa["calibration"].toObject()["windows"].toInt(), 4);
+        QCOMPARE(pa["calibration"].toObject()["seq_len"].toInt(), 64);
+        QVERIFY(!pa["engine_version"].toString().isEmpty());
+        QCOMPARE(pa["device"].toString(), QString("cpu"));
+        QCOMPARE(pa["dtype"].toString(), QString("float32"));
+
+        const Run replay = cli(
+            {"analyze", m_model, "--recipe", base + "/r.json", "--json", "--no-channels", "-q"});
+        QCOMPARE(replay.exitCode, 0);
+        const QJsonObject pr =
+            QJsonDocument::fromJson(replay.out).object()["provenance"].toObject();
+        QCOMPARE(pr["recipe_sha256"], pa["recipe_sha256"]);
+        const Run other = cli(analyze + QStringList{"--quant-scheme", "fp8"});
+        const QJsonObject po = QJsonDocument::fromJson(other.out).object()["provenance"].toObject();
+        QVERIFY(po["recipe_sha256"] != pa["recipe_sha256"]);
+        QCOMPARE(po["model"], pa["model"]);
+
+        // Another model (same layer names, other headers) has another identity.
+        const QString synth = base + "/synth";
+        QCOMPARE(cli({"synth", "--arch", "llama", "--out", synth}).exitCode, 0);
+        const Run e =
+            cli({"eval", synth, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
+                 "--max-windows", "1", "--json", "-q"});
+        QCOMPARE(e.exitCode, 0);
+        const QJsonObject pe = QJsonDocument::fromJson(e.out).object()["provenance"].toObject();
+        QVERIFY(pe["model"].toObject()["headers_sha256"] !=
+                pa["model"].toObject()["headers_sha256"]);
+        QCOMPARE(pe["evaluation"].toObject()["windows"].toInt(), 1);
+        QCOMPARE(pe["recipe_sha256"].toString(), QString()); // nothing quantized
+    }
+
+    // Engine errors name the recipe field; the CLI adds the flag that sets it.
+    void missingCalibrationNamesTheFlag() {
+        const Run r = cli({"analyze", m_model, "--quant-scheme", "int8", "-q"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("field 'calibration.data'") &&
+                     r.err.contains("(--calib-data FILE)"),
+                 r.err);
+    }
+
+    // One meaning per flag: --seq-len is the calibration window everywhere (Quark's --seq_len);
+    // given to a plain evaluation it would do nothing, so it is refused with the right flag.
+    void seqLenMeansCalibrationWindow() {
+        const Run r = cli({"eval", m_model, "--data",
+                           qs::test::sharedPath("data/tinystories-eval.txt"), "--seq-len", "256"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("--eval-seq-len"), r.err);
+    }
+
+    // Help names the subcommand (not the binary's path) and lists every accepted scheme name,
+    // older Quark names grouped under the scheme they resolve to.
+    void helpShowsSubcommandAndEveryScheme() {
+        for (const char* command : {"eval", "analyze", "quantize"}) {
+            const Run r = cli({command, "--help"});
+            QCOMPARE(r.exitCode, 0);
+            QVERIFY2(
+                r.out.startsWith("Usage: quantscope-cli " + QByteArray(command) + " [options]"),
+                r.out.left(200));
+            QVERIFY2(r.out.contains("fp8 (w_fp8_a_fp8)"), r.out);
+            QVERIFY(r.out.contains("--model_dir") && r.out.contains("--seq_len") &&
+                    r.out.contains("--quiet") && r.out.contains("--strict"));
+        }
+        // Every name the registry accepts appears: the unknown-scheme error lists them all.
+        const Run bad = cli({"quantize", m_model, "--out", "/tmp/x", "--quant-scheme", "?"});
+        const QByteArray list = bad.err.mid(bad.err.indexOf("valid: ") + 7).split('\n').front();
+        const Run help = cli({"quantize", "--help"});
+        int names = 0;
+        for (const QByteArray& n : list.split(',')) {
+            const QByteArray name = n.trimmed();
+            QVERIFY2(help.out.contains(" " + name + "\n") || help.out.contains(" " + name + " (") ||
+                         help.out.contains("(" + name) || help.out.contains(" " + name + ",") ||
+                         help.out.contains(", " + name),
+                     name);
+            ++names;
+        }
+        QVERIFY2(names > 70, qPrintable(QString::number(names)));
+    }
+
+    // Progress without a terminal: plain lines with percentage, rate and ETA, one final line;
+    // --quiet silences it.
+    void progressPlainLinesAndQuiet() {
+        const QStringList args{"eval",           m_model,
+                               "--data",         qs::test::sharedPath("data/tinystories-eval.txt"),
+                               "--eval-seq-len", "256",
+                               "--max-windows",  "4",
+                               "--quant-scheme", "int4_wo_per_channel",
+                               "--json"};
+        Run r = cli(args);
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(!r.err.contains('\r'), r.err);
+        QVERIFY2(r.err.contains("eval 100%"), r.err);
+        QVERIFY2(r.err.contains("%/s  ETA ") && r.err.contains("block 4: "), r.err);
+        QVERIFY2(r.err.count('\n') <= 12, r.err); // a line per tenth at most, and the last
+        r = cli(args + QStringList{"--quiet"});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.err, QByteArray());
+    }
+
+    // On a terminal the line is redrawn in place (util-linux script gives the pseudo-terminal).
+    void progressRedrawnOnTerminal() {
+        const QString script = QStandardPaths::findExecutable("script");
+        if (script.isEmpty())
+            QSKIP("no 'script' command to run the CLI on a pseudo-terminal");
+        QProcess p;
+        const QString cmd = "'" + qs::test::binDir() + "/quantscope-cli' eval '" + m_model +
+                            "' --data '" + qs::test::sharedPath("data/tinystories-eval.txt") +
+                            "' --eval-seq-len 256 --max-windows 4 --quant-scheme int8 "
+                            "--calib-data '" +
+                            qs::test::sharedPath("data/tinystories-calib.txt") +
+                            "' --num-calib-data 4 --json > /dev/null";
+        p.start(script, {"-qfec", cmd, "/dev/null"});
+        QVERIFY(p.waitForFinished(600000));
+        QCOMPARE(p.exitCode(), 0);
+        const QByteArray tty = p.readAllStandardOutput();
+        QVERIFY2(tty.contains("\r\033[Keval "), tty);
+        QVERIFY2(tty.contains("ETA "), tty);
+        QVERIFY2(tty.contains("eval 100%"), tty);
+    }
+
+    // --strict: a warning is an error, raised before the run writes anything.
+    void strictTurnsWarningsIntoErrors() {
+        const QString out = qs::test::tempDir("cli-strict") + "/out";
+        const Run r = cli({"quantize", m_model, "--quant-scheme", "int4_wo_per_channel",
+                           "--exclude-layers", "*dwn_proj", "--out", out, "--strict"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("--strict") && r.err.contains("'*dwn_proj' matches no"), r.err);
+        QVERIFY(!QFileInfo::exists(out));
+    }
+
+    // An output folder that cannot be made names the path and the OS reason.
+    void unwritableOutNamesReason() {
+        const QString base = qs::test::tempDir("cli-unwritable");
+        QFile file(base + "/plain-file");
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.close();
+        Run r = cli({"quantize", m_model, "--quant-scheme", "int4_wo_per_channel", "--out",
+                     base + "/plain-file/sub/out", "-q"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("plain-file/sub") && r.err.contains("Not a directory"), r.err);
+        if (::geteuid() == 0)
+            QSKIP("running as root: permissions do not stop writes");
+        QVERIFY(QFile::setPermissions(base, QFileDevice::ReadOwner | QFileDevice::ExeOwner));
+        r = cli({"quantize", m_model, "--quant-scheme", "int4_wo_per_channel", "--out",
+                 base + "/out", "-q"});
+        QFile::setPermissions(base, QFileDevice::ReadOwner | QFileDevice::WriteOwner |
+                                        QFileDevice::ExeOwner);
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(base.toUtf8()) && r.err.contains("Permission denied"), r.err);
+    }
+
+    // A killed run leaves ".NAME.partial-PID-ID"; the next run into the same output removes it
+    // once its process is gone, and leaves a live one alone.
+    void stalePartialFoldersRemoved() {
+        const QString base = qs::test::tempDir("cli-partial");
+        const QString dead = base + "/.out.partial-2147480000-deadbeef";
+        const QString live =
+            base + "/.out.partial-" + QString::number(QCoreApplication::applicationPid()) + "-1";
+        QVERIFY(QDir().mkpath(dead) && QDir().mkpath(live));
+        const Run r = cli({"quantize", m_model, "--quant-scheme", "int4_wo_per_channel", "--out",
+                           base + "/out", "-q"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(!QFileInfo::exists(dead));
+        QVERIFY(QFileInfo::exists(live));
+        QVERIFY(QFileInfo::exists(base + "/out/model.safetensors"));
     }
 
     void corruptSafetensorsNamedInError() {

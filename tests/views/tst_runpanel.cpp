@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QtTest>
@@ -61,6 +62,25 @@ private Q_SLOTS:
         QCOMPARE(qs::RunPanel::formatDuration(59.4), QStringLiteral("59 s"));
         QCOMPARE(qs::RunPanel::formatDuration(65), QStringLiteral("1:05"));
         QCOMPARE(qs::RunPanel::formatDuration(3725), QStringLiteral("1:02:05"));
+    }
+
+    // Issue 9: the progress bar, its percentage and the time left stay in view while a run runs,
+    // however small the dock; only the results below scroll.
+    void progressStaysInView() {
+        qs::RunPanel panel;
+        panel.resize(320, 260);
+        panel.setModelLoaded(true);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setRunning(QStringLiteral("Analyze"));
+        panel.setProgress(0.5, QStringLiteral("block 2: analysing"));
+        for (QWidget* w = panel.progressBar(); w; w = w->parentWidget())
+            QVERIFY2(!qobject_cast<QScrollArea*>(w), "the progress bar is inside a scroll area");
+        QVERIFY(!panel.progressBar()->visibleRegion().isEmpty());
+        QVERIFY(!panel.timeLabel()->visibleRegion().isEmpty());
+        QCOMPARE(panel.progressBar()->text(), QStringLiteral("50%"));
+        QCOMPARE(qs::RunPanel::remainingText(0.5, 10.0), QStringLiteral("about 10 s left"));
+        QVERIFY(qs::RunPanel::remainingText(0.01, 10.0).isEmpty());
     }
 
     void perplexitiesSideBySide() {

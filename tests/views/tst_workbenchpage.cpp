@@ -15,10 +15,13 @@
 #include "engine/Engine.h"
 #include "quant/SchemeRegistry.h"
 #include "quant/TypeTraits.h"
+#include "recipe/Provenance.h"
 
 #include <QAbstractItemModelTester>
 #include <QAction>
+#include <QBrush>
 #include <QCheckBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QSignalSpy>
@@ -156,6 +159,56 @@ private Q_SLOTS:
         // int8 per tensor: 256 levels, too dense to draw all; every 4th is drawn.
         QVERIFY(weights->verticalLineCount() > 0);
         QVERIFY(weights->note().contains(QLatin1String("int8")));
+    }
+
+    // Issue 9: results computed under an older recipe are marked stale in the tree (greyed
+    // values, tooltip, header), the depth chart and the layer detail; the recipe they were
+    // computed under, set again, makes them current.
+    void resultsUnderAnOlderRecipeAreStale() {
+        qs::WorkbenchPage page;
+        page.setModel(fixtureInfo());
+        page.show();
+        LayerTreeModel* model = page.layerTree()->model();
+        QAbstractItemModelTester tester(model,
+                                        QAbstractItemModelTester::FailureReportingMode::Fatal);
+        qs::Recipe analyzed;
+        analyzed.global = qs::quant::resolveScheme("int8");
+        page.setRecipe(analyzed);
+        model->setReportsRecipeHash(qs::recipeHash(analyzed));
+        page.addLayerReports(fixtureBlock(0));
+        const qs::LayerReport r = fixtureReport(0, 3);
+        page.selectLayer(QString::fromStdString(r.name));
+        QSignalSpy stale(model, &LayerTreeModel::resultsStaleChanged);
+        QVERIFY(!model->resultsStale());
+
+        qs::Recipe edited = analyzed;
+        edited.exclude.push_back("*down_proj");
+        page.setRecipe(edited);
+        QCOMPARE(stale.count(), 1);
+        QVERIFY(model->resultsStale());
+        const QModelIndex layer = model->indexOf(QString::fromStdString(r.name))
+                                      .siblingAtColumn(LayerTreeModel::WeightSqnrColumn);
+        QVERIFY(layer.isValid());
+        QCOMPARE(layer.data(Qt::ForegroundRole).value<QBrush>().color(), QColor(Qt::gray));
+        QVERIFY(!layer.data(Qt::BackgroundRole).isValid()); // no heat: not a current result
+        QVERIFY(layer.data(Qt::ToolTipRole).toString().contains(QStringLiteral("Stale")));
+        QVERIFY(model->headerData(LayerTreeModel::WeightSqnrColumn, Qt::Horizontal)
+                    .toString()
+                    .endsWith(QStringLiteral("(stale)")));
+        QTRY_VERIFY(page.depthChart()->staleLabel()->isVisible());
+        QTRY_VERIFY(page.layerDetail()->staleLabel()->isVisible());
+
+        page.setRecipe(analyzed); // undo: the results match the recipe again
+        QCOMPARE(stale.count(), 2);
+        QVERIFY(!model->resultsStale());
+        QVERIFY(layer.data(Qt::BackgroundRole).isValid());
+        QVERIFY(!page.depthChart()->staleLabel()->isVisible());
+        QVERIFY(!page.layerDetail()->staleLabel()->isVisible());
+
+        // No results, nothing stale (a new model or a cleared analysis).
+        page.setRecipe(edited);
+        page.clearLayerReports();
+        QVERIFY(!model->resultsStale());
     }
 
     void weightGridFollowsTheFormula() {
