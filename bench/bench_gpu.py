@@ -139,7 +139,7 @@ def main():
     ids = json.loads(run([cli, "tokenize", model, "--data", args.data, "--json"])[0])["ids"]
     windows = min(args.windows, len(ids) // args.seq_len)
     print(f"\n1. eval, bf16, {windows} windows of {args.seq_len} tokens ({len(ids)} ids in the text)")
-    ev = [cli, "eval", model, "--data", args.data, "--seq-len", str(args.seq_len),
+    ev = [cli, "eval", model, "--data", args.data, "--eval-seq-len", str(args.seq_len),
           "--max-windows", str(windows), "--device", "cuda", "--dtype", "bfloat16", "--json"]
     out, wall = run(ev)
     r = json.loads(out)

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 cli=${1:-build/release}/bin/quantscope-cli
 shared=${QS_SHARED_DIR:-../shared}
 model=$shared/models/stories260K
-common=(--data "$shared/data/tinystories-eval.txt" --seq-len 256
+common=(--data "$shared/data/tinystories-eval.txt" --eval-seq-len 256
         --calib-data "$shared/data/tinystories-calib.txt" --calib-seq-len 256 --num-calib-data 15
         --json --quiet)
 tmp=$(mktemp -d)
@@ -39,7 +39,7 @@ row() {
   echo
   echo "| recipe | perplexity | seconds |"
   echo "|---|---|---|"
-  fp=$("$cli" eval "$model" --data "$shared/data/tinystories-eval.txt" --seq-len 256 --json --quiet |
+  fp=$("$cli" eval "$model" --data "$shared/data/tinystories-eval.txt" --eval-seq-len 256 --json --quiet |
        sed -n 's/.*"perplexity": \([0-9.]*\).*/\1/p' | head -1)
   printf '| fp32 | %.6f | |\n' "$fp"
   for s in uint4_wo_32 int4_wo_32; do

@@ -63,7 +63,7 @@ class TestCliDevice : public QObject {
     QString m_calib;
 
     QStringList evalArgs(const QString& device, const QStringList& scheme) const {
-        return QStringList{"eval",          m_model, "--data",   m_eval, "--seq-len", "256",
+        return QStringList{"eval",          m_model, "--data",   m_eval, "--eval-seq-len", "256",
                            "--max-windows", "12",    "--device", device, "--json"} +
                scheme;
     }
