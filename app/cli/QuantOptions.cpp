@@ -136,7 +136,8 @@ EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QSt
 
 void addOutputOptions(QCommandLineParser& parser) {
     parser.addOption({{"out", "output-dir", "output_dir"},
-                      "Output folder (with several formats, one subfolder per format).", "DIR"});
+                      "Output folder (with several formats, one subfolder per format).",
+                      "DIR"});
     QStringList names;
     for (const ExportFormat& f : ExporterRegistry::formats())
         names << QString::fromStdString(f.name) + (f.available ? "" : " (not in this build)");
@@ -145,7 +146,8 @@ void addOutputOptions(QCommandLineParser& parser) {
                           "; default fake (the fake-quantized Hugging Face checkpoint).",
                       "FORMAT"});
     parser.addOption({{"model-export", "model_export"},
-                      "Quark's name for --format: hf_format (= quark), gguf, onnx.", "FORMAT"});
+                      "Quark's name for --format: hf_format (= quark), gguf, onnx.",
+                      "FORMAT"});
     parser.addOption(
         {"gguf-type", "GGUF tensor type: f32, f16, q8_0 (default), q4_0, q4_1.", "TYPE", "q8_0"});
     parser.addOption({"allow-unloadable",

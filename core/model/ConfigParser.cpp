@@ -121,11 +121,16 @@ void checkKeys(const nlohmann::json& j, const ModelFamily& family, const std::st
         const std::string& k = it.key();
         if (metadataKeys().count(k) || familyKeys.count(k))
             continue;
-        if (k == "quantization_config")
+        if (k == "quantization_config") {
+            // AMD Quark hf_format exports (Quark's and ours) are opened: their weights are
+            // dequantized on load (io/QuarkFolder.h), so the forward reads plain tensors.
+            if (it.value().is_object() && it.value().value("quant_method", "") == "quark")
+                continue;
             throw Error(source, k,
-                        "the checkpoint is already quantized; Quantscope opens full-precision "
-                        "checkpoints (its own fake-quantized exports included, which carry the "
-                        "recipe in quantscope_recipe.json instead)");
+                        "the checkpoint is quantized with a method Quantscope does not read "
+                        "(it opens full-precision checkpoints, AMD Quark hf_format exports and "
+                        "its own fake-quantized exports)");
+        }
         throw Error(source, k,
                     "unknown key for model type '" + family.name() +
                         "': it may change the forward, and Quantscope refuses rather than "

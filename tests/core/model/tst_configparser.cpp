@@ -236,11 +236,12 @@ private Q_SLOTS:
                                                  << ""
                                                  << "sliding_window"
                                                  << "unknown key";
-        QTest::newRow("quantized checkpoint")
-            << R"({"quantization_config":{"quant_method":"quark"}})"
+        // Quark exports are opened (dequantized on load); other methods are refused.
+        QTest::newRow("quantized checkpoint, not Quark")
+            << R"({"quantization_config":{"quant_method":"gptq"}})"
             << ""
             << "quantization_config"
-            << "already quantized";
+            << "does not read";
         QTest::newRow("rope without factor") << R"({"rope_scaling":{"rope_type":"linear"}})"
                                              << ""
                                              << "factor"
