@@ -5,9 +5,10 @@
 namespace qs {
 
 // The output folder of one export: created as a hidden temporary folder beside `outDir`
-// (".NAME.partial-XXXXXXXX"), filled, then renamed into place by commit(). Constructing one
-// removes stale ".NAME.partial-*" folders that killed runs left behind (older than
-// `kStaleSeconds`, so a concurrent run's folder is never touched). Destroyed without commit(),
+// (".NAME.partial-PID-XXXXXXXX"), filled, then renamed into place by commit(). Constructing one
+// removes stale ".NAME.partial-*" folders that killed runs left behind: those whose PID is no
+// longer running, and those without a PID (older versions) once older than `kStaleSeconds`, so
+// a concurrent run's folder is never touched. Destroyed without commit(),
 // it removes its temporary folder. An existing `outDir` is replaced only when it holds an
 // earlier Quantscope output (quantscope_recipe.json); otherwise the constructor refuses.
 class ExportFolder {
