@@ -1,11 +1,14 @@
 #include "RecipeDocument.h"
 
 #include "quant/SchemeRegistry.h"
+#include "recipe/AlgorithmCatalog.h"
 #include "recipe/LayerPattern.h"
 #include "util/Error.h"
 
 #include <QUndoCommand>
 #include <QUndoStack>
+
+#include <algorithm>
 
 namespace qs {
 
@@ -21,6 +24,7 @@ enum MergeId {
     MergeEvaluationData,
     MergeEvaluationSeqLen,
     MergeEvaluationMaxWindows,
+    MergeAlgorithmParameter, // + the parameter's hash, so typing in one field is one step
 };
 
 std::optional<quant::QuantScheme> schemeOrNone(const QString& name) {
@@ -40,6 +44,47 @@ std::string checkedPattern(const QString& pattern, const char* field) {
     const std::string p = pattern.trimmed().toStdString();
     validateLayerPattern(p, "recipe", field);
     return p;
+}
+
+const AlgorithmInfo& algorithmInfo(const std::string& name) {
+    for (const AlgorithmInfo& info : algorithmCatalog())
+        if (info.name == name)
+            return info;
+    throw Error("recipe", "algorithms", "unknown algorithm '" + name + "'");
+}
+
+const AlgorithmParameterInfo& parameterInfo(const AlgorithmInfo& algorithm,
+                                            const std::string& name) {
+    for (const AlgorithmParameterInfo& p : algorithm.parameters)
+        if (p.name == name)
+            return p;
+    throw Error("recipe", algorithm.name + "." + name, "unknown parameter");
+}
+
+// The JSON value a typed parameter text stands for (the kind decides how it is read).
+nlohmann::json parameterValue(const AlgorithmParameterInfo& p, const std::string& text,
+                              const std::string& field) {
+    using Kind = AlgorithmParamKind;
+    if (text == "null")
+        return nullptr;
+    switch (p.kind) {
+    case Kind::String:
+        return text;
+    case Kind::Bool:
+        if (text == "true" || text == "false")
+            return text == "true";
+        throw Error("recipe", field, "expected true or false, got '" + text + "'");
+    default:
+        break;
+    }
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded())
+        throw Error("recipe", field, "'" + text + "' is not " + p.type);
+    return value;
+}
+
+int algorithmStage(const std::string& name) {
+    return algorithmInfo(name).stage;
 }
 
 } // namespace
@@ -246,6 +291,60 @@ QString RecipeDocument::schemeLabel(const std::optional<quant::QuantScheme>& sch
 
 QString RecipeDocument::exactLayerPattern(const QString& layerName) {
     return QString::fromStdString(qs::exactLayerPattern(layerName.toStdString()));
+}
+
+void RecipeDocument::setAlgorithmEnabled(const QString& name, bool enabled) {
+    const std::string n = name.toStdString();
+    const AlgorithmInfo& info = algorithmInfo(n);
+    Recipe r = m_recipe;
+    auto& list = r.algorithms;
+    const auto found =
+        std::find_if(list.begin(), list.end(), [&](const AlgorithmSpec& a) { return a.name == n; });
+    if (enabled && found == list.end()) {
+        const auto later = std::find_if(list.begin(), list.end(), [&](const AlgorithmSpec& a) {
+            return algorithmStage(a.name) > info.stage;
+        });
+        list.insert(later, AlgorithmSpec{n, nlohmann::json::object()});
+    } else if (!enabled && found != list.end()) {
+        list.erase(found);
+    }
+    push(r, enabled ? tr("enable %1").arg(name) : tr("disable %1").arg(name));
+}
+
+void RecipeDocument::setAlgorithmParameter(const QString& name, const QString& parameter,
+                                           const QString& text) {
+    const std::string n = name.toStdString();
+    const std::string key = parameter.toStdString();
+    const AlgorithmParameterInfo& info = parameterInfo(algorithmInfo(n), key);
+    Recipe r = m_recipe;
+    const auto found = std::find_if(r.algorithms.begin(), r.algorithms.end(),
+                                    [&](const AlgorithmSpec& a) { return a.name == n; });
+    if (found == r.algorithms.end())
+        throw Error("recipe", n + "." + key, n + " is not enabled");
+    const std::string field = n + "." + key;
+    const std::string value = text.trimmed().toStdString();
+    nlohmann::json params = found->params;
+    if (value.empty())
+        params.erase(key);
+    else
+        params[key] = parameterValue(info, value, field);
+    validateAlgorithmParams(n, params, "recipe", n);
+    found->params = std::move(params);
+    push(r, tr("%1 %2").arg(name, parameter),
+         MergeAlgorithmParameter + int(qHash(name + parameter) & 0xffff));
+}
+
+QString RecipeDocument::algorithmParameterText(const QString& name,
+                                               const QString& parameter) const {
+    for (const AlgorithmSpec& a : m_recipe.algorithms) {
+        if (a.name != name.toStdString())
+            continue;
+        const auto it = a.params.find(parameter.toStdString());
+        if (it == a.params.end())
+            return {};
+        return QString::fromStdString(it->is_string() ? it->get<std::string>() : it->dump());
+    }
+    return {};
 }
 
 } // namespace qs

@@ -52,6 +52,15 @@ public:
     void setEvaluationSeqLen(qint64 seqLen);
     void setEvaluationMaxWindows(qint64 maxWindows);
     void setUnfitPolicy(const QString& policy);
+    // Adds the algorithm (with Quark's defaults: no parameters) at its place in Quark's order of
+    // application, or removes it with its parameters. qs::Error for unknown names.
+    void setAlgorithmEnabled(const QString& name, bool enabled);
+    // One parameter of an enabled algorithm, as typed: empty removes it (Quark's default
+    // applies); true/false, numbers and strings by the parameter's kind; lists and objects as
+    // JSON. qs::Error naming the field when the text does not parse or the value is invalid.
+    void setAlgorithmParameter(const QString& name, const QString& parameter, const QString& text);
+    // The text setAlgorithmParameter would take for the recipe's value (empty when unset).
+    QString algorithmParameterText(const QString& name, const QString& parameter) const;
 
     // The scheme's registry name, or a short summary for a custom (Quark-imported) scheme.
     static QString schemeLabel(const std::optional<quant::QuantScheme>& scheme);

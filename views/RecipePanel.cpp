@@ -2,15 +2,15 @@
 
 #include "WheelGuard.h"
 
+#include "AlgorithmPanel.h"
+
 #include "RecipeDocument.h"
 #include "RecipeExclusionsModel.h"
 #include "RecipeOverridesModel.h"
 #include "quant/SchemeRegistry.h"
-#include "recipe/AlgorithmCatalog.h"
 #include "recipe/LayerPattern.h"
 #include "util/Error.h"
 
-#include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -35,7 +35,6 @@ namespace qs {
 
 namespace {
 
-const char* const NotImplementedTip = "not implemented in the engine yet";
 constexpr int PreviewLimit = 500; // more rows than this only slow the list down
 
 void selectData(QComboBox* box, const QString& value) {
@@ -63,7 +62,8 @@ RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
     layout->addWidget(createDataGroup());
     layout->addWidget(createSchemeGroup());
     layout->addWidget(createPatternGroup());
-    layout->addWidget(createAlgorithmGroup());
+    m_algorithms = new AlgorithmPanel(m_document, content);
+    layout->addWidget(m_algorithms);
     layout->addStretch(1);
 
     m_message = new QLabel(this);
@@ -71,6 +71,10 @@ RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
     m_message->setWordWrap(true);
     m_message->setStyleSheet(QStringLiteral("color: #b00020"));
     m_message->hide();
+    connect(m_algorithms, &AlgorithmPanel::editMessage, this, [this](const QString& message) {
+        m_message->setText(message);
+        m_message->setVisible(!message.isEmpty());
+    });
 
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(content);
@@ -353,31 +357,6 @@ QWidget* RecipePanel::createDataGroup() {
     form->addRow(tr("Observers see:"), m_calibMode);
     form->addRow(tr("Eval sequence length:"), m_evalSeqLen);
     form->addRow(tr("Eval windows:"), m_evalWindows);
-    return group;
-}
-
-QWidget* RecipePanel::createAlgorithmGroup() {
-    auto* group = new QGroupBox(tr("Algorithms"));
-    group->setToolTip(tr(NotImplementedTip));
-    auto* layout = new QVBoxLayout(group);
-    for (const AlgorithmInfo& algorithm : algorithmCatalog()) {
-        const QString name = QString::fromStdString(algorithm.name);
-        auto* box = new QCheckBox(name, group);
-        box->setObjectName(QStringLiteral("algorithm_") + name);
-        box->setEnabled(false);
-        box->setToolTip(tr(NotImplementedTip));
-        QStringList parameters;
-        for (const AlgorithmParameterInfo& p : algorithm.parameters)
-            parameters << QString::fromStdString(p.name);
-        auto* params = new QLabel(parameters.join(QStringLiteral(", ")), group);
-        params->setWordWrap(true);
-        params->setEnabled(false);
-        params->setToolTip(tr(NotImplementedTip));
-        params->setIndent(20);
-        layout->addWidget(box);
-        layout->addWidget(params);
-        m_algorithmWidgets << box << params;
-    }
     return group;
 }
 

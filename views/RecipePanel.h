@@ -17,14 +17,15 @@ class QTableView;
 
 namespace qs {
 
+class AlgorithmPanel;
 class RecipeDocument;
 class RecipeExclusionsModel;
 class RecipeOverridesModel;
 
 // Edits the recipe of a RecipeDocument: global scheme, per-pattern overrides and exclusions
 // (one pattern editor with a live preview of the open model's linears it matches), per-kind
-// overrides, KV cache, unfit policy, calibration and evaluation data. The algorithms the recipe
-// format knows are listed with their parameters but disabled: the engine does not run them yet.
+// overrides, KV cache, unfit policy, calibration and evaluation data, and the algorithms with
+// their parameters (AlgorithmPanel).
 // Every change is a RecipeDocument edit (undoable); the panel follows recipeChanged.
 class RecipePanel : public QWidget {
     Q_OBJECT
@@ -57,8 +58,7 @@ public:
     QComboBox* calibrationModeBox() const { return m_calibMode; }
     QSpinBox* calibrationSeqLenBox() const { return m_calibSeqLen; }
     QLabel* messageLabel() const { return m_message; }
-    // The disabled algorithm group boxes, one per AlgorithmCatalog name.
-    QList<QWidget*> algorithmWidgets() const { return m_algorithmWidgets; }
+    AlgorithmPanel* algorithmPanel() const { return m_algorithms; }
 
     // Fills a combo box with "none", the current scheme names, then the legacy ones.
     static void fillSchemeBox(QComboBox* box);
@@ -67,7 +67,6 @@ private:
     QWidget* createSchemeGroup();
     QWidget* createPatternGroup();
     QWidget* createDataGroup();
-    QWidget* createAlgorithmGroup();
     void followRecipe(const Recipe& recipe);
     void updatePreview();
     // Runs one document edit, showing a qs::Error's message instead of throwing.
@@ -101,7 +100,7 @@ private:
     QSpinBox* m_evalSeqLen;
     QSpinBox* m_evalWindows;
     QLabel* m_message;
-    QList<QWidget*> m_algorithmWidgets;
+    AlgorithmPanel* m_algorithms;
 };
 
 } // namespace qs

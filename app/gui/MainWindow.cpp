@@ -4,6 +4,7 @@
 #include "DisplayFormat.h"
 #include "EvalPanel.h"
 #include "ExportDialog.h"
+#include "GuiFieldHint.h"
 #include "JsonView.h"
 #include "LayerTreePanel.h"
 #include "RecipeDocument.h"
@@ -46,7 +47,6 @@ namespace qs {
 
 namespace {
 
-const char* const RecentModelsKey = "recentModels";
 const char* const GeometryKey = "window/geometry";
 const char* const WindowStateKey = "window/state";
 const char* const WorkbenchStateKey = "workbench/state";
@@ -54,10 +54,6 @@ const char* const EvalDataPathKey = "eval/dataPath";
 const char* const RecipeFileKey = "recipe/lastFile";
 constexpr int StateVersion = 1;
 constexpr int StatusMessageMs = 8000;
-
-QString normalizedDirectory(const QString& directory) {
-    return QDir::cleanPath(QFileInfo(directory).absoluteFilePath());
-}
 
 // A folder dropped on the window (or a file inside it) names the model to open.
 QString droppedModelDirectory(const QMimeData* mime) {
@@ -117,7 +113,7 @@ MainWindow::MainWindow(QWidget* parent)
 
     QSettings settings;
     m_recipeFile = settings.value(QLatin1String(RecipeFileKey)).toString();
-    setRecentModels(settings.value(QLatin1String(RecentModelsKey)).toStringList());
+    setRecentModels(m_recent.entries());
     eval->setDataPath(settings.value(QLatin1String(EvalDataPathKey)).toString());
     if (!restoreGeometry(settings.value(QLatin1String(GeometryKey)).toByteArray()))
         resize(1400, 900);
@@ -205,7 +201,7 @@ QString MainWindow::demoModelDirectory() {
 void MainWindow::openModel(const QString& directory) {
     if (directory.trimmed().isEmpty())
         return;
-    m_openingDirectory = normalizedDirectory(directory);
+    m_openingDirectory = RecentModelList::normalized(directory);
     m_openJob = m_engine->openModel(m_openingDirectory);
     statusBar()->showMessage(tr("Opening %1…").arg(QDir::toNativeSeparators(m_openingDirectory)));
     updateBusy();
@@ -281,23 +277,15 @@ void MainWindow::resetLayout() {
 }
 
 QStringList MainWindow::recentModels() const {
-    return QSettings().value(QLatin1String(RecentModelsKey)).toStringList();
+    return m_recent.entries();
 }
 
 void MainWindow::addRecentModel(const QString& directory) {
-    QStringList recent = recentModels();
-    const QString normalized = normalizedDirectory(directory);
-    recent.removeAll(normalized);
-    recent.prepend(normalized);
-    while (recent.size() > MaxRecentModels)
-        recent.removeLast();
-    setRecentModels(recent);
+    setRecentModels(m_recent.add(directory));
 }
 
 void MainWindow::setRecentModels(const QStringList& directories) {
-    QStringList recent = directories.mid(0, MaxRecentModels);
-    QSettings().setValue(QLatin1String(RecentModelsKey), recent);
-    m_startPage->setRecentModels(recent);
+    m_startPage->setRecentModels(m_recent.set(directories));
     updateRecentMenu();
 }
 
@@ -314,24 +302,6 @@ void MainWindow::updateRecentMenu() {
     QAction* clear =
         m_recentMenu->addAction(tr("Clear Recent"), this, [this] { setRecentModels({}); });
     clear->setEnabled(!recent.isEmpty());
-}
-
-// Engine errors name recipe fields ("field 'calibration.data'"); the user needs the GUI field
-// that sets it, never a command-line flag.
-QString MainWindow::withGuiField(const QString& message) {
-    static const QList<QPair<QString, QString>> fields{
-        {QStringLiteral("calibration.data"), tr("Recipe panel, Data: Calibration file")},
-        {QStringLiteral("calibration.num_samples"), tr("Recipe panel, Data: Calib samples")},
-        {QStringLiteral("calibration.seq_len"), tr("Recipe panel, Data: Calib sequence length")},
-        {QStringLiteral("calibration.mode"), tr("Recipe panel, Data: Observers see")},
-        {QStringLiteral("evaluation.data"), tr("Recipe panel, Data: Evaluation file")},
-        {QStringLiteral("evaluation.seq_len"), tr("Recipe panel, Data: Eval sequence length")},
-        {QStringLiteral("evaluation.max_windows"), tr("Recipe panel, Data: Eval windows")},
-    };
-    for (const auto& [field, where] : fields)
-        if (message.contains(QStringLiteral("field '") + field + QLatin1Char('\'')))
-            return message + QStringLiteral("\n\n") + tr("Set it in: %1.").arg(where);
-    return message;
 }
 
 // Non-blocking: the box is window-modal but opened with open(), so jobs keep reporting.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "RecentModelList.h"
 #include "engine/RunTypes.h"
 
 #include <QElapsedTimer>
@@ -62,8 +63,6 @@ public:
     JsonView* recipeJsonView() const { return m_jsonView; }
     RunPanel* runPanel() const { return m_runPanel; }
     QProgressBar* statusProgressBar() const { return m_statusProgress; }
-    // An engine error with the GUI field that sets the recipe field it names appended.
-    static QString withGuiField(const QString& message);
     QDockWidget* recipeDock() const { return m_recipeDock; }
     QDockWidget* runDock() const { return m_runDock; }
 
@@ -140,6 +139,7 @@ private:
     StartPage* m_startPage;
     WorkbenchPage* m_workbench;
     QMenu* m_recentMenu = nullptr;
+    RecentModelList m_recent{MaxRecentModels};
     QProgressBar* m_statusProgress = nullptr; // percentage and time left of the latest job
     QElapsedTimer m_statusClock;
     QToolButton* m_statusCancel = nullptr;

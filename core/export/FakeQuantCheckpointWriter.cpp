@@ -1,4 +1,5 @@
 #include "export/FakeQuantCheckpointWriter.h"
+#include "io/TensorDType.h"
 
 #include "export/TensorBlocks.h"
 
@@ -14,18 +15,10 @@ namespace qs {
 namespace {
 
 at::ScalarType scalarTypeOf(DType t, const std::string& name) {
-    switch (t) {
-    case DType::F32:
-        return at::kFloat;
-    case DType::F16:
-        return at::kHalf;
-    case DType::BF16:
-        return at::kBFloat16;
-    case DType::F64:
-        return at::kDouble;
-    default:
+    const std::optional<at::ScalarType> dense = denseScalarType(t);
+    if (!dense || !at::isFloatingType(*dense))
         throw Error(name, "dtype", "cannot store fake-quantized values as " + dtypeName(t));
-    }
+    return *dense;
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "export/GgufExporter.h"
+#include "io/TensorDType.h"
 
 #include "export/TensorBlocks.h"
 #include "util/Error.h"
@@ -137,21 +138,10 @@ std::vector<Piece> readSentencePieces(const std::string& file) {
 
 at::Tensor floatOf(const Checkpoint& c, const std::string& name) {
     const TensorInfo& info = c.info(name);
-    at::ScalarType t;
-    switch (info.dtype) {
-    case DType::F32:
-        t = at::kFloat;
-        break;
-    case DType::F16:
-        t = at::kHalf;
-        break;
-    case DType::BF16:
-        t = at::kBFloat16;
-        break;
-    default:
+    const std::optional<at::ScalarType> t = denseScalarType(info.dtype);
+    if (!t || !at::isFloatingType(*t))
         throw Error(c.fileOf(name).path(), name, "GGUF export reads float tensors only");
-    }
-    return at::from_blob(const_cast<uint8_t*>(c.fileOf(name).data(info)), info.shape, t)
+    return at::from_blob(const_cast<uint8_t*>(c.fileOf(name).data(info)), info.shape, *t)
         .to(at::kFloat)
         .clone();
 }

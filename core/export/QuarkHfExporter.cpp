@@ -1,4 +1,5 @@
 #include "export/QuarkHfExporter.h"
+#include "io/TensorDType.h"
 
 #include "export/TensorBlocks.h"
 #include "quant/Packing.h"
@@ -32,22 +33,10 @@ bool isFp8(DataType t) {
 }
 
 DType dtypeOfTensor(const at::Tensor& t, const std::string& name) {
-    switch (t.scalar_type()) {
-    case at::kFloat:
-        return DType::F32;
-    case at::kHalf:
-        return DType::F16;
-    case at::kBFloat16:
-        return DType::BF16;
-    case at::kInt:
-        return DType::I32;
-    case at::kChar:
-        return DType::I8;
-    case at::kByte:
-        return DType::U8;
-    default:
+    const std::optional<DType> d = dtypeOfScalarType(t.scalar_type());
+    if (!d)
         throw Error(name, "dtype", "no safetensors dtype for this tensor");
-    }
+    return *d;
 }
 
 // Why a tensor spec of one linear cannot be written (empty when it can).
@@ -273,9 +262,7 @@ void QuarkHfExporter::writeBlock(int index, DecoderBlock& block,
             writeLinear(p);
         } else if (!p.transforms.empty()) { // float weight a transform changed
             const DType t = m_source.info(name).dtype;
-            spoolTensor(name, current.at(name)->to(t == DType::BF16  ? at::kBFloat16
-                                                   : t == DType::F16 ? at::kHalf
-                                                                     : at::kFloat));
+            spoolTensor(name, current.at(name)->to(storedFloatType(t)));
         } else {
             copyRaw(name);
         }

@@ -1,4 +1,5 @@
 #include "io/QuarkFolder.h"
+#include "io/TensorDType.h"
 
 #include "quant/Packing.h"
 #include "quant/Quantize.h"
@@ -49,24 +50,12 @@ bool isRealQuantized(const nlohmann::json& config) {
 }
 
 at::ScalarType scalarOf(DType t, const std::string& file, const std::string& name) {
-    switch (t) {
-    case DType::F32:
-        return at::kFloat;
-    case DType::F16:
-        return at::kHalf;
-    case DType::BF16:
-        return at::kBFloat16;
-    case DType::I32:
-        return at::kInt;
-    case DType::I8:
-        return at::kChar;
-    case DType::U8:
-    case DType::F8_E4M3:
-    case DType::F8_E5M2:
-        return at::kByte;
-    default:
+    if (t == DType::F8_E4M3 || t == DType::F8_E5M2)
+        return at::kByte; // FP8 codes are decoded from their bytes (quant::dequantize)
+    const std::optional<at::ScalarType> dense = denseScalarType(t);
+    if (!dense)
         throw Error(file, name, "dtype " + dtypeName(t) + " is not read from Quark exports");
-    }
+    return *dense;
 }
 
 at::Tensor read(const Checkpoint& c, const std::string& name) {
@@ -242,9 +231,7 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
         }
         const std::string layer = n.substr(0, n.size() - 7);
         const auto scheme = recipe.schemeFor(layer, layerKindOf(layer));
-        const at::ScalarType dt = t.dtype == DType::BF16  ? at::kBFloat16
-                                  : t.dtype == DType::F16 ? at::kHalf
-                                                          : at::kFloat;
+        const at::ScalarType dt = storedFloatType(t.dtype);
         const at::Tensor w =
             dequantizeLinear(*c, layer, scheme->weight, *order, t.shape[0], t.shape[1], dt)
                 .contiguous();

@@ -1,4 +1,5 @@
 #include "model/DecoderModel.h"
+#include "io/TensorDType.h"
 
 #include "util/Error.h"
 
@@ -52,43 +53,12 @@ at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at:
                       at::Device device) {
     const TensorInfo& info = checkpoint.info(name);
     const SafetensorsFile& file = checkpoint.fileOf(name);
-    at::ScalarType stored;
-    switch (info.dtype) {
-    case DType::F32:
-        stored = at::kFloat;
-        break;
-    case DType::F16:
-        stored = at::kHalf;
-        break;
-    case DType::BF16:
-        stored = at::kBFloat16;
-        break;
-    case DType::F64:
-        stored = at::kDouble;
-        break;
-    case DType::I64:
-        stored = at::kLong;
-        break;
-    case DType::I32:
-        stored = at::kInt;
-        break;
-    case DType::I16:
-        stored = at::kShort;
-        break;
-    case DType::I8:
-        stored = at::kChar;
-        break;
-    case DType::U8:
-        stored = at::kByte;
-        break;
-    case DType::Bool:
-        stored = at::kBool;
-        break;
-    default:
+    const std::optional<at::ScalarType> dense = denseScalarType(info.dtype);
+    if (!dense)
         throw Error(file.path(), name,
                     "dtype " + dtypeName(info.dtype) +
                         " cannot be loaded as a dense tensor (quantized storage)");
-    }
+    const at::ScalarType stored = *dense;
     // The mapping is read-only; from_blob only wraps it and the copy below owns fresh memory.
     void* ptr = const_cast<uint8_t*>(file.data(info));
     const at::Tensor view = at::from_blob(ptr, info.shape, at::TensorOptions().dtype(stored));

@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class ParamType { Bool, Int, Number, String, StringList, ObjectList, Object };
+using ParamType = AlgorithmParamKind;
 
 struct ParamDef {
     const char* name;
@@ -25,6 +25,8 @@ struct ParamDef {
 struct AlgorithmDef {
     const char* name;
     const char* quarkName;
+    bool runnable;
+    int stage;
     std::vector<ParamDef> params;
 };
 
@@ -34,6 +36,8 @@ const std::vector<AlgorithmDef>& catalog() {
     static const std::vector<AlgorithmDef> defs = {
         {"gptq",
          "gptq",
+         true,
+         2,
          {{"block_size", T::Int, false, 1, 1 << 20},
           {"damp_percent", T::Number, false, 0.0, 1.0},
           {"desc_act", T::Bool, false},
@@ -42,20 +46,28 @@ const std::vector<AlgorithmDef>& catalog() {
           {"model_decoder_layers", T::String, false}}},
         {"awq",
          "awq",
+         false,
+         2,
          {{"scaling_layers", T::ObjectList, false}, {"model_decoder_layers", T::String, false}}},
         {"smoothquant",
          "smooth",
+         false,
+         1,
          {{"alpha", T::Number, false, 0.0, 1.0},
           {"scale_clamp_min", T::Number, false, 0.0, inf},
           {"scaling_layers", T::ObjectList, false},
           {"model_decoder_layers", T::String, false}}},
         {"autosmoothquant",
          "autosmoothquant",
+         false,
+         1,
          {{"scaling_layers", T::ObjectList, true},
           {"model_decoder_layers", T::String, true},
           {"compute_scale_loss", T::String, true, -inf, inf, {"MSE", "MAE"}}}},
         {"rotation",
          "rotation",
+         false,
+         0,
          {{"scaling_layers", T::Object, true},
           {"r1", T::Bool, false},
           {"r2", T::Bool, false},
@@ -192,9 +204,10 @@ const std::vector<AlgorithmInfo>& algorithmCatalog() {
     static const std::vector<AlgorithmInfo> infos = [] {
         std::vector<AlgorithmInfo> out;
         for (const auto& def : catalog()) {
-            AlgorithmInfo info{def.name, def.quarkName, {}};
+            AlgorithmInfo info{def.name, def.quarkName, {}, def.runnable, def.stage};
             for (const auto& p : def.params)
-                info.parameters.push_back({p.name, typeName(p.type), p.nullable, p.choices});
+                info.parameters.push_back(
+                    {p.name, p.type, typeName(p.type), p.nullable, p.choices});
             out.push_back(std::move(info));
         }
         return out;

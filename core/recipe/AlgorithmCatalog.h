@@ -1,8 +1,8 @@
 // The quantization algorithms a recipe may name, with the parameters each takes. Parameter names
 // and types follow Quark's algorithm dataclasses (quark/torch/quantization/config/config.py:
 // GPTQConfig, AWQConfig, SmoothQuantConfig, AutoSmoothQuantConfig, RotationConfig) so a Quark
-// algo_config maps one to one. The engine does not run these algorithms yet; recipes keep them
-// so they survive a round trip and are validated early.
+// algo_config maps one to one. Every algorithm is kept by recipes (round trip, early validation);
+// `runnable` says which the engine runs (the others are refused by name when a run starts).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,8 +15,11 @@ namespace qs {
 
 // One parameter of an algorithm as the catalog describes it: what the GUI lists and the
 // validation checks (names and types follow Quark's algorithm dataclasses).
+enum class AlgorithmParamKind { Bool, Int, Number, String, StringList, ObjectList, Object };
+
 struct AlgorithmParameterInfo {
     std::string name;
+    AlgorithmParamKind kind;
     std::string
         type; // "true/false", "an integer", "a number", "a string", "a list of strings", ...
     bool nullable = false;
@@ -27,6 +30,12 @@ struct AlgorithmInfo {
     std::string name;      // ours: "gptq", "awq", "smoothquant", "autosmoothquant", "rotation"
     std::string quarkName; // Quark's algo_config name
     std::vector<AlgorithmParameterInfo> parameters;
+    // Whether this build's engine runs it (makeBlockTransforms accepts it; a test keeps the two
+    // in step).
+    bool runnable = false;
+    // Position in Quark's order of application: rotation, then smoothing, then the weight
+    // algorithms (AWQ, GPTQ). A recipe lists its algorithms in this order.
+    int stage = 0;
 };
 
 // The table every reader of algorithm parameters uses (validation, the recipe panel).

@@ -4,6 +4,7 @@
 // reference perplexity of docs/evaluation.md, recent models are remembered (at
 // most 10), and the GUI thread keeps turning while the engine works.
 #include "EvalPanel.h"
+#include "GuiFieldHint.h"
 #include "LayerTreeModel.h"
 #include "LayerTreePanel.h"
 #include "MainWindow.h"
@@ -231,13 +232,13 @@ private Q_SLOTS:
     // Issue 9: an error about a recipe field tells the GUI user which field sets it, and no
     // command-line flag.
     void errorsNameGuiFields() {
-        const QString m = qs::MainWindow::withGuiField(QStringLiteral(
+        const QString m = qs::withGuiField(QStringLiteral(
             "recipe: field 'calibration.data': this recipe has static activation quantizers (or "
             "analysis was asked): give calibration text"));
         QVERIFY2(m.contains(QStringLiteral("Recipe panel, Data: Calibration file")), qPrintable(m));
         QVERIFY2(!m.contains(QStringLiteral("--")), qPrintable(m));
         const QString other = QStringLiteral("model.safetensors: truncated");
-        QCOMPARE(qs::MainWindow::withGuiField(other), other);
+        QCOMPARE(qs::withGuiField(other), other);
     }
 
     // Issue 9: at the default size the data files (calibration and evaluation) are in view

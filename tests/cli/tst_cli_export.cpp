@@ -7,27 +7,14 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QtTest>
 
 class TestCliExport : public QObject {
     Q_OBJECT
 
 private:
-    struct Run {
-        int exitCode;
-        QByteArray out;
-        QByteArray err;
-    };
-
-    static Run cli(const QStringList& args) {
-        QProcess p;
-        p.start(qs::test::binDir() + "/quantscope-cli", args);
-        if (!p.waitForFinished(600000))
-            qFatal("quantscope-cli timed out");
-        return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-                p.readAllStandardOutput(), p.readAllStandardError()};
-    }
+    using Run = qs::test::CliRun;
+    static Run cli(const QStringList& args) { return qs::test::runCli(args); }
 
     QString m_model;
 

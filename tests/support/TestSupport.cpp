@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -39,6 +40,15 @@ QString tempDir(const QString& name) {
     static std::vector<std::unique_ptr<QTemporaryDir>> dirs;
     dirs.push_back(std::make_unique<QTemporaryDir>(QDir::tempPath() + "/qs-" + name + "-XXXXXX"));
     return dirs.back()->path();
+}
+
+CliRun runCli(const QStringList& args) {
+    QProcess p;
+    p.start(binDir() + QStringLiteral("/quantscope-cli"), args);
+    if (!p.waitForFinished(600000))
+        qFatal("quantscope-cli timed out");
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
+            p.readAllStandardError()};
 }
 
 } // namespace qs::test

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <QByteArray>
 #include <QString>
+#include <QStringList>
 
 namespace qs::test {
 
@@ -16,5 +18,14 @@ QString pluginDir();
 QString referencePython();
 // A fresh temporary directory that lives as long as the test process.
 QString tempDir(const QString& name);
+
+// One run of the built quantscope-cli as a user runs it: exit code (-1 when it crashed), stdout
+// and stderr. A run that takes over ten minutes is a hang and aborts the test.
+struct CliRun {
+    int exitCode;
+    QByteArray out;
+    QByteArray err;
+};
+CliRun runCli(const QStringList& args);
 
 } // namespace qs::test

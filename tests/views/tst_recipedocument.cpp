@@ -1,8 +1,8 @@
 // RecipeDocument, RecipePanel and JsonView: every edit is one undo step and undo restores the
 // recipe JSON byte for byte; bad input throws and changes nothing; the exact-name pattern for a
 // layer matches that layer only; the panel's pattern preview lists the linears a pattern matches;
-// its models pass QAbstractItemModelTester while the recipe changes; the algorithms are shown
-// but disabled; the JSON view parses back to the document's recipe.
+// its models pass QAbstractItemModelTester while the recipe changes; the JSON view parses back to
+// the document's recipe. The algorithm panel has its own test (tst_algorithmpanel).
 #include "JsonView.h"
 #include "RecipeDocument.h"
 #include "RecipeExclusionsModel.h"
@@ -275,22 +275,6 @@ private Q_SLOTS:
         QCOMPARE(mode->currentData().toString(), QStringLiteral("float"));
         QVERIFY_THROWS_EXCEPTION(qs::Error, doc.setCalibrationMode(QStringLiteral("greedy")));
         QCOMPARE(doc.recipe().calibration.mode, qs::CalibrationMode::Float);
-    }
-
-    void algorithmsAreShownDisabled() {
-        qs::RecipeDocument doc;
-        qs::RecipePanel panel(&doc);
-        const QList<QWidget*> widgets = panel.algorithmWidgets();
-        QCOMPARE(widgets.size(), int(qs::knownAlgorithmNames().size()) * 2);
-        for (QWidget* w : widgets) {
-            QVERIFY(!w->isEnabled());
-            QCOMPARE(w->toolTip(), QStringLiteral("not implemented in the engine yet"));
-        }
-        // The parameter line of gptq names its parameters (Quark's GPTQConfig).
-        auto* gptqParams = qobject_cast<QLabel*>(widgets.at(1));
-        QVERIFY(gptqParams);
-        QVERIFY2(gptqParams->text().contains(QStringLiteral("damp_percent")),
-                 qPrintable(gptqParams->text()));
     }
 
     void jsonViewParsesBackToTheRecipe() {

@@ -1,0 +1,48 @@
+// The algorithm catalog's `runnable` flag (what the GUI enables) and the engine's transforms
+// (makeBlockTransforms) agree: every runnable algorithm gets a transform with Quark's defaults,
+// every other one is refused by name with the recipe field.
+#include "calib/BlockTransform.h"
+#include "recipe/AlgorithmCatalog.h"
+#include "recipe/Recipe.h"
+#include "util/Error.h"
+
+#include <QtTest>
+
+class TestBlockTransform : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void catalogSaysWhatTheEngineRuns() {
+        for (const qs::AlgorithmInfo& info : qs::algorithmCatalog()) {
+            const std::vector<qs::AlgorithmSpec> recipe{{info.name, nlohmann::json::object()}};
+            if (info.runnable) {
+                const auto transforms = qs::makeBlockTransforms(recipe, "r.json");
+                QCOMPARE(transforms.size(), size_t(1));
+                QCOMPARE(transforms.front()->name(), info.name);
+                continue;
+            }
+            try {
+                qs::makeBlockTransforms(recipe, "r.json");
+                QFAIL(qPrintable(QString::fromStdString(info.name + " is not runnable but ran")));
+            } catch (const qs::Error& e) {
+                QCOMPARE(QString::fromStdString(e.field()), QStringLiteral("algorithms[0].name"));
+            }
+        }
+    }
+
+    void stagesFollowQuarksOrder() {
+        auto stageOf = [](const std::string& name) {
+            for (const qs::AlgorithmInfo& info : qs::algorithmCatalog())
+                if (info.name == name)
+                    return info.stage;
+            return -1;
+        };
+        QVERIFY(stageOf("rotation") < stageOf("smoothquant"));
+        QCOMPARE(stageOf("smoothquant"), stageOf("autosmoothquant"));
+        QVERIFY(stageOf("smoothquant") < stageOf("gptq"));
+        QCOMPARE(stageOf("awq"), stageOf("gptq"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBlockTransform)
+#include "tst_blocktransform.moc"
