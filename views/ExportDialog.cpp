@@ -1,9 +1,12 @@
 #include "ExportDialog.h"
 
+#include "export/ExportFormat.h"
+
 #include "util/Error.h"
 
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
@@ -16,31 +19,34 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace qs {
 
 namespace {
 
-struct Format {
-    const char* id;
-    const char* label;
-    bool available;
-};
+// Display names; the table itself (availability, descriptions) is core's ExportFormat.
+QString labelOf(const ExportFormat& f) {
+    if (f.name == "fake")
+        return ExportDialog::tr("Fake-quantized Hugging Face (safetensors)");
+    if (f.name == "quark")
+        return ExportDialog::tr("Quark HF format (real quantized)");
+    if (f.name == "gguf")
+        return ExportDialog::tr("GGUF (llama.cpp)");
+    if (f.name == "onnx")
+        return ExportDialog::tr("ONNX (QuantizeLinear/DequantizeLinear)");
+    return QString::fromStdString(f.name);
+}
 
-const Format Formats[] = {
-    {"hf_fake", QT_TRANSLATE_NOOP("qs::ExportDialog", "Fake-quantized Hugging Face (safetensors)"),
-     true},
-    {"quark", QT_TRANSLATE_NOOP("qs::ExportDialog", "Quark HF format"), false},
-    {"gguf", QT_TRANSLATE_NOOP("qs::ExportDialog", "GGUF"), false},
-    {"onnx", QT_TRANSLATE_NOOP("qs::ExportDialog", "ONNX"), false},
-};
+const char* const GgufTarget = "gguf";
 
 } // namespace
 
 ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, QWidget* parent)
     : QDialog(parent), m_modelDirectory(modelDirectory), m_recipe(recipe),
       m_outDir(new QLineEdit(this)), m_recipePath(new QLineEdit(this)),
-      m_formats(new QListWidget(this)), m_copy(new QPushButton(tr("Copy headless command"), this)),
-      m_status(new QLabel(this)),
+      m_formats(new QListWidget(this)), m_ggufType(new QComboBox(this)),
+      m_copy(new QPushButton(tr("Copy headless command"), this)), m_status(new QLabel(this)),
       m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this)) {
     setObjectName(QStringLiteral("exportDialog"));
     setWindowTitle(tr("Quantize and Export"));
@@ -63,16 +69,21 @@ ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, 
         updateState();
     });
 
-    for (const Format& f : Formats) {
-        auto* item = new QListWidgetItem(tr(f.label), m_formats);
-        item->setData(Qt::UserRole, QString::fromLatin1(f.id));
-        item->setCheckState(f.available ? Qt::Checked : Qt::Unchecked);
-        // Checked and not user-checkable: it is the one format there is, always written.
-        item->setFlags(f.available ? Qt::ItemIsEnabled : Qt::NoItemFlags);
-        item->setToolTip(f.available ? tr("Weights quantized and dequantized back to the "
-                                          "original dtype; loads anywhere a HF model loads")
-                                     : tr("exporter not implemented yet"));
+    for (const ExportFormat& f : exportFormats()) {
+        auto* item = new QListWidgetItem(labelOf(f), m_formats);
+        item->setData(Qt::UserRole, QString::fromStdString(f.recipeTarget));
+        item->setFlags(f.available ? Qt::ItemIsEnabled | Qt::ItemIsUserCheckable : Qt::NoItemFlags);
+        item->setCheckState(Qt::Unchecked);
+        item->setToolTip(f.available ? QString::fromStdString(f.description)
+                                     : tr("Not written by this build"));
     }
+    m_ggufType->setObjectName(QStringLiteral("ggufType"));
+    for (const std::string& t : ggufTypeNames())
+        m_ggufType->addItem(QString::fromStdString(t), QString::fromStdString(t));
+    m_ggufType->setToolTip(tr("ggml type of the GGUF weights (rounded by ggml's reference "
+                              "quantizers)"));
+    setExportTargets(recipe.exportTargets);
+    connect(m_formats, &QListWidget::itemChanged, this, [this] { updateState(); });
     m_formats->setMaximumHeight(m_formats->sizeHintForRow(0) * 4 + 2 * m_formats->frameWidth() + 4);
 
     auto* note = new QLabel(tr("The recipe is always written beside the weights as "
@@ -93,6 +104,7 @@ ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, 
     auto* form = new QFormLayout;
     form->addRow(tr("Output folder:"), outRow);
     form->addRow(tr("Formats:"), m_formats);
+    form->addRow(tr("GGUF weights:"), m_ggufType);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
     layout->addWidget(note);
@@ -136,8 +148,49 @@ QString ExportDialog::shellQuote(const QString& text) {
 }
 
 QString ExportDialog::headlessCommand() const {
-    return QStringLiteral("quantscope-cli quantize %1 --recipe %2 --out %3")
-        .arg(shellQuote(m_modelDirectory), shellQuote(recipePath()), shellQuote(outputDirectory()));
+    QString command = QStringLiteral("quantscope-cli quantize %1 --recipe %2 --out %3")
+                          .arg(shellQuote(m_modelDirectory), shellQuote(recipePath()),
+                               shellQuote(outputDirectory()));
+    const std::vector<std::string> targets = exportTargets();
+    if (std::find(targets.begin(), targets.end(), GgufTarget) != targets.end())
+        command += QStringLiteral(" --gguf-type ") + ggufType();
+    return command;
+}
+
+std::vector<std::string> ExportDialog::exportTargets() const {
+    std::vector<std::string> targets;
+    for (int i = 0; i < m_formats->count(); ++i)
+        if (m_formats->item(i)->checkState() == Qt::Checked)
+            targets.push_back(m_formats->item(i)->data(Qt::UserRole).toString().toStdString());
+    return targets;
+}
+
+void ExportDialog::setExportTargets(const std::vector<std::string>& targets) {
+    bool any = false;
+    for (int i = 0; i < m_formats->count(); ++i) {
+        QListWidgetItem* item = m_formats->item(i);
+        const std::string target = item->data(Qt::UserRole).toString().toStdString();
+        const ExportFormat* f = findExportFormat(target);
+        const bool checked = f && f->available &&
+                             std::any_of(targets.begin(), targets.end(), [&](const std::string& t) {
+                                 return findExportFormat(t) == f;
+                             });
+        item->setCheckState(checked ? Qt::Checked : Qt::Unchecked);
+        any = any || checked;
+    }
+    if (!any) // the recipe names none this build writes: the fake-quantized checkpoint
+        m_formats->item(0)->setCheckState(Qt::Checked);
+    updateState();
+}
+
+QString ExportDialog::ggufType() const {
+    return m_ggufType->currentData().toString();
+}
+
+Recipe ExportDialog::recipeToWrite() const {
+    Recipe recipe = m_recipe;
+    recipe.exportTargets = exportTargets();
+    return recipe;
 }
 
 bool ExportDialog::copyHeadlessCommand() {
@@ -146,7 +199,7 @@ bool ExportDialog::copyHeadlessCommand() {
         return false;
     try {
         QDir().mkpath(QFileInfo(path).absolutePath());
-        m_recipe.save(path.toStdString());
+        recipeToWrite().save(path.toStdString());
     } catch (const std::exception& e) {
         m_status->setText(tr("Cannot write the recipe: %1").arg(QString::fromUtf8(e.what())));
         return false;
@@ -167,7 +220,9 @@ void ExportDialog::chooseDirectory() {
 }
 
 void ExportDialog::updateState() {
-    const bool ready = !outputDirectory().isEmpty();
+    const std::vector<std::string> targets = exportTargets();
+    m_ggufType->setEnabled(std::find(targets.begin(), targets.end(), GgufTarget) != targets.end());
+    const bool ready = !outputDirectory().isEmpty() && !targets.empty();
     m_buttons->button(QDialogButtonBox::Ok)->setEnabled(ready);
     m_copy->setEnabled(ready && !recipePath().isEmpty());
 }

@@ -4,6 +4,10 @@
 
 #include <QDialog>
 
+#include <string>
+#include <vector>
+
+class QComboBox;
 class QDialogButtonBox;
 class QLabel;
 class QLineEdit;
@@ -12,10 +16,11 @@ class QPushButton;
 
 namespace qs {
 
-// Quantize… : where the quantized model goes and in which format. Only the fake-quantized
-// Hugging Face checkpoint has an exporter today; the other formats are listed, disabled. The
-// recipe is always written beside the weights (quantscope_recipe.json). "Copy headless command"
-// saves the recipe to a file of its own and copies the quantscope-cli line that replays the run.
+// Quantize… : where the quantized model goes and in which formats (core/export/ExportFormat.h:
+// the ones this build writes are checkable, the others disabled with the reason; several go to
+// <output>/<format>), with the GGUF weight type. The chosen formats become the recipe's
+// export_targets, so the recipe written beside the weights (quantscope_recipe.json) and the one
+// "Copy headless command" saves replay the same export.
 class ExportDialog : public QDialog {
     Q_OBJECT
 public:
@@ -27,8 +32,14 @@ public:
     // Where Copy headless command saves the recipe: "<output dir>.recipe.json" unless chosen.
     QString recipePath() const;
     void setRecipePath(const QString& path);
-    // quantscope-cli quantize '<model>' --recipe '<recipe>' --out '<dir>'
+    // quantscope-cli quantize '<model>' --recipe '<recipe>' --out '<dir>' [--gguf-type T]
     QString headlessCommand() const;
+    // The checked formats as recipe export targets ("hf_fake", "quark", "gguf", ...).
+    std::vector<std::string> exportTargets() const;
+    void setExportTargets(const std::vector<std::string>& targets);
+    QString ggufType() const;
+    // The dialog's recipe with exportTargets() in it: what a run and the saved recipe use.
+    Recipe recipeToWrite() const;
     // Saves the recipe to recipePath() and puts headlessCommand() on the clipboard; false (and
     // the reason shown in the dialog) when the recipe cannot be written.
     bool copyHeadlessCommand();
@@ -37,6 +48,7 @@ public:
     static QString shellQuote(const QString& text);
 
     QListWidget* formatList() const { return m_formats; }
+    QComboBox* ggufTypeBox() const { return m_ggufType; }
     QPushButton* copyButton() const { return m_copy; }
     QLabel* statusLabel() const { return m_status; }
     QDialogButtonBox* buttonBox() const { return m_buttons; }
@@ -51,6 +63,7 @@ private:
     QLineEdit* m_recipePath;
     bool m_recipePathChosen = false;
     QListWidget* m_formats;
+    QComboBox* m_ggufType;
     QPushButton* m_copy;
     QLabel* m_status;
     QDialogButtonBox* m_buttons;

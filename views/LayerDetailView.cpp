@@ -180,6 +180,17 @@ void LayerDetailView::setLayer(const LayerReport& report,
                                   : tr("not quantized"));
     if (!report.note.empty())
         header += QStringLiteral(" (%1)").arg(QString::fromStdString(report.note).toHtmlEscaped());
+    if (!report.transforms.empty()) {
+        QStringList names;
+        for (const std::string& t : report.transforms)
+            names << QString::fromStdString(t);
+        header += QStringLiteral(" &nbsp; ") + names.join(QStringLiteral(" → ")).toHtmlEscaped();
+    }
+    // What the algorithm bought over rounding to nearest on this layer (same weight and inputs).
+    if (report.outputLocal.valid && report.outputLocalRoundToNearest.valid)
+        header += tr(": local output SQNR %1 dB, rounding to nearest %2 dB")
+                      .arg(report.outputLocal.sqnrDb, 0, 'f', 2)
+                      .arg(report.outputLocalRoundToNearest.sqnrDb, 0, 'f', 2);
     header += tr(" &nbsp; %n token(s) observed", nullptr, static_cast<int>(report.input.tokens));
     m_header->setText(header);
 

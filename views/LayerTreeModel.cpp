@@ -28,7 +28,7 @@ LayerTreeModel::LayerTreeModel(QObject* parent) : ModuleTreeModel(parent) {}
 
 bool LayerTreeModel::higherIsBetter(int column) {
     return column == WeightSqnrColumn || column == OutputSqnrLocalColumn ||
-           column == OutputSqnrAccumulatedColumn;
+           column == AlgorithmGainColumn || column == OutputSqnrAccumulatedColumn;
 }
 
 bool LayerTreeModel::isQuantizableKind(const std::string& nodeKind) {
@@ -43,6 +43,10 @@ double LayerTreeModel::metricOf(const LayerReport& r, int column) {
         return sqnrOf(r.weight);
     case OutputSqnrLocalColumn:
         return sqnrOf(r.outputLocal);
+    case AlgorithmGainColumn:
+        return r.outputLocal.valid && r.outputLocalRoundToNearest.valid
+                   ? sqnrOf(r.outputLocal) - sqnrOf(r.outputLocalRoundToNearest)
+                   : kNaN;
     case OutputSqnrAccumulatedColumn:
         return sqnrOf(r.outputAccumulated);
     case InputAbsmaxColumn:
@@ -288,6 +292,7 @@ QString LayerTreeModel::metricText(int column, double value) const {
     switch (column) {
     case WeightSqnrColumn:
     case OutputSqnrLocalColumn:
+    case AlgorithmGainColumn:
     case OutputSqnrAccumulatedColumn:
     case OutlierScoreColumn:
         return QString::number(value, 'f', 2);
@@ -394,20 +399,20 @@ QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, in
     if (orientation != Qt::Horizontal || section < ModuleTreeModel::ColumnCount ||
         section >= LayerColumnCount)
         return ModuleTreeModel::headerData(section, orientation, role);
-    static const char* const titles[] = {QT_TR_NOOP("Scheme"),
-                                         QT_TR_NOOP("Excluded"),
-                                         QT_TR_NOOP("Weight SQNR (dB)"),
-                                         QT_TR_NOOP("Output SQNR local (dB)"),
-                                         QT_TR_NOOP("Output SQNR accum. (dB)"),
-                                         QT_TR_NOOP("Input absmax"),
-                                         QT_TR_NOOP("Outlier score"),
-                                         QT_TR_NOOP("Mean rel. error"),
-                                         QT_TR_NOOP("Sensitivity (alone ppl)")};
+    static const char* const titles[] = {
+        QT_TR_NOOP("Scheme"),           QT_TR_NOOP("Excluded"),
+        QT_TR_NOOP("Weight SQNR (dB)"), QT_TR_NOOP("Output SQNR local (dB)"),
+        QT_TR_NOOP("Gain vs RTN (dB)"), QT_TR_NOOP("Output SQNR accum. (dB)"),
+        QT_TR_NOOP("Input absmax"),     QT_TR_NOOP("Outlier score"),
+        QT_TR_NOOP("Mean rel. error"),  QT_TR_NOOP("Sensitivity (alone ppl)")};
     static const char* const tips[] = {
         QT_TR_NOOP("The scheme the recipe gives this layer (Recipe::schemeFor)"),
         QT_TR_NOOP("Whether an exclude pattern of the recipe matches this layer"),
         QT_TR_NOOP("SQNR of the quantized weight against the original"),
         QT_TR_NOOP("SQNR of the quantized layer's output on full-precision inputs"),
+        QT_TR_NOOP("Layers whose codes an algorithm chose (GPTQ): local output SQNR minus what "
+                   "rounding to nearest gives on the same weight and inputs; negative: the "
+                   "algorithm made this layer worse"),
         QT_TR_NOOP("SQNR of the quantized model's output here against the fp model's"),
         QT_TR_NOOP("Largest |x| of the layer's input on the calibration data"),
         QT_TR_NOOP("Max channel absmax / median channel absmax of the input"),

@@ -27,6 +27,7 @@ public:
         ExcludedColumn,
         WeightSqnrColumn, // first metric column
         OutputSqnrLocalColumn,
+        AlgorithmGainColumn, // local output SQNR minus rounding to nearest's (GPTQ's layers)
         OutputSqnrAccumulatedColumn,
         InputAbsmaxColumn,
         OutlierScoreColumn,

@@ -94,6 +94,11 @@ int runAnalyze(const QStringList& args) {
         for (const PartReport& p : l.parts)
             std::printf("  %-40s %-14s %9s %9s\n", ("part " + p.name).c_str(), "",
                         db(p.weight).c_str(), db(p.outputLocal).c_str());
+        // codes a transform chose (GPTQ): rounding to nearest on the same weight and inputs
+        if (l.outputLocalRoundToNearest.valid)
+            std::printf("  %-40s %-14s %9s %9s\n", "round to nearest instead", "",
+                        db(l.weightRoundToNearest).c_str(),
+                        db(l.outputLocalRoundToNearest).c_str());
     }
     std::printf("\ntop outlier layers (input absmax / median channel absmax):\n");
     const auto ranking = out.report.outlierRanking();

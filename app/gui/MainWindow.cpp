@@ -499,13 +499,18 @@ void MainWindow::onRecipeChanged() {
     m_jsonView->setRecipe(recipe);
 }
 
-bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir) {
+bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir,
+                          const std::vector<std::string>& exportTargets, const QString& ggufType) {
     if (m_runJob >= 0 || m_modelDirectory.isEmpty())
         return false;
     RunRequest request;
     request.kind = kind;
     request.recipe = m_recipe->recipe();
     request.outDir = outDir.toStdString();
+    if (!exportTargets.empty())
+        request.recipe.exportTargets = exportTargets;
+    if (!ggufType.isEmpty())
+        request.ggufType = ggufType.toStdString();
     const EvalRequest eval = m_workbench->evalPanel()->request();
     request.device = eval.device;
     // The evaluation text of the recipe, else the one chosen in the evaluation panel.
@@ -553,8 +558,10 @@ ExportDialog* MainWindow::openExportDialog() {
         return nullptr;
     auto* dialog = new ExportDialog(m_modelDirectory, m_recipe->recipe(), this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &QDialog::accepted, this,
-            [this, dialog] { startRun(RunRequest::Kind::Quantize, dialog->outputDirectory()); });
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        startRun(RunRequest::Kind::Quantize, dialog->outputDirectory(), dialog->exportTargets(),
+                 dialog->ggufType());
+    });
     dialog->open();
     return dialog;
 }

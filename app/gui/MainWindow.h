@@ -75,7 +75,11 @@ public:
 
     // Runs on the open model with the current recipe; false when no model is open or a run is
     // going already (one run at a time). Quantize needs outDir.
-    bool startRun(RunRequest::Kind kind, const QString& outDir = QString());
+    // Quantize: exportTargets (recipe targets; empty: the recipe's own) and the GGUF type come
+    // from the export dialog.
+    bool startRun(RunRequest::Kind kind, const QString& outDir = QString(),
+                  const std::vector<std::string>& exportTargets = {},
+                  const QString& ggufType = QString());
     bool isRunning() const { return m_runJob >= 0; }
     void cancelRun();
     // Quantize…: the export dialog (non-blocking); OK starts the Quantize run.

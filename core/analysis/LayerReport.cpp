@@ -81,6 +81,12 @@ nlohmann::json AnalysisReport::toJson(bool withChannels) const {
             {"input", input},
             {"weight_histogram", qs::toJson(l.weightHistogram)},
             {"weight_quantized_histogram", qs::toJson(l.weightQuantizedHistogram)}};
+        if (!l.transforms.empty())
+            layersJson[l.name]["transforms"] = l.transforms;
+        if (l.outputLocalRoundToNearest.valid)
+            layersJson[l.name]["round_to_nearest"] = {
+                {"weight_error", qs::toJson(l.weightRoundToNearest)},
+                {"output_error_local", qs::toJson(l.outputLocalRoundToNearest)}};
         if (!l.parts.empty()) {
             nlohmann::json parts = nlohmann::json::array();
             for (const PartReport& p : l.parts)

@@ -65,10 +65,15 @@ struct LayerReport {
     bool quantized = false;
     std::string note; // why it is not quantized (excluded, unfit shape), if so
     ErrorMetrics weight;
-    ErrorMetrics outputLocal;       // quantized layer on full-precision inputs vs fp layer
-    ErrorMetrics outputAccumulated; // quantized model's output here vs the fp model's
-    ErrorMetrics inputQuantization; // the input quantizer's output vs its input (Quark "io")
-    ErrorMetrics inputDrift;        // quantized model's input here vs the fp model's
+    ErrorMetrics outputLocal; // quantized layer on full-precision inputs vs fp layer
+    // A transform chose the codes (GPTQ): the same two errors with rounding to nearest instead,
+    // on the same reference weight and inputs. Invalid for every other layer.
+    ErrorMetrics weightRoundToNearest;
+    ErrorMetrics outputLocalRoundToNearest;
+    std::vector<std::string> transforms; // the plan's transforms, in order
+    ErrorMetrics outputAccumulated;      // quantized model's output here vs the fp model's
+    ErrorMetrics inputQuantization;      // the input quantizer's output vs its input (Quark "io")
+    ErrorMetrics inputDrift;             // quantized model's input here vs the fp model's
     ChannelStatistics input;
     Histogram weightHistogram;
     Histogram weightQuantizedHistogram;

@@ -111,6 +111,8 @@ void quantizeWeights(BlockRun& run) {
         // A transform that chooses the codes itself (GPTQ) has filled the weight in already.
         if (!p.weight.dequantized.defined())
             p.quantizeWeight(run.linears[i]->weight);
+        else
+            p.keepRoundToNearest();
         p.createActivationQuantizers();
         LayerReport& rep = p.report;
         rep.name = p.name;

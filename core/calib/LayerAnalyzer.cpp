@@ -53,6 +53,9 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
         const at::Tensor yq =
             p.quantizeOutput(at::linear(xq, p.weight.dequantized, linears[i]->bias));
         a.local.add(yq, yRef);
+        if (p.weight.roundToNearest.defined())
+            a.localRoundToNearest.add(
+                p.quantizeOutput(at::linear(xq, p.weight.roundToNearest, linears[i]->bias)), yRef);
         // A fused projection: the same error restricted to each logical part's outputs.
         if (a.parts.empty() && !linears[i]->parts.empty()) {
             a.parts = linears[i]->parts;
@@ -80,6 +83,13 @@ void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
                 p.weight.dequantized, 128, rep.weightHistogram.lo, rep.weightHistogram.hi);
         }
         rep.outputLocal = a.local.metrics();
+        rep.transforms = p.transforms;
+        rep.outputLocalRoundToNearest = a.localRoundToNearest.metrics();
+        if (p.weight.roundToNearest.defined()) {
+            ErrorAccumulator w;
+            w.add(p.weight.roundToNearest, p.weight.reference);
+            rep.weightRoundToNearest = w.metrics();
+        }
         rep.parts.clear();
         int64_t row = 0;
         for (size_t k = 0; k < a.parts.size(); ++k) {

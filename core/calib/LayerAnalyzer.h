@@ -32,7 +32,7 @@ public:
 
 private:
     struct Layer {
-        ErrorAccumulator local, accumulated, inputQuant, drift;
+        ErrorAccumulator local, localRoundToNearest, accumulated, inputQuant, drift;
         ChannelStatsAccumulator channels;
         std::vector<std::pair<std::string, int64_t>> parts; // fused projections (LinearLayer)
         std::vector<ErrorAccumulator> partsLocal;

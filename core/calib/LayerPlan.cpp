@@ -15,6 +15,15 @@ bool hasCodes(const quant::QuantScheme& s) {
 
 } // namespace
 
+void LayerPlan::keepRoundToNearest() {
+    if (!scheme || !weight.reference.defined())
+        return;
+    LayerPlan rounded;
+    rounded.scheme = scheme;
+    rounded.quantizeWeight(weight.reference);
+    weight.roundToNearest = rounded.weight.dequantized;
+}
+
 void LayerPlan::quantizeWeight(const at::Tensor& w) {
     weight.reference = w;
     weight.codes.reset();

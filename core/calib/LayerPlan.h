@@ -23,6 +23,10 @@ struct WeightQuantization {
     // Absent for unquantized weights and for formats that exist only as fake quantization
     // (Quark's progressive int4->fp8 stage, MX6, BFP16).
     std::optional<quant::QuantizedTensor> codes;
+    // When a transform chose the codes itself (GPTQ): what rounding to nearest gives for the same
+    // reference and scheme, so the analysis shows what the algorithm bought layer by layer.
+    // Undefined otherwise.
+    at::Tensor roundToNearest;
 };
 
 // Which parts of a plan a run applies (sensitivity turns layers on and off without
@@ -66,6 +70,8 @@ struct LayerPlan {
     // Fake-quantizes `weight` (kept as the reference) with the scheme's weight spec, keeping the
     // codes, scales and zero points. Without a weight spec the weight stays as it is.
     void quantizeWeight(const at::Tensor& weight);
+    // Fills weight.roundToNearest from weight.reference (a transform quantized this plan).
+    void keepRoundToNearest();
     // Creates the input/output quantizers of the scheme (after the weight, before observation).
     void createActivationQuantizers();
 

@@ -200,6 +200,7 @@ int Engine::run(const RunRequest& request) {
             q.analyze = request.kind == Kind::Analyze;
             q.evaluate = request.kind == Kind::Evaluate;
             q.outDir = request.kind == Kind::Quantize ? request.outDir : std::string();
+            q.ggufType = request.ggufType;
             if (q.analyze)
                 q.onBlockReports = [this, job](int block, const std::vector<LayerReport>& layers) {
                     Q_EMIT layerReports(job, block, layers);

@@ -21,7 +21,8 @@ struct RunRequest {
     };
     Kind kind = Kind::Analyze;
     Recipe recipe;
-    std::string outDir; // Quantize only
+    std::string outDir;            // Quantize only: the formats are the recipe's export_targets
+    std::string ggufType = "q8_0"; // Quantize to GGUF only (ggufTypeNames)
     std::string device = "cpu";
     std::string dtype = "float32";
 };

@@ -11,32 +11,11 @@
 namespace qs {
 
 const std::vector<ExportFormat>& ExporterRegistry::formats() {
-    static const std::vector<ExportFormat> all = {
-        {"fake",
-         "hf_fake",
-         {"hf_fake"},
-         "fake-quantized Hugging Face checkpoint (float weights)",
-         true},
-        {"quark",
-         "quark",
-         {"hf_format"},
-         "AMD Quark hf_format, real quantized (transformers + amd-quark, vLLM)",
-         true},
-        {"gguf", "gguf", {}, "GGUF v3 for llama.cpp (llama family; Q8_0 weights)", true},
-        {"onnx", "onnx", {}, "ONNX with QuantizeLinear/DequantizeLinear", false},
-    };
-    return all;
+    return exportFormats();
 }
 
 const ExportFormat* ExporterRegistry::find(const std::string& n) {
-    for (const ExportFormat& f : formats()) {
-        if (f.name == n || f.recipeTarget == n)
-            return &f;
-        for (const std::string& a : f.aliases)
-            if (a == n)
-                return &f;
-    }
-    return nullptr;
+    return findExportFormat(n);
 }
 
 std::string ExporterRegistry::canonical(const std::string& n, const std::string& source,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "export/ExportFormat.h"
 #include "export/Exporter.h"
 #include "model/ModuleNode.h"
 
@@ -9,16 +10,6 @@
 #include <vector>
 
 namespace qs {
-
-// The one place export formats are named. `name` is what the CLI (--format), the GUI and the
-// registry use; `recipeTarget` what a recipe's export_targets records.
-struct ExportFormat {
-    std::string name;         // "fake", "quark", "gguf", "onnx"
-    std::string recipeTarget; // "hf_fake", "quark", "gguf", "onnx"
-    std::vector<std::string> aliases;
-    std::string description;
-    bool available = false; // written by this build
-};
 
 class ExporterRegistry {
 public:

@@ -1,4 +1,5 @@
 #include "export/GgufExporter.h"
+#include "export/ExportFormat.h"
 #include "io/TensorDType.h"
 
 #include "export/TensorBlocks.h"
@@ -170,7 +171,10 @@ GgmlType ggmlTypeFromName(const std::string& name) {
         return GgmlType::Q4_0;
     if (n == "q4_1")
         return GgmlType::Q4_1;
-    throw Error("--gguf-type", name, "unknown GGUF type (f32, f16, q8_0, q4_0, q4_1)");
+    std::string known;
+    for (const std::string& t : ggufTypeNames())
+        known += (known.empty() ? "" : ", ") + t;
+    throw Error("--gguf-type", name, "unknown GGUF type (" + known + ")");
 }
 
 uint64_t ggmlRowBytes(int64_t n, GgmlType type) {

@@ -20,6 +20,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
 #include <QCryptographicHash>
 #include <QDir>
 #include <QElapsedTimer>
@@ -274,6 +275,40 @@ private Q_SLOTS:
         const qs::Recipe written = qs::Recipe::load(guiRecipe.toStdString());
         QCOMPARE(written.exclude, std::vector<std::string>{ExcludedLayer.toStdString()});
         QCOMPARE(written.global->name, std::string("int8"));
+    }
+
+    // The export dialog's formats reach the engine: Quark and GGUF (with the chosen type) in
+    // <out>/<format>, each with the recipe that names both.
+    void exportDialogWritesTheChosenFormats() {
+        qs::MainWindow window;
+        window.show();
+        openModel(window, m_stories);
+        setInt8Recipe(window, 4, 64);
+        qs::ExportDialog* dialog = window.openExportDialog();
+        QVERIFY(dialog);
+        dialog->setExportTargets({"quark", "gguf"});
+        dialog->ggufTypeBox()->setCurrentIndex(
+            dialog->ggufTypeBox()->findData(QStringLiteral("q4_0")));
+        const QString out = m_work + QStringLiteral("/exported-formats");
+        dialog->setOutputDirectory(out);
+        QSignalSpy finished(&window, &qs::MainWindow::runFinished);
+        dialog->accept();
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 300000);
+
+        QFile config(out + QStringLiteral("/quark/config.json"));
+        QVERIFY(config.open(QIODevice::ReadOnly));
+        const auto quark = nlohmann::json::parse(config.readAll().toStdString());
+        QCOMPARE(quark.at("quantization_config").at("quant_method").get<std::string>(),
+                 std::string("quark"));
+        QFile gguf(out + QStringLiteral("/gguf/model.gguf"));
+        QVERIFY(gguf.open(QIODevice::ReadOnly));
+        QCOMPARE(gguf.read(4), QByteArray("GGUF"));
+        for (const QString format : {QStringLiteral("quark"), QStringLiteral("gguf")}) {
+            const qs::Recipe written = qs::Recipe::load(
+                (out + QLatin1Char('/') + format + QStringLiteral("/quantscope_recipe.json"))
+                    .toStdString());
+            QCOMPARE(written.exportTargets, (std::vector<std::string>{"quark", "gguf"}));
+        }
     }
 
     void cancelLeavesTheAppUsable() {

@@ -1,12 +1,16 @@
-// ExportDialog: only the fake-quantized HF format is available (the others disabled with a
-// reason), the recipe path follows the output folder, the headless command is quoted for a POSIX
-// shell (checked by running it through /bin/sh), and Copy saves a recipe that loads back.
+// ExportDialog: the formats are core's table (those this build writes checkable, the others
+// disabled with the reason), the chosen ones become the recipe's export targets and the GGUF type
+// a flag of the headless command, the recipe path follows the output folder, the headless command
+// is quoted for a POSIX shell (checked by running it through /bin/sh), and Copy saves a recipe that
+// loads back.
 #include "ExportDialog.h"
 #include "TestSupport.h"
+#include "export/ExportFormat.h"
 #include "quant/SchemeRegistry.h"
 
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFileInfo>
 #include <QLabel>
@@ -32,22 +36,45 @@ QStringList shellWords(const QString& commandLine) {
 class TestExportDialog : public QObject {
     Q_OBJECT
 private Q_SLOTS:
-    void onlyTheAvailableFormatIsEnabled() {
+    void formatsFollowTheRegistry() {
         qs::ExportDialog dialog(QStringLiteral("/models/m"), qs::Recipe{});
         QListWidget* formats = dialog.formatList();
-        QCOMPARE(formats->count(), 4);
-        QCOMPARE(formats->item(0)->text(),
-                 QStringLiteral("Fake-quantized Hugging Face (safetensors)"));
-        QVERIFY(formats->item(0)->flags() & Qt::ItemIsEnabled);
-        QCOMPARE(formats->item(0)->checkState(), Qt::Checked);
-        for (int i = 1; i < formats->count(); ++i) {
-            QVERIFY(!(formats->item(i)->flags() & Qt::ItemIsEnabled));
-            QCOMPARE(formats->item(i)->toolTip(), QStringLiteral("exporter not implemented yet"));
+        QCOMPARE(formats->count(), int(qs::exportFormats().size()));
+        for (int i = 0; i < formats->count(); ++i) {
+            const qs::ExportFormat& f = qs::exportFormats()[size_t(i)];
+            QCOMPARE(bool(formats->item(i)->flags() & Qt::ItemIsUserCheckable), f.available);
+            if (!f.available)
+                QCOMPARE(formats->item(i)->toolTip(), QStringLiteral("Not written by this build"));
         }
+        // A recipe without export targets: the fake-quantized checkpoint, as the CLI's default.
+        QCOMPARE(dialog.exportTargets(), std::vector<std::string>{"hf_fake"});
+        QVERIFY(!dialog.ggufTypeBox()->isEnabled());
         QVERIFY(!dialog.buttonBox()->button(QDialogButtonBox::Ok)->isEnabled());
         dialog.setOutputDirectory(QStringLiteral("/out/q"));
         QVERIFY(dialog.buttonBox()->button(QDialogButtonBox::Ok)->isEnabled());
         QCOMPARE(dialog.recipePath(), QStringLiteral("/out/q.recipe.json"));
+        // No format checked: nothing to write.
+        formats->item(0)->setCheckState(Qt::Unchecked);
+        QVERIFY(!dialog.buttonBox()->button(QDialogButtonBox::Ok)->isEnabled());
+    }
+
+    void chosenFormatsGoIntoTheRecipeAndCommand() {
+        qs::Recipe recipe;
+        recipe.exportTargets = {"hf_format", "gguf"}; // an alias counts as its format
+        qs::ExportDialog dialog(QStringLiteral("/models/m"), recipe);
+        QCOMPARE(dialog.exportTargets(), (std::vector<std::string>{"quark", "gguf"}));
+        QVERIFY(dialog.ggufTypeBox()->isEnabled());
+        dialog.ggufTypeBox()->setCurrentIndex(
+            dialog.ggufTypeBox()->findData(QStringLiteral("q4_0")));
+        dialog.setOutputDirectory(QStringLiteral("/out/q"));
+        QVERIFY(dialog.headlessCommand().endsWith(QStringLiteral(" --gguf-type q4_0")));
+        QCOMPARE(dialog.recipeToWrite().exportTargets, (std::vector<std::string>{"quark", "gguf"}));
+        QListWidget* formats = dialog.formatList();
+        for (int i = 0; i < formats->count(); ++i)
+            if (formats->item(i)->data(Qt::UserRole).toString() == QStringLiteral("gguf"))
+                formats->item(i)->setCheckState(Qt::Unchecked);
+        QVERIFY(!dialog.ggufTypeBox()->isEnabled());
+        QVERIFY(!dialog.headlessCommand().contains(QStringLiteral("--gguf-type")));
     }
 
     void commandSurvivesTheShell() {
@@ -75,6 +102,7 @@ private Q_SLOTS:
         QTest::mouseClick(dialog.copyButton(), Qt::LeftButton);
         const QString saved = dir + QStringLiteral("/out.recipe.json");
         QVERIFY2(QFileInfo::exists(saved), qPrintable(dialog.statusLabel()->text()));
+        recipe.exportTargets = {"hf_fake"}; // the dialog's choice is part of the saved recipe
         QCOMPARE(qs::Recipe::load(saved.toStdString()).toOrderedJson(), recipe.toOrderedJson());
         QCOMPARE(QApplication::clipboard()->text(), dialog.headlessCommand());
         QVERIFY(dialog.headlessCommand().contains(QStringLiteral("--recipe '") + saved +

@@ -186,6 +186,55 @@ private Q_SLOTS:
         QCOMPARE(a.perplexity->perplexity, b.perplexity->perplexity);
         QVERIFY(a.perplexity->perplexity < 6.210564);
     }
+
+    // Analyze with GPTQ puts rounding to nearest beside each layer GPTQ quantized. In block 0
+    // both runs see the same inputs (the embeddings) and the same reference weights, so GPTQ's
+    // "rounding to nearest instead" equals the plain run's errors exactly.
+    void analysisShowsRoundToNearestBeside() {
+        Recipe recipe;
+        recipe.global = resolveScheme("uint4_wo_32");
+        recipe.exclude = {"*down_proj", "*lm_head"};
+        recipe.calibration.dataPath =
+            qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        recipe.calibration.numSamples = 4;
+        recipe.calibration.seqLen = 128;
+        QuantizationRequest req;
+        req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
+        req.analyze = true;
+        req.recipe = recipe;
+        const QuantizationOutcome rtn = runQuantization(req, {});
+        req.recipe.algorithms.push_back({"gptq", {{"desc_act", false}, {"static_groups", false}}});
+        const QuantizationOutcome gptq = runQuantization(req, {});
+        QCOMPARE(gptq.report.layers.size(), rtn.report.layers.size());
+        double gptqError = 0, rtnError = 0;
+        int compared = 0;
+        for (size_t i = 0; i < gptq.report.layers.size(); ++i) {
+            const LayerReport& g = gptq.report.layers[i];
+            const LayerReport& r = rtn.report.layers[i];
+            QCOMPARE(g.name, r.name);
+            QVERIFY(r.transforms.empty());
+            QVERIFY(!r.outputLocalRoundToNearest.valid);
+            if (g.kind == "down_proj") { // excluded: GPTQ never saw it
+                QVERIFY(g.transforms.empty());
+                QVERIFY(!g.outputLocalRoundToNearest.valid);
+                continue;
+            }
+            QCOMPARE(g.transforms, std::vector<std::string>{"gptq"});
+            QVERIFY(g.outputLocalRoundToNearest.valid && g.weightRoundToNearest.valid);
+            gptqError += g.outputLocal.mse;
+            rtnError += g.outputLocalRoundToNearest.mse;
+            if (g.block == 0) {
+                QCOMPARE(g.weightRoundToNearest.mse, r.weight.mse);
+                QCOMPARE(g.outputLocalRoundToNearest.mse, r.outputLocal.mse);
+                QCOMPARE(g.outputLocalRoundToNearest.sqnrDb, r.outputLocal.sqnrDb);
+                ++compared;
+            }
+        }
+        QVERIFY(compared > 0);
+        qInfo("local output MSE summed over GPTQ's layers: GPTQ %.4g, round to nearest %.4g",
+              gptqError, rtnError);
+        QVERIFY(gptqError < rtnError);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestGptq)

@@ -5,6 +5,7 @@
 #include "TestSupport.h"
 
 #include "calib/QuantizationRun.h"
+#include "export/ExportFormat.h"
 #include "export/GgufExporter.h"
 #include "recipe/RecipeFlags.h"
 #include "util/Error.h"
@@ -219,6 +220,9 @@ private Q_SLOTS:
         QCOMPARE(q.tensors.at("blk.0.ffn_down.weight").type, 0u); // 172 per row: F32 fallback
         QCOMPARE(q.tensors.at("blk.0.attn_norm.weight").type, 0u);
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::ggmlTypeFromName("q5_k"));
+        // The names the GUI and the CLI help offer are the ones the exporter takes.
+        for (const std::string& name : qs::ggufTypeNames())
+            qs::ggmlTypeFromName(name);
     }
 };
 

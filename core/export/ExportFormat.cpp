@@ -1,0 +1,43 @@
+#include "export/ExportFormat.h"
+
+namespace qs {
+
+const std::vector<ExportFormat>& exportFormats() {
+    static const std::vector<ExportFormat> all = {
+        {"fake",
+         "hf_fake",
+         {"hf_fake"},
+         "fake-quantized Hugging Face checkpoint (float weights)",
+         true},
+        {"quark",
+         "quark",
+         {"hf_format"},
+         "AMD Quark hf_format, real quantized (transformers + amd-quark, vLLM)",
+         true},
+        {"gguf",
+         "gguf",
+         {},
+         "GGUF v3 for llama.cpp (llama family; Q8_0, Q4_0, Q4_1, F16 or F32 weights)",
+         true},
+        {"onnx", "onnx", {}, "ONNX with QuantizeLinear/DequantizeLinear", false},
+    };
+    return all;
+}
+
+const ExportFormat* findExportFormat(const std::string& n) {
+    for (const ExportFormat& f : exportFormats()) {
+        if (f.name == n || f.recipeTarget == n)
+            return &f;
+        for (const std::string& a : f.aliases)
+            if (a == n)
+                return &f;
+    }
+    return nullptr;
+}
+
+const std::vector<std::string>& ggufTypeNames() {
+    static const std::vector<std::string> names = {"q8_0", "q4_0", "q4_1", "f16", "f32"};
+    return names;
+}
+
+} // namespace qs

@@ -1,0 +1,27 @@
+// The export formats as every reader names them, without Torch: the CLI, the exporter registry
+// (core/export/ExporterRegistry.h) and the GUI's export dialog read this one table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// `name` is what the CLI (--format), the GUI and the registry use; `recipeTarget` what a recipe's
+// export_targets records.
+struct ExportFormat {
+    std::string name;         // "fake", "quark", "gguf", "onnx"
+    std::string recipeTarget; // "hf_fake", "quark", "gguf", "onnx"
+    std::vector<std::string> aliases;
+    std::string description;
+    bool available = false; // written by this build
+};
+
+const std::vector<ExportFormat>& exportFormats();
+// By name, recipe target or alias (Quark's --model_export hf_format/gguf/onnx); nullptr when
+// unknown.
+const ExportFormat* findExportFormat(const std::string& nameOrAlias);
+// The GGUF weight types the GGUF exporter writes (--gguf-type), the default first.
+const std::vector<std::string>& ggufTypeNames();
+
+} // namespace qs
