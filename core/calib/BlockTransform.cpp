@@ -1,6 +1,9 @@
 #include "calib/BlockTransform.h"
 
+#include "algo/AutoSmoothQuantTransform.h"
+#include "algo/AwqTransform.h"
 #include "algo/GptqTransform.h"
+#include "algo/SmoothQuantTransform.h"
 #include "recipe/Recipe.h"
 #include "util/Error.h"
 
@@ -13,9 +16,22 @@ makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::str
         // The catalog (AlgorithmCatalog.h) validates names and parameters; an algorithm without
         // an engine implementation is refused rather than run without it.
         const std::string field = "algorithms[" + std::to_string(i) + "]";
+        const std::string where = source + " " + field;
+        const nlohmann::json& params = algorithms[i].params;
         if (algorithms[i].name == "gptq") {
-            transforms.push_back(
-                std::make_unique<algo::GptqTransform>(algorithms[i].params, source + " " + field));
+            transforms.push_back(std::make_unique<algo::GptqTransform>(params, where));
+            continue;
+        }
+        if (algorithms[i].name == "smoothquant") {
+            transforms.push_back(std::make_unique<algo::SmoothQuantTransform>(params, where));
+            continue;
+        }
+        if (algorithms[i].name == "awq") {
+            transforms.push_back(std::make_unique<algo::AwqTransform>(params, where));
+            continue;
+        }
+        if (algorithms[i].name == "autosmoothquant") {
+            transforms.push_back(std::make_unique<algo::AutoSmoothQuantTransform>(params, where));
             continue;
         }
         throw Error(source, field + ".name",

@@ -5,6 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +24,16 @@ struct BlockTransformInput {
     // layer name -> its inputs, one tensor per calibration batch ([rows, in_features] views of
     // what the linear consumed). Empty unless needsInputs().
     const std::map<std::string, std::vector<at::Tensor>>& inputs;
+    // For transforms that run the block themselves (AWQ's and AutoSmoothQuant's searches): the
+    // model's config (scaling template, attention heads), the block's calibration inputs
+    // [N, T, H] (the stream the capture pass saw; undefined without calibration) with their
+    // forward context, the batch size in tokens, and a progress report within the transform
+    // (0..1) that throws qs::Cancelled when the run is cancelled.
+    const ModelConfig* config = nullptr;
+    at::Tensor stream;
+    const ForwardContext* context = nullptr;
+    int64_t maxBatchTokens = 2048;
+    std::function<void(double, const std::string&)> report;
 };
 
 // A transform pass of the calibration pipeline: runs on each block after its inputs were
@@ -44,6 +55,9 @@ public:
     // qs::Error naming the layer and the field when the transform cannot treat its scheme.
     virtual void checkLayer(const std::string& /*layer*/,
                             const quant::QuantScheme& /*scheme*/) const {}
+    // Called by prepareRun once the model's config is known, before any block is read: throws
+    // qs::Error when the transform cannot run on this model (no scaling template, ...).
+    virtual void checkModel(const ModelConfig& /*config*/) const {}
     virtual void apply(BlockTransformInput& input) = 0;
 };
 

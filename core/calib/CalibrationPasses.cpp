@@ -95,11 +95,29 @@ captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx
 }
 
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
-                     const std::map<std::string, std::vector<at::Tensor>>& captured) {
-    for (const auto& t : transforms) {
-        run.progress->report(run.index, 0.1, t->name());
+                     const std::map<std::string, std::vector<at::Tensor>>& captured,
+                     const ModelConfig& config, const at::Tensor& stream,
+                     const ForwardContext& ctx) {
+    for (size_t i = 0; i < transforms.size(); ++i) {
+        const auto& t = transforms[i];
+        // The transforms share the block's span 0.1..0.15 (capture before, weights after).
+        const double from = 0.1 + 0.05 * double(i) / double(transforms.size());
+        const double span = 0.05 / double(transforms.size());
+        run.progress->report(run.index, from, t->name());
         BlockTransformInput in{*run.block, *run.plans, captured};
+        in.config = &config;
+        in.stream = stream;
+        in.context = &ctx;
+        in.maxBatchTokens = run.maxBatchTokens;
+        const BlockProgress* progress = run.progress;
+        const int index = run.index;
+        const std::string name = t->name();
+        in.report = [progress, index, from, span, name](double within, const std::string& what) {
+            progress->report(index, from + span * within, name + ": " + what);
+        };
         t->apply(in);
+        // A transform that rescaled weights leaves them in the block's linears (reference
+        // weights of the weight pass); the next transform sees them.
     }
 }
 

@@ -77,8 +77,12 @@ std::map<std::string, std::vector<at::Tensor>>
 captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx);
 
 // 2. Transforms (algorithms), in order, on the full-precision block.
+//    `stream` (the block's calibration inputs, as captured) and `ctx` are passed on to the
+//    transforms that run the block themselves.
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
-                     const std::map<std::string, std::vector<at::Tensor>>& captured);
+                     const std::map<std::string, std::vector<at::Tensor>>& captured,
+                     const ModelConfig& config, const at::Tensor& stream,
+                     const ForwardContext& ctx);
 
 // 3. Weight quantization: each plan quantizes its linear's current weight round-to-nearest
 //    (codes, scales and zero points kept) unless a transform quantized it already, and creates

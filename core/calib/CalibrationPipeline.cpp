@@ -71,7 +71,8 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         std::map<std::string, std::vector<at::Tensor>> captured;
         if (needsInputs && hasCalibration)
             captured = pass::captureInputs(run, observed, calibCtx);
-        pass::applyTransforms(run, m_options.transforms, captured);
+        pass::applyTransforms(run, m_options.transforms, captured, m_model.config(),
+                              hasCalibration ? observed : at::Tensor(), calibCtx);
         captured.clear();
         pass::quantizeWeights(run);
 

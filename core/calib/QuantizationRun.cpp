@@ -131,6 +131,8 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         throw Error("recipe", "kv_cache",
                     "KV-cache quantization is not supported on '" + handle.config.modelType +
                         "': k and v come out of one fused qkv_proj");
+    for (const auto& t : prep.transforms)
+        t->checkModel(handle.config);
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
     checkExportFormats(prep.exportFormats, recipe, tree, prep.planner->skipped(),

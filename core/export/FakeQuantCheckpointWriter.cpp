@@ -69,11 +69,9 @@ void FakeQuantCheckpointWriter::writeLeading() {
 }
 
 void FakeQuantCheckpointWriter::writeBlock(int index, DecoderBlock& block,
-                                           const std::vector<LayerPlan>&) {
+                                           const std::vector<LayerPlan>& plans) {
     writeNextUntil(index);
-    std::map<std::string, const at::Tensor*> weights;
-    for (LinearLayer* l : block.linears())
-        weights[l->name + ".weight"] = &l->weight;
+    const std::map<std::string, const at::Tensor*> weights = blockTensors(block, plans);
     while (m_next < m_layout.size() && m_blockOf[m_next] == index) {
         const TensorInfo& info = m_layout[m_next];
         auto it = weights.find(info.name);

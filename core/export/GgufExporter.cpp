@@ -333,11 +333,9 @@ void GgufExporter::writeLeading() {
     copyUntil(0);
 }
 
-void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>&) {
+void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) {
     copyUntil(index);
-    std::map<std::string, const at::Tensor*> weights;
-    for (LinearLayer* l : block.linears())
-        weights[l->name + ".weight"] = &l->weight;
+    const std::map<std::string, const at::Tensor*> weights = blockTensors(block, plans);
     while (m_next < m_names.size() && m_blockOf[m_next] == index) {
         const std::string& n = m_names[m_next++];
         const auto it = weights.find(n);

@@ -247,14 +247,21 @@ void QuarkHfExporter::writeBlock(int index, DecoderBlock& block,
     std::map<std::string, const LayerPlan*> planOf; // "<linear>.weight" -> plan
     for (const LayerPlan& p : plans)
         planOf[p.name + ".weight"] = &p;
-    std::map<std::string, const at::Tensor*> current; // the block's weights as they are now
-    for (LinearLayer* l : block.linears())
-        current[l->name + ".weight"] = &l->weight;
+    // The block's tensors as they are now (norms and biases too when a transform rescaled them).
+    const std::map<std::string, const at::Tensor*> current = blockTensors(block, plans);
+    auto sourceType = [&](const std::string& name) {
+        const DType t = m_source.info(name).dtype;
+        return t == DType::BF16 ? at::kBFloat16 : t == DType::F16 ? at::kHalf : at::kFloat;
+    };
     while (m_next < m_names.size() && m_blockOf[m_next] == index) {
         const std::string& name = m_names[m_next++];
         const auto it = planOf.find(name);
         if (it == planOf.end()) {
-            copyRaw(name);
+            const auto cur = current.find(name);
+            if (cur != current.end())
+                spoolTensor(name, cur->second->to(sourceType(name)));
+            else
+                copyRaw(name);
             continue;
         }
         const LayerPlan& p = *it->second;

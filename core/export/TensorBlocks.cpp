@@ -1,5 +1,8 @@
 #include "export/TensorBlocks.h"
 
+#include "calib/LayerPlan.h"
+#include "model/DecoderModel.h"
+
 #include <climits>
 #include <regex>
 
@@ -11,6 +14,26 @@ int blockOfTensorName(const std::string& name) {
     if (std::regex_search(name, m, re))
         return std::stoi(m[1].str());
     return name.find("embed") != std::string::npos ? -1 : INT_MAX;
+}
+
+std::map<std::string, const at::Tensor*> blockTensors(DecoderBlock& block,
+                                                      const std::vector<LayerPlan>& plans) {
+    std::map<std::string, const at::Tensor*> out;
+    bool rescaled = false;
+    for (const LayerPlan& p : plans)
+        rescaled = rescaled || !p.transforms.empty();
+    for (LinearLayer* l : block.linears()) {
+        out[l->name + ".weight"] = &l->weight;
+        if (rescaled && l->bias.defined())
+            out[l->name + ".bias"] = &l->bias;
+    }
+    if (rescaled)
+        for (const BlockNorm& n : block.norms()) {
+            out[n.name + ".weight"] = n.weight;
+            if (n.bias && n.bias->defined())
+                out[n.name + ".bias"] = n.bias;
+        }
+    return out;
 }
 
 } // namespace qs

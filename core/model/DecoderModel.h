@@ -26,6 +26,14 @@ struct LinearLayer {
     std::vector<std::pair<std::string, int64_t>> parts;
 };
 
+// A norm of a decoder block with its learned parameters, addressable so that a transform can
+// fold a per-channel scale into them (SmoothQuant, AWQ: ScalingTemplate.h).
+struct BlockNorm {
+    std::string name;             // full module name, e.g. "model.layers.0.input_layernorm"
+    at::Tensor* weight = nullptr; // [hidden] in compute dtype
+    at::Tensor* bias = nullptr;   // LayerNorm's bias; null for RMSNorm or when absent
+};
+
 // Observes and may replace a linear's input and output: activation capture, activation and
 // output (KV-cache) fake quantization, per-layer error measurement.
 class LinearHook {
@@ -64,6 +72,8 @@ public:
     // The block's quantizable linears (mixture-of-experts routers are not among them: they stay
     // in full precision, as Quark excludes them).
     virtual std::vector<LinearLayer*> linears() = 0;
+    // The block's norms (empty where a family exposes none).
+    virtual std::vector<BlockNorm> norms() { return {}; }
     // Mixture-of-experts blocks: the tokens routed to each expert by the forwards since load or
     // the last reset, keyed by the expert's module name ("model.layers.3.mlp.experts.7").
     // Empty for dense blocks.

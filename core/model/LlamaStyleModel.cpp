@@ -142,6 +142,17 @@ public:
         return out;
     }
 
+    std::vector<BlockNorm> norms() override {
+        const std::string p = "model.layers." + std::to_string(index()) + ".";
+        std::vector<BlockNorm> out = {{p + "input_layernorm", &m_inputNorm, nullptr},
+                                      {p + "post_attention_layernorm", &m_postAttnNorm, nullptr}};
+        if (m_cfg.layout.sandwichNorms) {
+            out.push_back({p + "pre_feedforward_layernorm", &m_preFfnNorm, nullptr});
+            out.push_back({p + "post_feedforward_layernorm", &m_postFfnNorm, nullptr});
+        }
+        return out;
+    }
+
     std::vector<std::pair<std::string, int64_t>> routedTokens() const override {
         return m_moe ? m_moe->routedTokens() : std::vector<std::pair<std::string, int64_t>>{};
     }

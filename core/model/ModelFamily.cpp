@@ -23,6 +23,13 @@ const std::vector<const ModelFamily*>& modelFamilies() {
     return families;
 }
 
+ScalingTemplate ModelFamily::scalingTemplate(const ModelConfig& config) const {
+    throw Error(config.source, "model_type",
+                "'" + name() +
+                    "' declares no scaling template (which linears share an input), "
+                    "so SmoothQuant, AWQ and AutoSmoothQuant cannot run on it");
+}
+
 const ModelFamily& familyFor(const std::string& modelType, const std::string& source) {
     std::string known;
     for (const ModelFamily* f : modelFamilies())

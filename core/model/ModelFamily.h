@@ -2,6 +2,7 @@
 
 #include "model/ModelConfig.h"
 #include "model/ModuleNode.h"
+#include "model/ScalingTemplate.h"
 
 #include <memory>
 #include <string>
@@ -32,6 +33,11 @@ public:
     virtual std::unique_ptr<DecoderModel> create(const ModelConfig& config,
                                                  std::shared_ptr<const Checkpoint> checkpoint,
                                                  const ComputeOptions& compute) const = 0;
+    // Which linears of a block share an input and what precedes them (SmoothQuant, AWQ,
+    // AutoSmoothQuant). The default refuses with qs::Error naming the family: a family whose
+    // blocks cannot be rescaled exactly declares no template, or overrides this to name the
+    // layer that prevents it.
+    virtual ScalingTemplate scalingTemplate(const ModelConfig& config) const;
 };
 
 // The families compiled in; explicit so static-library linking cannot drop one.

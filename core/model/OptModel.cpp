@@ -58,6 +58,14 @@ public:
         return {&m_q, &m_k, &m_v, &m_o, &m_fc1, &m_fc2};
     }
 
+    std::vector<BlockNorm> norms() override {
+        const std::string p = "model.decoder.layers." + std::to_string(index()) + ".";
+        return {
+            {p + "self_attn_layer_norm", &m_attnNormW,
+             m_attnNormB.defined() ? &m_attnNormB : nullptr},
+            {p + "final_layer_norm", &m_ffnNormW, m_ffnNormB.defined() ? &m_ffnNormB : nullptr}};
+    }
+
 private:
     at::Tensor norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
         return at::layer_norm(x, {m_cfg.hiddenSize}, w, b, kLayerNormEps);

@@ -283,9 +283,10 @@ private Q_SLOTS:
                                  "64",       "--kv_cache_dtype",
                                  "fp8",      "--exclude_layers",
                                  "lm_head",  "-q"};
-        Run r = cli(common + QStringList{"--model_export", "hf_format", "--quant_algo", "awq"});
+        Run r =
+            cli(common + QStringList{"--model_export", "hf_format", "--quant_algo", "rotation"});
         QCOMPARE(r.exitCode, 1);
-        QVERIFY2(r.err.contains("'awq'") && r.err.contains("algorithms[0]"), r.err);
+        QVERIFY2(r.err.contains("'rotation'") && r.err.contains("algorithms[0]"), r.err);
         QVERIFY(!QFileInfo::exists(out));
         // A format Quark names that this build does not write: refused before any work.
         r = cli(common + QStringList{"--model_export", "onnx"});

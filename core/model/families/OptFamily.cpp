@@ -13,6 +13,26 @@ public:
     std::string name() const override { return "opt"; }
     std::vector<std::string> modelTypes() const override { return {"opt"}; }
 
+    // Quark's OPT groups. Exact only for the pre-norm layout (the norms precede the linears)
+    // and a ReLU between fc1 and fc2 (relu(x / s) = relu(x) / s for s > 0; GELU is not).
+    ScalingTemplate scalingTemplate(const ModelConfig& c) const override {
+        if (!c.doLayerNormBefore)
+            throw Error(c.source, "model.decoder.layers.0.self_attn_layer_norm",
+                        "post-norm OPT (do_layer_norm_before false): the norms follow the "
+                        "linears, so there is nothing to fold a scale into");
+        ScalingTemplate t;
+        t.groups = {{"self_attn_layer_norm",
+                     {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+                     "self_attn.q_proj",
+                     "self_attn"},
+                    {"self_attn.v_proj", {"self_attn.out_proj"}, "self_attn.out_proj", ""},
+                    {"final_layer_norm", {"fc1"}, "fc1", ""}};
+        if (c.hiddenAct == "relu")
+            t.groups.push_back({"fc1", {"fc2"}, "fc2", ""});
+        t.moduleOutputs = {{"self_attn", "self_attn.out_proj"}};
+        return t;
+    }
+
     std::vector<std::string> knownKeys() const override {
         return {"hidden_size",
                 "ffn_dim",

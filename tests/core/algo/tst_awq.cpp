@@ -1,0 +1,204 @@
+// AWQ: the chosen scales against a brute-force search written out on a tiny layer, its output
+// error against rounding to nearest on correlated inputs with outlier channels, and the pipeline
+// on stories260K (replay identical). That applying scales leaves a model's function unchanged is
+// tested once for all scaling algorithms in tst_smoothquant.cpp (bit for bit with power-of-two
+// scales, to 1e-5 with SmoothQuant's).
+#include "ScalingTestHarness.h"
+
+#include "algo/AwqTransform.h"
+#include "algo/GroupOutputProbe.h"
+#include "algo/ScalingGroups.h"
+#include "calib/QuantizationRun.h"
+#include "quant/Quantize.h"
+#include "recipe/Recipe.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <QtTest>
+
+using namespace qs;
+
+namespace {
+
+// A block that is one scaling group: x * norm -> fc.
+class TinyBlock : public DecoderBlock {
+public:
+    TinyBlock(const at::Tensor& norm, const at::Tensor& weight) : DecoderBlock(0), m_norm(norm) {
+        m_fc.name = "model.layers.0.fc";
+        m_fc.kind = "fc";
+        m_fc.weight = weight;
+    }
+    at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
+        return applyLinear(m_fc, x * m_norm, ctx);
+    }
+    std::vector<LinearLayer*> linears() override { return {&m_fc}; }
+    std::vector<BlockNorm> norms() override { return {{"model.layers.0.norm", &m_norm, nullptr}}; }
+
+    at::Tensor m_norm;
+    LinearLayer m_fc;
+};
+
+ScalingTemplate tinyTemplate() {
+    ScalingTemplate t;
+    t.groups = {{"norm", {"fc"}, "fc", ""}};
+    return t;
+}
+
+// Correlated features (a random mixing of a few sources) with a few channels 20x larger: the
+// activation outliers AWQ protects.
+at::Tensor outlierInputs(int64_t windows, int64_t len, int64_t features, uint64_t seed) {
+    at::manual_seed(seed);
+    const at::Tensor sources = at::randn({windows * len, features / 4});
+    at::Tensor x = at::matmul(sources, at::randn({features / 4, features})) +
+                   0.1 * at::randn({windows * len, features});
+    x.narrow(1, 5, 1).mul_(20.0);
+    x.narrow(1, 40, 2).mul_(20.0);
+    return x.view({windows, len, features});
+}
+
+struct Tiny {
+    at::Tensor stream, norm, weight;
+    quant::QuantScheme scheme = quant::resolveScheme("uint4_wo_32");
+};
+
+Tiny makeTiny() {
+    Tiny t;
+    t.stream = outlierInputs(4, 32, 64, 11);
+    at::manual_seed(12);
+    t.norm = 0.5 + at::rand({64});
+    t.weight = 0.1 * at::randn({48, 64});
+    return t;
+}
+
+double mse(const at::Tensor& a, const at::Tensor& b) {
+    return (a - b).pow(2).mean().item<double>();
+}
+
+} // namespace
+
+class TestAwq : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { at::set_num_threads(2); }
+
+    // The search written out: every ratio's scales, Q(W s) applied to x / s, the mean squared
+    // error of the layer's output, the first minimum.
+    void scalesEqualBruteForce() {
+        const Tiny t = makeTiny();
+        TinyBlock block(t.norm, t.weight);
+        ModelConfig config;
+        std::vector<LayerPlan> plans = qs::test::plansFor(block, t.scheme);
+        qs::test::InputCollector collector;
+        ForwardContext ctx;
+        ForwardContext hooked;
+        hooked.hook = &collector;
+        block.forward(t.stream, hooked);
+        BlockTransformInput in{block, plans, collector.inputs};
+        in.config = &config;
+        in.stream = t.stream;
+        in.context = &ctx;
+        in.maxBatchTokens = 64; // two windows per batch: the loss sums over batches
+        auto groups = algo::resolveScalingGroups(block, plans, tinyTemplate(), config, "t", "f");
+        algo::AwqTransform awq(nlohmann::json::object(), "test");
+        const algo::AwqTransform::Choice choice = awq.searchScales(in, groups[0]);
+
+        const at::Tensor x = (t.stream * t.norm).reshape({-1, 64});
+        const at::Tensor ref = at::matmul(x, t.weight.t());
+        const at::Tensor xmean = x.abs().mean(0);
+        double bestLoss = 1e300, bestRatio = -1;
+        at::Tensor bestScales;
+        for (int i = 0; i < 20; ++i) {
+            const double ratio = i / 20.0;
+            at::Tensor s = xmean.pow(ratio).clamp_min(1e-4);
+            s = s / (s.max() * s.min()).sqrt();
+            const at::Tensor q = quant::fakeQuantize(t.weight * s.view({1, -1}), t.scheme.weight);
+            const double loss = mse(at::matmul(x / s, q.t()), ref);
+            if (loss < bestLoss) {
+                bestLoss = loss;
+                bestRatio = ratio;
+                bestScales = s;
+            }
+        }
+        qInfo("AWQ ratio %.2f (brute force %.2f), loss %.4g (brute force %.4g)", choice.ratio,
+              bestRatio, choice.loss, bestLoss);
+        QCOMPARE(choice.ratio, bestRatio);
+        QVERIFY(bestRatio > 0.0); // the outliers make scaling worth it: a real choice
+        QVERIFY(at::allclose(choice.scales, bestScales, 1e-6, 0));
+        QVERIFY(std::abs(choice.loss - bestLoss) <= 1e-4 * bestLoss);
+    }
+
+    // Scaled and clipped, the layer's quantized output is closer to the full-precision one than
+    // rounding to nearest's; the full-precision block is unchanged by the scaling alone.
+    void beatsRoundingToNearest() {
+        const Tiny t = makeTiny();
+        TinyBlock block(t.norm, t.weight);
+        ModelConfig config;
+        std::vector<LayerPlan> plans = qs::test::plansFor(block, t.scheme);
+        qs::test::InputCollector collector;
+        ForwardContext ctx;
+        ForwardContext hooked;
+        hooked.hook = &collector;
+        const at::Tensor ref = block.forward(t.stream, hooked);
+        BlockTransformInput in{block, plans, collector.inputs};
+        in.config = &config;
+        in.stream = t.stream;
+        in.context = &ctx;
+        auto groups = algo::resolveScalingGroups(block, plans, tinyTemplate(), config, "t", "f");
+        algo::AwqOptions noClip;
+        noClip.clip = false;
+        algo::AwqTransform awq(nlohmann::json::object(), "test", noClip);
+        const algo::AwqTransform::Choice choice = awq.searchScales(in, groups[0]);
+        algo::applyScales(groups[0], choice.scales);
+        const at::Tensor scaledFp = block.forward(t.stream, ctx);
+        // One extra rounding per rescaled weight and norm entry (2^-24 relative each).
+        QVERIFY(at::allclose(scaledFp, ref, 1e-5, 1e-5 * ref.abs().max().item<double>()));
+
+        const at::Tensor scaled = block.m_fc.weight.clone();
+        const at::Tensor xs = (t.stream * block.m_norm).reshape({-1, 64});
+        const at::Tensor x = (t.stream * t.norm).reshape({-1, 64});
+        const at::Tensor y = ref.reshape({-1, 48});
+        const double rtn =
+            mse(at::matmul(x, quant::fakeQuantize(t.weight, t.scheme.weight).t()), y);
+        const double awqScaled =
+            mse(at::matmul(xs, quant::fakeQuantize(scaled, t.scheme.weight).t()), y);
+        const at::Tensor clipped = awq.clipWeight(plans[0], scaled, xs);
+        const double awqClipped =
+            mse(at::matmul(xs, quant::fakeQuantize(clipped, t.scheme.weight).t()), y);
+        qInfo("output MSE: round to nearest %.4g, AWQ scales %.4g, AWQ scales + clip %.4g", rtn,
+              awqScaled, awqClipped);
+        QVERIFY(awqScaled < 0.9 * rtn);
+        QVERIFY(awqClipped < 0.9 * rtn);
+        QVERIFY((clipped.abs() <= scaled.abs()).all().item<bool>()); // clipping only shrinks
+    }
+
+    void stories260kPipeline() {
+        Recipe recipe;
+        recipe.global = quant::resolveScheme("uint4_wo_32");
+        recipe.exclude = {"*down_proj", "*lm_head"};
+        recipe.algorithms.push_back({"awq", nlohmann::json::object()});
+        recipe.calibration.dataPath =
+            qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        recipe.calibration.numSamples = 15;
+        recipe.calibration.seqLen = 256;
+        recipe.evaluation.dataPath =
+            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
+        recipe.evaluation.seqLen = 256;
+        QuantizationRequest req;
+        req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
+        req.recipe = recipe;
+        req.evaluate = true;
+        const QuantizationOutcome a = runQuantization(req, {});
+        const QuantizationOutcome b = runQuantization(req, {});
+        QVERIFY(a.perplexity.has_value() && b.perplexity.has_value());
+        qInfo("stories260K uint4_wo_32 + AWQ: perplexity %.6f (round to nearest 6.210564, fp32 "
+              "5.747064)",
+              a.perplexity->perplexity);
+        QCOMPARE(a.perplexity->perplexity, b.perplexity->perplexity);
+        QVERIFY(a.perplexity->perplexity < 6.210564);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAwq)
+#include "tst_awq.moc"
