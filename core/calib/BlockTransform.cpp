@@ -1,6 +1,7 @@
 #include "calib/BlockTransform.h"
 
 #include "algo/GptqTransform.h"
+#include "algo/RotationTransform.h"
 #include "recipe/Recipe.h"
 #include "util/Error.h"
 
@@ -13,6 +14,18 @@ makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::str
         // The catalog (AlgorithmCatalog.h) validates names and parameters; an algorithm without
         // an engine implementation is refused rather than run without it.
         const std::string field = "algorithms[" + std::to_string(i) + "]";
+        if (algorithms[i].name == "rotation") {
+            // Rotation changes the residual stream of the whole model before any block pass, so
+            // a recipe that lists it after another algorithm would not run in its stated order.
+            if (i != 0)
+                throw Error(source, field + ".name",
+                            "rotation must be the first algorithm: it rotates the whole model "
+                            "before the block passes (Quark's order: rotation, smoothquant, "
+                            "gptq)");
+            transforms.push_back(std::make_unique<algo::RotationTransform>(algorithms[i].params,
+                                                                           source + " " + field));
+            continue;
+        }
         if (algorithms[i].name == "gptq") {
             transforms.push_back(
                 std::make_unique<algo::GptqTransform>(algorithms[i].params, source + " " + field));

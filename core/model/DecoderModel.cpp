@@ -40,7 +40,13 @@ ForwardContext DecoderModel::makeContext(int64_t seqLen) const {
     return ctx;
 }
 
+void DecoderModel::setWeightTransform(std::shared_ptr<const WeightTransform> transform) {
+    m_weightTransform = std::move(transform);
+}
+
 at::Tensor DecoderModel::loadWeight(const std::string& name) const {
+    if (m_weightTransform)
+        return m_weightTransform->load(name, *m_checkpoint, m_compute);
     return loadTensor(*m_checkpoint, name, m_compute.dtype, m_compute.device);
 }
 

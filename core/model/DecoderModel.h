@@ -79,6 +79,18 @@ private:
     int m_index;
 };
 
+// Rewrites weights as the model loads them: a model-level transform such as the residual-stream
+// rotation (algo/ResidualRotation.h), which changes the embedding, every block and the head, so it
+// is applied as each of them streams in and memory stays block-sized.
+class WeightTransform {
+public:
+    virtual ~WeightTransform() = default;
+    // The weight `name` (a checkpoint tensor name; "lm_head.weight" also for a tied head) as the
+    // transformed model has it, in compute.dtype on compute.device.
+    virtual at::Tensor load(const std::string& name, const Checkpoint& checkpoint,
+                            const ComputeOptions& compute) const = 0;
+};
+
 // A decoder-only language model whose blocks are loaded, run and released one at a time: the
 // base of streaming calibration. Embedding and head weights are loaded on first use.
 class DecoderModel {
@@ -100,7 +112,14 @@ public:
     // Final norm + LM head; returns float32 logits [B, T, V].
     virtual at::Tensor logits(const at::Tensor& hidden) = 0;
 
-    // Weight of `name` from the checkpoint in compute dtype on the compute device.
+    // Weights load through `transform` from now on (set it before the first embed()/loadBlock();
+    // null: the checkpoint's weights). A tied LM head is then loaded as "lm_head.weight" on its
+    // own, since a transform may make it differ from the embedding.
+    void setWeightTransform(std::shared_ptr<const WeightTransform> transform);
+    bool hasWeightTransform() const { return m_weightTransform != nullptr; }
+
+    // Weight of `name` from the checkpoint in compute dtype on the compute device (through the
+    // weight transform when one is set).
     at::Tensor loadWeight(const std::string& name) const;
     at::Tensor loadOptional(const std::string& name) const; // undefined when absent
 
@@ -108,6 +127,7 @@ protected:
     ModelConfig m_config;
     std::shared_ptr<const Checkpoint> m_checkpoint;
     ComputeOptions m_compute;
+    std::shared_ptr<const WeightTransform> m_weightTransform;
 };
 
 // Loads a tensor's bytes from a checkpoint into a new tensor of `dtype` on `device`.

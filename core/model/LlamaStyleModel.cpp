@@ -268,7 +268,9 @@ std::unique_ptr<DecoderBlock> LlamaStyleModel::loadBlock(int index) {
 at::Tensor LlamaStyleModel::logits(const at::Tensor& hidden) {
     if (!m_finalNorm.defined()) {
         m_finalNorm = loadWeight("model.norm.weight");
-        if (m_config.tieWordEmbeddings) {
+        // A weight transform may make the head differ from the embedding (rotation folds the
+        // final norm into the head only): then it loads the head on its own.
+        if (m_config.tieWordEmbeddings && !hasWeightTransform()) {
             if (!m_embedding.defined())
                 m_embedding = loadWeight("model.embed_tokens.weight");
             m_head = m_embedding;
