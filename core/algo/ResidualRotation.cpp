@@ -65,12 +65,11 @@ RotationOptions rotationOptionsFromParams(const nlohmann::json& params, const st
     if (!flag("r1", true))
         throw Error(source, field + ".r1",
                     "rotation without r1 does nothing here (r2, r3 and r4 are not implemented)");
-    for (const char* online : {"r2", "r3", "r4"})
+    for (const char* online : {"r2", "r3"})
         if (flag(online, false))
             throw Error(source, field + "." + online,
                         std::string(online) +
-                            " is not implemented (only the offline R1 rotation runs); set it "
-                            "to false");
+                            " is not implemented (R1 and the online R4 run); set it to false");
     if (flag("online_r1_rotation", false))
         throw Error(source, field + ".online_r1_rotation",
                     "online R1 is not implemented (R1 is fused offline into the weights)");
@@ -82,6 +81,7 @@ RotationOptions rotationOptionsFromParams(const nlohmann::json& params, const st
     if (params.contains("rotation_size") && params["rotation_size"].is_number_integer())
         o.rotationSize = params["rotation_size"].get<int64_t>();
     o.randomR1 = flag("random_r1", false);
+    o.r4 = flag("r4", false);
     if (o.randomR1 && o.rotationSize > 0)
         throw Error(source, field + ".random_r1",
                     "random_r1 with a rotation_size is refused (as Quark refuses it)");
@@ -100,10 +100,26 @@ ResidualRotation::ResidualRotation(const ModelConfig& config, const RotationOpti
                           std::to_string(options.rotationSize) +
                               " does not divide the hidden size " + std::to_string(n));
           return OrthogonalRotation(n, options.rotationSize, options.randomR1, options.seed);
-      }()) {}
+      }()) {
+    if (options.r4)
+        m_r4 =
+            std::make_shared<OrthogonalRotation>(config.intermediateSize, 0, false, options.seed);
+}
+
+void ResidualRotation::prepareBlock(DecoderBlock& block) const {
+    if (!m_r4)
+        return;
+    const std::shared_ptr<const OrthogonalRotation> r4 = m_r4;
+    for (LinearLayer* l : block.linears())
+        if (l->kind == "down_proj")
+            l->onlineInput = [r4](const at::Tensor& x) { return r4->apply(x).to(x.scalar_type()); };
+}
 
 std::string ResidualRotation::description() const {
-    return "rotation r1 " + m_rotation.description();
+    std::string d = "rotation r1 " + m_rotation.description();
+    if (m_r4)
+        d += ", r4 " + m_r4->description();
+    return d;
 }
 
 at::Tensor ResidualRotation::load(const std::string& name, const Checkpoint& ckpt,
@@ -127,8 +143,18 @@ at::Tensor ResidualRotation::load(const std::string& name, const Checkpoint& ckp
         return out;
     };
     // Q^T W for a linear writing the stream: its columns are independent, (Q^T W)^T = W^T Q.
-    auto rotateOutputs = [&](const std::string& weight) {
-        const at::Tensor w = loadExact(ckpt, weight, compute.device);
+    // `inputs` (R4) first rotates the rows, W R4, kept in float64 for the second rotation.
+    auto rotateOutputs = [&](const std::string& weight, const OrthogonalRotation* inputs) {
+        at::Tensor w = loadExact(ckpt, weight, compute.device);
+        if (inputs) {
+            at::Tensor rotated = at::empty(w.sizes(), w.options().dtype(at::kDouble));
+            const int64_t step = chunkRows(w.size(1));
+            for (int64_t r = 0; r < w.size(0); r += step) {
+                const int64_t len = std::min(step, w.size(0) - r);
+                rotated.narrow(0, r, len).copy_(inputs->apply(w.narrow(0, r, len)));
+            }
+            w = rotated;
+        }
         at::Tensor out = at::empty(w.sizes(), opts);
         const int64_t step = chunkRows(w.size(0));
         for (int64_t c = 0; c < w.size(1); c += step) {
@@ -158,8 +184,10 @@ at::Tensor ResidualRotation::load(const std::string& name, const Checkpoint& ckp
             return rotateInputs(name, prefix + "input_layernorm.weight");
         if (sub == "mlp.gate_proj.weight" || sub == "mlp.up_proj.weight")
             return rotateInputs(name, prefix + "post_attention_layernorm.weight");
-        if (sub == "self_attn.o_proj.weight" || sub == "mlp.down_proj.weight")
-            return rotateOutputs(name);
+        if (sub == "self_attn.o_proj.weight")
+            return rotateOutputs(name, nullptr);
+        if (sub == "mlp.down_proj.weight")
+            return rotateOutputs(name, m_r4.get());
         if (sub == "self_attn.o_proj.bias" || sub == "mlp.down_proj.bias")
             return m_rotation.apply(loadExact(ckpt, name, compute.device)).to(opts);
         if (endsWith(sub, "_proj.weight"))

@@ -8,7 +8,8 @@
 // would not commute with Q. Then, with Q = H / sqrt(n) (Hadamard.h):
 //   embedding rows              E Q
 //   q, k, v, gate, up           W diag(g_norm) Q
-//   o_proj, down_proj           Q^T W  (bias b Q)
+//   o_proj, down_proj           Q^T W  (bias b Q); with r4, down_proj Q^T W R4 and its input
+//                               rotated online by R4 (Hadamard of the intermediate size)
 //   LM head                     W diag(g_final) Q  (a tied head becomes its own weight)
 // RMSNorm(x Q) = RMSNorm(x) Q for orthogonal Q (the mean square is unchanged), so every hidden
 // state is the original times Q and the logits are unchanged. Applied as weights load
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 
 namespace qs::algo {
@@ -28,6 +30,9 @@ struct RotationOptions {
     int64_t rotationSize = 0; // Quark's rotation_size: block-diagonal rotation; 0 = hidden size
     bool randomR1 = false;    // Quark's random_r1: random signs on the Hadamard rows
     uint64_t seed = 0;        // signs (random_r1) and the random orthogonal fallback
+    // Quark's r4: an online rotation R4 of down_proj's input (intermediate size), its inverse
+    // fused into down_proj's weight; the activation quantizer sees the rotated input.
+    bool r4 = false;
 };
 
 // The recipe's rotation parameters (AlgorithmCatalog names) read into options; throws
@@ -46,6 +51,8 @@ public:
 
     at::Tensor load(const std::string& name, const Checkpoint& checkpoint,
                     const ComputeOptions& compute) const override;
+    // r4: down_proj's input x -> x R4 (in float64, back to the input's dtype).
+    void prepareBlock(DecoderBlock& block) const override;
 
     // What the plans record: "rotation r1 hadamard 64".
     std::string description() const;
@@ -54,6 +61,7 @@ public:
 private:
     ModelConfig m_config;
     OrthogonalRotation m_rotation;
+    std::shared_ptr<const OrthogonalRotation> m_r4; // null without r4
 };
 
 } // namespace qs::algo

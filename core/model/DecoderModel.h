@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct LinearLayer {
     // A fused projection's logical parts, (name, output rows) in row order: Phi-3's qkv_proj is
     // q, k, v and its gate_up_proj gate, up. Analysed part by part, quantized as stored.
     std::vector<std::pair<std::string, int64_t>> parts;
+    // Applied to the input before the hook and the matmul when set: an online rotation whose
+    // inverse is fused into `weight` (rotation's R4 on down_proj), so activation quantizers see
+    // the rotated input.
+    std::function<at::Tensor(const at::Tensor&)> onlineInput;
 };
 
 // Observes and may replace a linear's input and output: activation capture, activation and
@@ -89,6 +94,9 @@ public:
     // transformed model has it, in compute.dtype on compute.device.
     virtual at::Tensor load(const std::string& name, const Checkpoint& checkpoint,
                             const ComputeOptions& compute) const = 0;
+    // Called on every block the model loads, after its weights: sets online parts
+    // (LinearLayer::onlineInput).
+    virtual void prepareBlock(DecoderBlock& /*block*/) const {}
 };
 
 // A decoder-only language model whose blocks are loaded, run and released one at a time: the
@@ -124,6 +132,9 @@ public:
     at::Tensor loadOptional(const std::string& name) const; // undefined when absent
 
 protected:
+    // What loadBlock() returns: `block` as the weight transform prepares it.
+    std::unique_ptr<DecoderBlock> finishBlock(std::unique_ptr<DecoderBlock> block) const;
+
     ModelConfig m_config;
     std::shared_ptr<const Checkpoint> m_checkpoint;
     ComputeOptions m_compute;

@@ -262,7 +262,7 @@ std::unique_ptr<DecoderBlock> LlamaStyleModel::loadBlock(int index) {
     if (index < 0 || index >= numBlocks())
         throw Error(m_config.source, "num_hidden_layers",
                     "block " + std::to_string(index) + " out of range");
-    return std::make_unique<LlamaStyleBlock>(index, *this);
+    return finishBlock(std::make_unique<LlamaStyleBlock>(index, *this));
 }
 
 at::Tensor LlamaStyleModel::logits(const at::Tensor& hidden) {

@@ -174,7 +174,11 @@ private Q_SLOTS:
         blocks.rotationSize = 16;
         algo::RotationOptions random;
         random.randomR1 = true;
-        for (const auto& o : {blocks, random})
+        algo::RotationOptions r4; // intermediate size 172 = 4 * 43: random orthogonal R4
+        r4.r4 = true;
+        QCOMPARE(rotationFor(dir, r4)->description(),
+                 std::string("rotation r1 hadamard 64, r4 random orthogonal 172 (seed 0)"));
+        for (const auto& o : {blocks, random, r4})
             QVERIFY(relativeError(logitsOf(dir, ids, rotationFor(dir, o)), ref) <= 1e-5);
     }
 
@@ -206,7 +210,7 @@ private Q_SLOTS:
     }
 
     void recipeParametersRefusedByName() {
-        for (const char* online : {"r2", "r3", "r4", "online_r1_rotation", "trainable"}) {
+        for (const char* online : {"r2", "r3", "online_r1_rotation", "trainable"}) {
             try {
                 algo::rotationOptionsFromParams({{online, true}}, "recipe", "algorithms[0]");
                 QFAIL(online);
