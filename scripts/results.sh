@@ -48,9 +48,24 @@ row() {
     row "$s, GPTQ (desc_act off)" $s '[{"name": "gptq", "desc_act": false, "static_groups": false}]' '*down_proj' '*lm_head'
   done
   row "int8 (W8A8 static), round to nearest" int8 '[]'
+
+  # --- rotation rows (issue 11 item 5; keep this block on its own) ---
   echo
-  echo "Not in the table yet: AWQ, SmoothQuant, AutoSmoothQuant and rotation (the engine refuses"
-  echo "them by name) and AMD Quark's own figures for the same rows (no cached amd-quark venv here)."
+  echo "Rotation: Quark's \`rotation\` algorithm (QuaRot's R1, offline): RMSNorm weights folded into"
+  echo "the linears that read them, then the residual stream rotated by a Hadamard matrix"
+  echo "(hidden size 64: Sylvester) fused into the embedding, every block's linears and the LM head."
+  echo
+  echo "| recipe | perplexity | seconds |"
+  echo "|---|---|---|"
+  row "int8 (W8A8 static), round to nearest" int8 '[]'
+  row "int8 (W8A8 static), rotation" int8 '[{"name": "rotation"}]'
+  row "mxfp4 (W+A), round to nearest" mxfp4 '[]'
+  row "mxfp4 (W+A), rotation" mxfp4 '[{"name": "rotation"}]'
+  # --- end of the rotation rows ---
+
+  echo
+  echo "Not in the table yet: AWQ, SmoothQuant and AutoSmoothQuant (the engine refuses them by"
+  echo "name) and AMD Quark's own figures for the same rows (no cached amd-quark venv here)."
 } > docs/results.md.tmp
 mv docs/results.md.tmp docs/results.md
 cat docs/results.md

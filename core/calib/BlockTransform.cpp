@@ -3,6 +3,7 @@
 #include "algo/AutoSmoothQuantTransform.h"
 #include "algo/AwqTransform.h"
 #include "algo/GptqTransform.h"
+#include "algo/RotationTransform.h"
 #include "algo/SmoothQuantTransform.h"
 #include "recipe/Recipe.h"
 #include "util/Error.h"
@@ -18,6 +19,17 @@ makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::str
         const std::string field = "algorithms[" + std::to_string(i) + "]";
         const std::string where = source + " " + field;
         const nlohmann::json& params = algorithms[i].params;
+        if (algorithms[i].name == "rotation") {
+            // Rotation changes the residual stream of the whole model before any block pass, so
+            // a recipe that lists it after another algorithm would not run in its stated order.
+            if (i != 0)
+                throw Error(source, field + ".name",
+                            "rotation must be the first algorithm: it rotates the whole model "
+                            "before the block passes (Quark's order: rotation, smoothquant, "
+                            "gptq)");
+            transforms.push_back(std::make_unique<algo::RotationTransform>(params, where));
+            continue;
+        }
         if (algorithms[i].name == "gptq") {
             transforms.push_back(std::make_unique<algo::GptqTransform>(params, where));
             continue;

@@ -59,6 +59,13 @@ public:
     // qs::Error when the transform cannot run on this model (no scaling template, ...).
     virtual void checkModel(const ModelConfig& /*config*/) const {}
     virtual void apply(BlockTransformInput& input) = 0;
+    // A transform that changes the whole model rather than one block (rotation of the residual
+    // stream) returns the weight transform the model loads through (DecoderModel::
+    // setWeightTransform); prepareRun calls it once, before any block is read, and it throws
+    // qs::Error when the model cannot take the transform. Null (the default): block-local.
+    virtual std::shared_ptr<const WeightTransform> modelTransform(const ModelConfig& /*config*/) {
+        return nullptr;
+    }
 };
 
 // The transforms of a recipe's algorithms, in recipe order. Throws qs::Error(source,

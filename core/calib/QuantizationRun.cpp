@@ -124,6 +124,22 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     if (recipe.provenance.modelConfigHash.empty())
         recipe.provenance = fresh;
 
+    // Model-level transforms (rotation) check the model now, before any block is read.
+    std::shared_ptr<const WeightTransform> modelTransform;
+    for (const auto& t : prep.transforms)
+        if (auto w = t->modelTransform(handle.config)) {
+            if (modelTransform)
+                throw Error("recipe", "algorithms",
+                            "two algorithms transform the whole model; only one can");
+            modelTransform = std::move(w);
+        }
+    // The exporters copy embeddings and norms from the source checkpoint; a rotated model's
+    // folded norms and rotated embedding and head are not written yet.
+    if (modelTransform && !prep.exportFormats.empty())
+        throw Error("recipe", "algorithms",
+                    "a rotated model cannot be exported yet (the exporters copy the embedding, "
+                    "norms and head from the source checkpoint); evaluate or analyse it instead");
+
     warnUnmatchedPatterns(recipe, tree, prep.warnings);
     // Phi-3 projects q, k and v in one qkv_proj: the KV cache is part of one output, which the
     // per-layer output quantizer cannot address; refused rather than left unquantized.
@@ -213,6 +229,8 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                      ? " (and " + std::to_string(prep.warnings.size() - 1) + " more warning(s))"
                      : std::string()));
     prep.model = handle.instantiate(req.compute);
+    if (modelTransform)
+        prep.model->setWeightTransform(modelTransform);
     return prep;
 }
 

@@ -12,7 +12,8 @@ at::Tensor DecoderBlock::applyLinear(LinearLayer& layer, const at::Tensor& x,
     return runLinear(layer, x, ctx);
 }
 
-at::Tensor runLinear(LinearLayer& layer, const at::Tensor& x, const ForwardContext& ctx) {
+at::Tensor runLinear(LinearLayer& layer, const at::Tensor& in, const ForwardContext& ctx) {
+    const at::Tensor x = layer.onlineInput ? layer.onlineInput(in) : in;
     if (!ctx.hook)
         return at::linear(x, layer.weight, layer.bias);
     const at::Tensor input = ctx.hook->onInput(layer, x);
@@ -41,7 +42,19 @@ ForwardContext DecoderModel::makeContext(int64_t seqLen) const {
     return ctx;
 }
 
+void DecoderModel::setWeightTransform(std::shared_ptr<const WeightTransform> transform) {
+    m_weightTransform = std::move(transform);
+}
+
+std::unique_ptr<DecoderBlock> DecoderModel::finishBlock(std::unique_ptr<DecoderBlock> block) const {
+    if (m_weightTransform)
+        m_weightTransform->prepareBlock(*block);
+    return block;
+}
+
 at::Tensor DecoderModel::loadWeight(const std::string& name) const {
+    if (m_weightTransform)
+        return m_weightTransform->load(name, *m_checkpoint, m_compute);
     return loadTensor(*m_checkpoint, name, m_compute.dtype, m_compute.device);
 }
 

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct LinearLayer {
     // A fused projection's logical parts, (name, output rows) in row order: Phi-3's qkv_proj is
     // q, k, v and its gate_up_proj gate, up. Analysed part by part, quantized as stored.
     std::vector<std::pair<std::string, int64_t>> parts;
+    // Applied to the input before the hook and the matmul when set: an online rotation whose
+    // inverse is fused into `weight` (rotation's R4 on down_proj), so activation quantizers see
+    // the rotated input.
+    std::function<at::Tensor(const at::Tensor&)> onlineInput;
 };
 
 // A norm of a decoder block with its learned parameters, addressable so that a transform can
@@ -89,6 +94,21 @@ private:
     int m_index;
 };
 
+// Rewrites weights as the model loads them: a model-level transform such as the residual-stream
+// rotation (algo/ResidualRotation.h), which changes the embedding, every block and the head, so it
+// is applied as each of them streams in and memory stays block-sized.
+class WeightTransform {
+public:
+    virtual ~WeightTransform() = default;
+    // The weight `name` (a checkpoint tensor name; "lm_head.weight" also for a tied head) as the
+    // transformed model has it, in compute.dtype on compute.device.
+    virtual at::Tensor load(const std::string& name, const Checkpoint& checkpoint,
+                            const ComputeOptions& compute) const = 0;
+    // Called on every block the model loads, after its weights: sets online parts
+    // (LinearLayer::onlineInput).
+    virtual void prepareBlock(DecoderBlock& /*block*/) const {}
+};
+
 // A decoder-only language model whose blocks are loaded, run and released one at a time: the
 // base of streaming calibration. Embedding and head weights are loaded on first use.
 class DecoderModel {
@@ -110,14 +130,25 @@ public:
     // Final norm + LM head; returns float32 logits [B, T, V].
     virtual at::Tensor logits(const at::Tensor& hidden) = 0;
 
-    // Weight of `name` from the checkpoint in compute dtype on the compute device.
+    // Weights load through `transform` from now on (set it before the first embed()/loadBlock();
+    // null: the checkpoint's weights). A tied LM head is then loaded as "lm_head.weight" on its
+    // own, since a transform may make it differ from the embedding.
+    void setWeightTransform(std::shared_ptr<const WeightTransform> transform);
+    bool hasWeightTransform() const { return m_weightTransform != nullptr; }
+
+    // Weight of `name` from the checkpoint in compute dtype on the compute device (through the
+    // weight transform when one is set).
     at::Tensor loadWeight(const std::string& name) const;
     at::Tensor loadOptional(const std::string& name) const; // undefined when absent
 
 protected:
+    // What loadBlock() returns: `block` as the weight transform prepares it.
+    std::unique_ptr<DecoderBlock> finishBlock(std::unique_ptr<DecoderBlock> block) const;
+
     ModelConfig m_config;
     std::shared_ptr<const Checkpoint> m_checkpoint;
     ComputeOptions m_compute;
+    std::shared_ptr<const WeightTransform> m_weightTransform;
 };
 
 // Loads a tensor's bytes from a checkpoint into a new tensor of `dtype` on `device`.

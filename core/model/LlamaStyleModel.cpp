@@ -273,13 +273,15 @@ std::unique_ptr<DecoderBlock> LlamaStyleModel::loadBlock(int index) {
     if (index < 0 || index >= numBlocks())
         throw Error(m_config.source, "num_hidden_layers",
                     "block " + std::to_string(index) + " out of range");
-    return std::make_unique<LlamaStyleBlock>(index, *this);
+    return finishBlock(std::make_unique<LlamaStyleBlock>(index, *this));
 }
 
 at::Tensor LlamaStyleModel::logits(const at::Tensor& hidden) {
     if (!m_finalNorm.defined()) {
         m_finalNorm = loadWeight("model.norm.weight");
-        if (m_config.tieWordEmbeddings) {
+        // A weight transform may make the head differ from the embedding (rotation folds the
+        // final norm into the head only): then it loads the head on its own.
+        if (m_config.tieWordEmbeddings && !hasWeightTransform()) {
             if (!m_embedding.defined())
                 m_embedding = loadWeight("model.embed_tokens.weight");
             m_head = m_embedding;
