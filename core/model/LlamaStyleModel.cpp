@@ -1,6 +1,7 @@
 #include "model/LlamaStyleModel.h"
 
 #include "model/CausalAttention.h"
+#include "model/ForwardThreads.h"
 #include "model/MoeLayer.h"
 #include "model/Rope.h"
 #include "util/Error.h"
@@ -117,6 +118,7 @@ public:
     }
 
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
+        const SmallForwardGuard threads(x.numel());
         const DecoderLayout& L = m_cfg.layout;
         const at::Tensor a = attend(m_model.norm(x, m_inputNorm), ctx);
         if (!L.sandwichNorms) {

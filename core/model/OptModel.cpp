@@ -1,6 +1,7 @@
 #include "model/OptModel.h"
 
 #include "model/CausalAttention.h"
+#include "model/ForwardThreads.h"
 #include "model/LlamaStyleModel.h"
 #include "util/Error.h"
 
@@ -38,6 +39,7 @@ public:
     }
 
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
+        const SmallForwardGuard threads(x.numel());
         const int64_t B = x.size(0), T = x.size(1), H = m_cfg.hiddenSize;
         const int64_t nh = m_cfg.numHeads, hd = m_cfg.headDim;
         const bool pre = m_cfg.doLayerNormBefore;
