@@ -1,5 +1,7 @@
 #include "engine/Runtime.h"
 
+#include "model/ForwardThreads.h"
+
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/api/include/torch/version.h>
@@ -9,6 +11,7 @@
 #include <QThread>
 
 #include <link.h>
+#include <malloc.h>
 
 #include <string>
 
@@ -17,6 +20,16 @@ namespace qs {
 void configureThreads(int threads) {
     const int n = threads > 0 ? threads : std::max(1, QThread::idealThreadCount());
     at::set_num_threads(n);
+    // The BLAS keeps its own count: OpenBLAS's pthread pool starts with one thread per core
+    // whatever LibTorch is told, BLIS with one. --threads means both.
+    setBlasThreads(n);
+    // Keep freed activations (up to 64 MiB each) in the heap for the next batch instead of
+    // returning them to the kernel: glibc's default hands blocks this large back with munmap or
+    // a brk trim, and every new tensor then pays page faults on first touch (a tenth of
+    // stories260K's eval time, docs/performance.md). Larger blocks (big weights) are still
+    // mapped and unmapped one by one.
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
 std::string activeBlas() {

@@ -1,13 +1,62 @@
 #include "eval/Perplexity.h"
 
+#include "model/ForwardThreads.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
+#include "util/VectorExp.h"
+
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace qs {
+
+namespace {
+
+using namespace vec;
+
+// -log softmax(row)[target] of each row of `logits` [rows, V] (float32, contiguous) into `nll`:
+// logsumexp(row) - row[target], the log-sum-exp taken about the row's maximum. One read of the
+// logits: they are not written back as log-probabilities.
+QS_VEC_MULTIVERSION void rowNll(const float* logits, const int64_t* targets, int64_t begin,
+                                int64_t end, int64_t V, double* nll) {
+    for (int64_t r = begin; r < end; ++r) {
+        const float* x = logits + r * V;
+        float m = -std::numeric_limits<float>::infinity();
+        int64_t j = 0;
+#if QS_HAVE_VECTOR_EXP
+        Floats8 vm = splat8(m);
+        for (; j + 8 <= V; j += 8) {
+            const Floats8 v = load8(x + j);
+            vm = v > vm ? v : vm;
+        }
+        for (int k = 0; k < 8; ++k)
+            m = std::max(m, vm[k]);
+#endif
+        for (; j < V; ++j)
+            m = std::max(m, x[j]);
+        // Partial sums of at most 64 terms in float lanes, added up in double.
+        double sum = 0.0;
+        j = 0;
+#if QS_HAVE_VECTOR_EXP
+        while (j + 8 <= V) {
+            Floats8 acc{};
+            for (int64_t stop = std::min(V, j + 64); j + 8 <= stop; j += 8)
+                acc += expNonPositive(load8(x + j) - m);
+            for (int k = 0; k < 8; ++k)
+                sum += double(acc[k]);
+        }
+#endif
+        for (; j < V; ++j)
+            sum += double(expNonPositive(x[j] - m));
+        nll[r] = (double(m) + std::log(sum)) - double(x[targets[r]]);
+    }
+}
+
+} // namespace
 
 double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Tensor& ids,
                     int64_t maxBatchTokens, const std::function<bool(int64_t, int64_t)>& progress) {
@@ -15,19 +64,43 @@ double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Ten
     if (T < 2)
         throw Error("evaluation", "seq_len", "must be at least 2");
     const int64_t batch = std::max<int64_t>(1, maxBatchTokens / T);
-    at::Tensor sums = at::zeros({}, at::TensorOptions(at::kDouble).device(hidden.device()));
+    double total = 0.0;
+    at::Tensor deviceSums; // on an accelerator the sum stays there until the end
     for (int64_t b = 0; b < W; b += batch) {
         if (progress && !progress(b, W))
             throw Cancelled();
         const int64_t n = std::min(batch, W - b);
-        const at::Tensor logits = model.logits(hidden.narrow(0, b, n)); // [n, T, V] float32
-        const at::Tensor logp = at::log_softmax(logits.narrow(1, 0, T - 1), -1);
-        const at::Tensor target = ids.narrow(0, b, n).narrow(1, 1, T - 1).unsqueeze(-1);
-        sums -= logp.gather(-1, target).to(at::kDouble).sum();
+        const SmallForwardGuard threads(n * T * hidden.size(-1));
+        // Position T - 1 predicts nothing inside the window: no logits for it.
+        const at::Tensor logits =
+            model.logits(hidden.narrow(0, b, n).narrow(1, 0, T - 1)); // [n, T-1, V] float32
+        const at::Tensor target = ids.narrow(0, b, n).narrow(1, 1, T - 1);
+        if (logits.is_cpu()) {
+            const at::Tensor flat = logits.reshape({n * (T - 1), logits.size(-1)}).contiguous();
+            const at::Tensor targets = target.reshape({-1}).to(at::kLong).contiguous();
+            std::vector<double> nll(size_t(flat.size(0)));
+            const float* x = flat.data_ptr<float>();
+            const int64_t* t = targets.data_ptr<int64_t>();
+            const int64_t V = flat.size(1);
+            for (int64_t r = 0; r < flat.size(0); ++r)
+                if (t[r] < 0 || t[r] >= V)
+                    throw Error("evaluation", "ids",
+                                "token id " + std::to_string(t[r]) + " outside the vocabulary");
+            at::parallel_for(0, flat.size(0), 16, [&](int64_t begin, int64_t end) {
+                rowNll(x, t, begin, end, V, nll.data());
+            });
+            // Summed in order, so the total does not depend on the thread count.
+            for (const double v : nll)
+                total += v;
+        } else {
+            const at::Tensor logp = at::log_softmax(logits, -1);
+            const at::Tensor s = -logp.gather(-1, target.unsqueeze(-1)).to(at::kDouble).sum();
+            deviceSums = deviceSums.defined() ? deviceSums + s : s;
+        }
     }
     if (progress)
         progress(W, W);
-    return hostScalar(sums);
+    return total + (deviceSums.defined() ? hostScalar(deviceSums) : 0.0);
 }
 
 std::vector<int32_t> generateGreedy(ModelRunner& runner, std::vector<int32_t> ids,

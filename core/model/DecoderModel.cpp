@@ -2,6 +2,7 @@
 #include "io/TensorDType.h"
 
 #include "util/Error.h"
+#include "util/LargeTensor.h"
 
 #include <limits>
 
@@ -75,7 +76,15 @@ at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at:
     // The mapping is read-only; from_blob only wraps it and the copy below owns fresh memory.
     void* ptr = const_cast<uint8_t*>(file.data(info));
     const at::Tensor view = at::from_blob(ptr, info.shape, at::TensorOptions().dtype(stored));
-    at::Tensor copy = view.to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+    at::Tensor copy;
+    if (device.is_cpu()) {
+        // A fresh buffer on huge pages where the kernel gives them: a 1B-shaped checkpoint is
+        // 4.4 GB of float32, a million first-touch faults with 4 KiB pages (util/LargeTensor.h).
+        copy = emptyLargeCpu(info.shape, dtype);
+        copy.copy_(view);
+    } else {
+        copy = view.to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+    }
     file.releasePages(info);
     return copy;
 }

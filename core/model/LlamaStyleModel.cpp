@@ -1,5 +1,7 @@
 #include "model/LlamaStyleModel.h"
 
+#include "model/CausalAttention.h"
+#include "model/ForwardThreads.h"
 #include "model/MoeLayer.h"
 #include "model/Rope.h"
 #include "util/Error.h"
@@ -116,6 +118,7 @@ public:
     }
 
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
+        const SmallForwardGuard threads(x.numel());
         const DecoderLayout& L = m_cfg.layout;
         const at::Tensor a = attend(m_model.norm(x, m_inputNorm), ctx);
         if (!L.sandwichNorms) {
@@ -195,8 +198,13 @@ private:
         k = rotate(k, cos, sin);
         const double scale =
             m_cfg.layout.attnScale > 0 ? m_cfg.layout.attnScale : 1.0 / std::sqrt(double(hd));
-        const at::Tensor a = attention(q, k, v, slides ? ctx.slidingMask : ctx.mask, scale,
-                                       m_cfg.layout.attnSoftcap);
+        const at::Tensor& mask = slides ? ctx.slidingMask : ctx.mask;
+        at::Tensor a;
+        // The fused path has no softcap (Gemma 2 keeps the materialised scores).
+        if (m_cfg.layout.attnSoftcap <= 0)
+            a = fusedCausalAttention(q, k, v, scale, slides ? m_cfg.slidingWindow : 0, mask);
+        if (!a.defined())
+            a = attention(q, k, v, mask, scale, m_cfg.layout.attnSoftcap);
         return applyLinear(m_o, a.transpose(1, 2).reshape({B, T, nh * hd}), ctx);
     }
 

@@ -1,5 +1,7 @@
 #include "model/OptModel.h"
 
+#include "model/CausalAttention.h"
+#include "model/ForwardThreads.h"
 #include "model/LlamaStyleModel.h"
 #include "util/Error.h"
 
@@ -37,6 +39,7 @@ public:
     }
 
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
+        const SmallForwardGuard threads(x.numel());
         const int64_t B = x.size(0), T = x.size(1), H = m_cfg.hiddenSize;
         const int64_t nh = m_cfg.numHeads, hd = m_cfg.headDim;
         const bool pre = m_cfg.doLayerNormBefore;
@@ -44,7 +47,10 @@ public:
         const at::Tensor q = applyLinear(m_q, h, ctx).view({B, T, nh, hd}).transpose(1, 2);
         const at::Tensor k = applyLinear(m_k, h, ctx).view({B, T, nh, hd}).transpose(1, 2);
         const at::Tensor v = applyLinear(m_v, h, ctx).view({B, T, nh, hd}).transpose(1, 2);
-        const at::Tensor a = attention(q, k, v, ctx.mask, 1.0 / std::sqrt(double(hd)));
+        const double scale = 1.0 / std::sqrt(double(hd));
+        at::Tensor a = fusedCausalAttention(q, k, v, scale, 0, ctx.mask);
+        if (!a.defined())
+            a = attention(q, k, v, ctx.mask, scale);
         at::Tensor x1 = x + applyLinear(m_o, a.transpose(1, 2).reshape({B, T, H}), ctx);
         if (!pre)
             x1 = norm(x1, m_attnNormW, m_attnNormB);

@@ -1,0 +1,217 @@
+#include "model/CausalAttention.h"
+
+#include "util/VectorExp.h"
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/api/include/torch/version.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#define QS_TORCH_AT_LEAST(major, minor)                                                            \
+    (TORCH_VERSION_MAJOR > (major) ||                                                              \
+     (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace qs {
+
+namespace {
+
+using namespace vec;
+
+// Where the loop reads and writes, in elements; the last dimension of q, k^T, v and out is
+// contiguous.
+struct AttentionJob {
+    const float* q;
+    int64_t qB, qH, qT;
+    const float* kt; // [B, nkv, d, ldk]: keys transposed, so one query's scores are a row
+    int64_t ldk;
+    const float* v;
+    int64_t vB, vH, vT;
+    float* out; // [B, T, nh, d]
+    int64_t B, nh, nkv, T, d, window, rowsPerUnit, unitsPerHead;
+    float scale;
+};
+
+// The helpers are always inlined so that each clone of attendUnits compiles them for its target.
+
+// Scaled scores s[j] = (q . k_{lo + j}) * scale for j < n (transformers: (q k^T) * scaling);
+// returns their maximum.
+QS_VEC_INLINE float scaledScores(const float* q, const float* kt, int64_t ldk, int64_t d,
+                                 int64_t lo, int64_t n, float scale, float* s) {
+    float m = -std::numeric_limits<float>::infinity();
+    int64_t j = 0;
+#if QS_HAVE_VECTOR_EXP
+    Floats8 vm = splat8(m);
+    const Floats8 vs = splat8(scale);
+    for (; j + 32 <= n; j += 32) {
+        Floats8 a0{}, a1{}, a2{}, a3{};
+        for (int64_t c = 0; c < d; ++c) {
+            const float* k = kt + c * ldk + lo + j;
+            const Floats8 qc = splat8(q[c]);
+            a0 += qc * load8(k);
+            a1 += qc * load8(k + 8);
+            a2 += qc * load8(k + 16);
+            a3 += qc * load8(k + 24);
+        }
+        a0 *= vs, a1 *= vs, a2 *= vs, a3 *= vs;
+        vm = a0 > vm ? a0 : vm;
+        vm = a1 > vm ? a1 : vm;
+        vm = a2 > vm ? a2 : vm;
+        vm = a3 > vm ? a3 : vm;
+        store8(s + j, a0);
+        store8(s + j + 8, a1);
+        store8(s + j + 16, a2);
+        store8(s + j + 24, a3);
+    }
+    for (; j + 8 <= n; j += 8) {
+        Floats8 a{};
+        for (int64_t c = 0; c < d; ++c)
+            a += splat8(q[c]) * load8(kt + c * ldk + lo + j);
+        a *= vs;
+        vm = a > vm ? a : vm;
+        store8(s + j, a);
+    }
+    for (int k = 0; k < 8; ++k)
+        m = std::max(m, vm[k]);
+#endif
+    for (; j < n; ++j) {
+        float a = 0.0f;
+        for (int64_t c = 0; c < d; ++c)
+            a += q[c] * kt[c * ldk + lo + j];
+        s[j] = a * scale;
+        m = std::max(m, s[j]);
+    }
+    return m;
+}
+
+// s[j] <- exp(s[j] - max) for j < n (the softmax's numerators); returns their sum.
+QS_VEC_INLINE float softmaxNumerators(float* s, int64_t n, float m) {
+    float sum = 0.0f;
+    int64_t j = 0;
+#if QS_HAVE_VECTOR_EXP
+    Floats8 acc{};
+    const Floats8 vm = splat8(m);
+    for (; j + 8 <= n; j += 8) {
+        const Floats8 e = expNonPositive(load8(s + j) - vm);
+        store8(s + j, e);
+        acc += e;
+    }
+    for (int k = 0; k < 8; ++k)
+        sum += acc[k];
+#endif
+    for (; j < n; ++j) {
+        s[j] = expNonPositive(s[j] - m);
+        sum += s[j];
+    }
+    return sum;
+}
+
+// out[c] = sum_j p[j] v_{lo + j}[c] / sum.
+QS_VEC_INLINE void weightedValues(const float* p, const float* v, int64_t vT, int64_t d, int64_t lo,
+                                  int64_t n, float invSum, float* out) {
+    int64_t c = 0;
+#if QS_HAVE_VECTOR_EXP
+    for (; c + 8 <= d; c += 8) {
+        Floats8 a0{}, a1{}, a2{}, a3{};
+        const float* vr = v + lo * vT + c;
+        int64_t j = 0;
+        for (; j + 4 <= n; j += 4, vr += 4 * vT) {
+            a0 += splat8(p[j]) * load8(vr);
+            a1 += splat8(p[j + 1]) * load8(vr + vT);
+            a2 += splat8(p[j + 2]) * load8(vr + 2 * vT);
+            a3 += splat8(p[j + 3]) * load8(vr + 3 * vT);
+        }
+        for (; j < n; ++j, vr += vT)
+            a0 += splat8(p[j]) * load8(vr);
+        store8(out + c, ((a0 + a1) + (a2 + a3)) * invSum);
+    }
+#endif
+    for (; c < d; ++c) {
+        float a = 0.0f;
+        for (int64_t j = 0; j < n; ++j)
+            a += p[j] * v[(lo + j) * vT + c];
+        out[c] = a * invSum;
+    }
+}
+
+QS_VEC_MULTIVERSION void attendUnits(const AttentionJob& job, int64_t begin, int64_t end) {
+    std::vector<float> scratch(size_t(job.T + 8));
+    const int64_t groups = job.nh / job.nkv;
+    for (int64_t u = begin; u < end; ++u) {
+        const int64_t bh = u / job.unitsPerHead, block = u % job.unitsPerHead;
+        const int64_t b = bh / job.nh, h = bh % job.nh, kvh = h / groups;
+        const float* kt = job.kt + (b * job.nkv + kvh) * job.d * job.ldk;
+        const float* v = job.v + b * job.vB + kvh * job.vH;
+        const int64_t first = block * job.rowsPerUnit;
+        const int64_t last = std::min(job.T, first + job.rowsPerUnit);
+        for (int64_t i = first; i < last; ++i) {
+            const int64_t lo = job.window > 0 ? std::max<int64_t>(0, i - job.window + 1) : 0;
+            const int64_t n = i + 1 - lo;
+            const float* q = job.q + b * job.qB + h * job.qH + i * job.qT;
+            const float m = scaledScores(q, kt, job.ldk, job.d, lo, n, job.scale, scratch.data());
+            const float sum = softmaxNumerators(scratch.data(), n, m);
+            float* out = job.out + ((b * job.T + i) * job.nh + h) * job.d;
+            weightedValues(scratch.data(), v, job.vT, job.d, lo, n, 1.0f / sum, out);
+        }
+    }
+}
+
+} // namespace
+
+at::Tensor causalAttentionCpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              double scale, int64_t window) {
+    TORCH_CHECK(q.is_cpu() && q.scalar_type() == at::kFloat && k.scalar_type() == at::kFloat &&
+                    v.scalar_type() == at::kFloat,
+                "causalAttentionCpu: float32 CPU tensors expected");
+    const int64_t B = q.size(0), nh = q.size(1), T = q.size(2), d = q.size(3);
+    const int64_t nkv = k.size(1);
+    TORCH_CHECK(nkv > 0 && nh % nkv == 0 && k.size(2) == T && v.size(2) == T,
+                "causalAttentionCpu: shapes do not match");
+    const at::Tensor qq = q.stride(3) == 1 ? q : q.contiguous();
+    const at::Tensor vv = v.stride(3) == 1 ? v : v.contiguous();
+    // Keys transposed once per call ([B, nkv, d, T]) so one query's scores are read as rows.
+    const at::Tensor kt = k.permute({0, 1, 3, 2}).contiguous();
+    at::Tensor out = at::empty({B, T, nh, d}, q.options());
+
+    AttentionJob job{};
+    job.q = qq.data_ptr<float>();
+    job.qB = qq.stride(0), job.qH = qq.stride(1), job.qT = qq.stride(2);
+    job.kt = kt.data_ptr<float>();
+    job.ldk = T;
+    job.v = vv.data_ptr<float>();
+    job.vB = vv.stride(0), job.vH = vv.stride(1), job.vT = vv.stride(2);
+    job.out = out.data_ptr<float>();
+    job.B = B, job.nh = nh, job.nkv = nkv, job.T = T, job.d = d, job.window = window;
+    // Units of 16 query rows: enough of them to share between threads even for one head.
+    job.rowsPerUnit = 16;
+    job.unitsPerHead = (T + job.rowsPerUnit - 1) / job.rowsPerUnit;
+    job.scale = float(scale);
+    at::parallel_for(0, B * nh * job.unitsPerHead, 1,
+                     [&](int64_t begin, int64_t end) { attendUnits(job, begin, end); });
+    return out.transpose(1, 2);
+}
+
+at::Tensor fusedCausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                double scale, int64_t window, const at::Tensor& mask) {
+#if QS_TORCH_AT_LEAST(2, 1)
+    // LibTorch's fused kernels (flash / memory-efficient on CUDA, flash on the CPU). Grouped KV
+    // heads are expanded as transformers' repeat_kv does (enable_gqa is 2.5+ and not on every
+    // backend).
+    const int64_t groups = q.size(1) / k.size(1);
+    const at::Tensor kk = groups > 1 ? k.repeat_interleave(groups, 1) : k;
+    const at::Tensor vv = groups > 1 ? v.repeat_interleave(groups, 1) : v;
+    if (window > 0)
+        return at::scaled_dot_product_attention(q, kk, vv, mask, 0.0, /*is_causal=*/false, scale);
+    return at::scaled_dot_product_attention(q, kk, vv, {}, 0.0, /*is_causal=*/true, scale);
+#else
+    (void)mask;
+    if (q.is_cpu() && q.scalar_type() == at::kFloat)
+        return causalAttentionCpu(q, k, v, scale, window);
+    return at::Tensor();
+#endif
+}
+
+} // namespace qs

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstdint>
+
+namespace qs {
+
+// Thread counts of the two pools a CPU forward uses: LibTorch's OpenMP team (elementwise ops,
+// the attention loop, the NLL) and the BLAS library's own (Debian's OpenBLAS pthread variant
+// keeps a second pool; BLIS starts single-threaded). Both are looked up at run time, so a
+// LibTorch without OpenMP or a BLAS without the call simply keeps its own setting.
+
+// Sets the BLAS library's thread count (OpenBLAS, BLIS); returns false when none is found.
+bool setBlasThreads(int threads);
+// The BLAS library's thread count, 0 when unknown.
+int blasThreads();
+
+// Whether the BLAS runs its matmuls in a thread pool of its own (OpenBLAS's pthread variant)
+// with more than one thread.
+bool blasHasOwnPool();
+
+// While alive, LibTorch's OpenMP team on the calling thread has one thread when the forward's
+// steps are too small to share (below about a million elements per activation, tokens x hidden:
+// a parallel region then costs more than it saves, and its idle workers spin against the
+// threads that work; measured on stories260K, docs/performance.md), and also when the BLAS runs
+// its matmuls in a pool of its own, which are most of a larger model's time: two pools of n
+// threads on n cores spin against each other. The BLAS keeps its own count.
+class SmallForwardGuard {
+public:
+    explicit SmallForwardGuard(int64_t elementsPerStep);
+    ~SmallForwardGuard();
+    SmallForwardGuard(const SmallForwardGuard&) = delete;
+    SmallForwardGuard& operator=(const SmallForwardGuard&) = delete;
+
+    // Steps of fewer elements run on one thread.
+    static constexpr int64_t kMinParallelElements = int64_t(1) << 20;
+
+private:
+    int m_ompThreads = 0; // restored on destruction when > 0
+};
+
+} // namespace qs
