@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# onnxruntime, the consumer of `quantize --format onnx`, runs Quantscope's ONNX exports of
+# stories260K and must agree with Quantscope: per scheme, the perplexity of the ONNX graph on
+# tinystories-eval (windows of 256, the `eval` protocol) against `quantscope-cli eval` of the
+# same recipe, and for the schemes without activation quantization also the first window's
+# logits against the independent PyTorch forward (tests/reference/hf_reference.py) of the same
+# export written as a fake-quantized checkpoint. Fails (exit 1) when onnxruntime disagrees.
+#
+#   scripts/check-onnx.sh [BUILD_DIR]    (default build/release; needs ../shared or QS_SHARED_DIR)
+#
+# onnxruntime-node (npm, CPU) is installed once into a cache folder outside the repository,
+# ${XDG_CACHE_HOME:-~/.cache}/quantscope/onnxruntime-node-$ORT_VERSION, with
+# ONNXRUNTIME_NODE_INSTALL=skip (its postinstall otherwise fetches optional GPU files).
+#
+# Tolerances (why these numbers):
+# - fp32 and weight-only: onnxruntime and LibTorch compute the same fp32 function with other
+#   summation orders. A dot product of n terms carries a relative error of at most n*u
+#   (u = 2^-24); the longest chain here is 5 blocks of ~10 dependent ops over n <= 256, which
+#   bounds logit errors by about 5*10*256*u*|logit| ~ 8e-4 * |logit| (|logits| < 20 here: 1.5e-2).
+#   The perplexity moves at most by exp of the largest logit error twice (log-softmax is
+#   2-Lipschitz in the max norm): |dNLL| <= 3e-2. These are worst-case bounds; we assert
+#   max |dlogit| <= 1e-2 and |dNLL| <= 1e-3 (observed: see docs/exporters.md).
+# - static activation quantization (QuantizeLinear): an activation within one rounding error
+#   of a code boundary can land on the neighbouring code, a whole step; onnxruntime divides by
+#   the scale where Quantscope multiplies by its reciprocal (1 ulp apart) and sums in another
+#   order. docs/engine.md measured the same effect between two BLAS builds: 4e-4 (int8) and
+#   8e-4 (fp8) relative perplexity. We assert |dppl|/ppl <= 2e-3, twice the larger.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/release}
+cli=$build/bin/quantscope-cli
+shared=${QS_SHARED_DIR:-../shared}
+model=$shared/models/stories260K
+data=$shared/data/tinystories-eval.txt
+calib=(--calib-data "$shared/data/tinystories-calib.txt" --calib-seq-len 256 --num-calib-data 15)
+L=256
+ORT_VERSION=${ORT_VERSION:-1.30.0}
+cache=${QS_ORT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/quantscope/onnxruntime-node-$ORT_VERSION}
+
+if [ ! -f "$cache/node_modules/onnxruntime-node/package.json" ]; then
+  echo "installing onnxruntime-node $ORT_VERSION into $cache"
+  mkdir -p "$cache"
+  echo '{"private": true}' > "$cache/package.json"
+  (cd "$cache" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --silent \
+    "onnxruntime-node@$ORT_VERSION")
+fi
+export ORT_MODULES=$cache/node_modules
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$cli" tokenize "$model" --data "$data" --json > "$tmp/ids.json"
+node -e 'const ids = JSON.parse(require("fs").readFileSync(process.argv[1])).ids;
+  console.log(ids.slice(0, Number(process.argv[2])).join(" "))' "$tmp/ids.json" $L > "$tmp/row.txt"
+
+# A weight-only int8 per-channel recipe (no registry scheme is weight-only per channel).
+cat > "$tmp/int8_per_channel.json" <<'EOF'
+{"format": "quantscope-recipe", "version": 1,
+ "global": {"weight": {"dtype": "int8", "qscheme": "per_channel", "ch_axis": 0,
+                       "is_dynamic": false, "symmetric": true, "round_method": "half_even",
+                       "scale_type": "float", "observer_cls": "PerChannelMinMaxObserver",
+                       "group_size": null},
+            "input_tensors": null, "output_tensors": null, "bias": null}}
+EOF
+
+failed=0
+printf '%-22s %12s %12s %10s %14s\n' scheme "ppl quantscope" "ppl onnxrt" "rel diff" "max |dlogit|"
+# check LABEL MODE(logits|qdq) QUANT_ARGS...
+check() {
+  local label=$1 mode=$2; shift 2
+  local dir=$tmp/$label
+  "$cli" quantize "$model" "$@" "${calib[@]}" --out "$dir" --format onnx --format fake --quiet
+  "$cli" eval "$model" "$@" "${calib[@]}" --data "$data" --eval-seq-len $L --json --quiet \
+    > "$tmp/$label.qs.json"
+  local reference=""
+  if [ "$mode" = logits ]; then
+    /usr/bin/python3 tests/reference/hf_reference.py logits "$dir/fake" "$tmp/row.txt" \
+      "$tmp/$label.logits"
+    reference=$tmp/$label.logits
+  fi
+  node scripts/check-onnx.mjs "$dir/onnx/model.onnx" "$tmp/ids.json" $L $reference \
+    > "$tmp/$label.ort.json"
+  node -e '
+    const fs = require("fs");
+    const [label, mode, qsFile, ortFile] = process.argv.slice(1);
+    const qs = JSON.parse(fs.readFileSync(qsFile)), ort = JSON.parse(fs.readFileSync(ortFile));
+    const rel = Math.abs(ort.perplexity - qs.perplexity) / qs.perplexity;
+    const dnll = Math.abs(ort.mean_nll - qs.mean_nll);
+    const d = ort.max_abs_logit_diff;
+    console.log(label.padEnd(22), qs.perplexity.toFixed(6).padStart(12),
+                ort.perplexity.toFixed(6).padStart(12), rel.toExponential(2).padStart(10),
+                (d === null ? "-" : d.toExponential(2)).padStart(14));
+    const ok = mode === "logits" ? dnll <= 1e-3 && d !== null && d <= 1e-2 : rel <= 2e-3;
+    if (!ok || qs.windows !== ort.windows) { console.log("  FAIL: onnxruntime disagrees"); process.exit(1); }
+  ' "$label" "$mode" "$tmp/$label.qs.json" "$tmp/$label.ort.json" || failed=1
+}
+
+check fp32 logits
+check int8_w8a8_static qdq --quant-scheme int8
+check int8_per_channel_wo logits --recipe "$tmp/int8_per_channel.json"
+check uint4_wo_32 logits --quant-scheme uint4_wo_32 --exclude-layers '*down_proj'
+check int4_wo_32 logits --quant-scheme int4_wo_32 --exclude-layers '*down_proj'
+check fp8_static qdq --quant-scheme fp8
+exit $failed
