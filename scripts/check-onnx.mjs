@@ -33,9 +33,11 @@ if (windows < 1) {
 }
 
 // One thread: the machine is shared and results must not depend on the thread count.
+// ORT_OPT_LEVEL: onnxruntime's graph optimization level (disabled, basic, extended, all).
 const session = await ort.InferenceSession.create(modelPath, {
   intraOpNumThreads: 1,
   interOpNumThreads: 1,
+  graphOptimizationLevel: process.env.ORT_OPT_LEVEL || "all",
 });
 
 let nll = 0;
