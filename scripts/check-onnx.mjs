@@ -26,7 +26,10 @@ const ort = createRequire(path.join(modules, "..", "package.json"))("onnxruntime
 
 const ids = JSON.parse(readFileSync(idsPath, "utf8")).ids;
 const L = Number(seqLenText);
-const windows = Math.floor(ids.length / L);
+// MAX_WINDOWS: only the first N windows, as `eval --max-windows N`.
+const maxWindows = Number(process.env.MAX_WINDOWS || 0);
+const windows = maxWindows > 0 ? Math.min(maxWindows, Math.floor(ids.length / L))
+                               : Math.floor(ids.length / L);
 if (windows < 1) {
   console.error(`${idsPath}: ${ids.length} tokens, fewer than one window of ${L}`);
   process.exit(2);
