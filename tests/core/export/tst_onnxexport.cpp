@@ -390,6 +390,35 @@ private Q_SLOTS:
         }
         QVERIFY(!QFileInfo::exists(out));
     }
+
+    // One protobuf message holds at most 2 GiB and no external data is written: a model of
+    // ~640M parameters (2.5 GB of fp32) is refused before any work, saying so. Its checkpoint is
+    // written sparse (headers, weights as holes), so the test costs no disk or time.
+    void beyondTwoGigabytesRefused() {
+        qs::SyntheticModelOptions opt;
+        opt.arch = "llama";
+        opt.outDir = (qs::test::tempDir("onnx-large") + "/model").toStdString();
+        opt.hiddenSize = 2048;
+        opt.intermediateSize = 5504;
+        opt.numLayers = 10;
+        opt.numHeads = 16;
+        opt.numKvHeads = 16;
+        opt.vocabSize = 32000;
+        opt.sparse = true;
+        qs::writeSyntheticModel(opt);
+        const QString out = qs::test::tempDir("onnx-large") + "/export";
+        qs::QuantizationRequest req;
+        req.modelDir = opt.outDir;
+        req.outDir = out.toStdString();
+        req.exportFormats = {"onnx"};
+        try {
+            qs::runQuantization(req);
+            QFAIL("wrote a model beyond 2 GiB as one ONNX file");
+        } catch (const qs::Error& e) {
+            QVERIFY2(std::string(e.what()).find("2 GiB") != std::string::npos, e.what());
+        }
+        QVERIFY(!QFileInfo::exists(out));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestOnnxExport)
