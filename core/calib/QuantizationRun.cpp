@@ -51,10 +51,11 @@ std::vector<std::string> resolveExportFormats(const QuantizationRequest& req, Re
 // consumers cannot load become warnings when `allowUnloadable`.
 void checkExportFormats(const std::vector<std::string>& formats, const Recipe& recipe,
                         const ModuleNode& tree, const std::vector<std::string>& skipped,
-                        bool allowUnloadable, std::vector<std::string>& warnings) {
+                        bool allowUnloadable, const ModelConfig& model,
+                        std::vector<std::string>& warnings) {
     for (const std::string& f : formats) {
         const std::vector<std::string> problems =
-            ExporterRegistry::problems(f, recipe, tree, skipped, !allowUnloadable);
+            ExporterRegistry::problems(f, recipe, tree, skipped, !allowUnloadable, &model);
         if (!problems.empty()) {
             std::string text;
             for (const std::string& p : problems)
@@ -62,7 +63,8 @@ void checkExportFormats(const std::vector<std::string>& formats, const Recipe& r
             throw Error("--format", f, "the " + f + " format cannot hold this recipe:" + text);
         }
         if (allowUnloadable)
-            for (const std::string& p : ExporterRegistry::problems(f, recipe, tree, skipped, true))
+            for (const std::string& p :
+                 ExporterRegistry::problems(f, recipe, tree, skipped, true, &model))
                 warnings.push_back(f + ": written although consumers will refuse it: " + p);
     }
 }
@@ -152,7 +154,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
     checkExportFormats(prep.exportFormats, recipe, tree, prep.planner->skipped(),
-                       req.allowUnloadable, prep.warnings);
+                       req.allowUnloadable, handle.config, prep.warnings);
     for (const auto& [layer, scheme] : prep.planner->quantizedLinears(tree))
         for (const auto& t : prep.transforms)
             t->checkLayer(layer, scheme);

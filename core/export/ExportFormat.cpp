@@ -19,7 +19,11 @@ const std::vector<ExportFormat>& exportFormats() {
          {},
          "GGUF v3 for llama.cpp (llama family; Q8_0, Q4_0, Q4_1, F16 or F32 weights)",
          true},
-        {"onnx", "onnx", {}, "ONNX with QuantizeLinear/DequantizeLinear", false},
+        {"onnx",
+         "onnx",
+         {},
+         "ONNX graph with QuantizeLinear/DequantizeLinear (Llama-style decoders; onnxruntime)",
+         true},
     };
     return all;
 }

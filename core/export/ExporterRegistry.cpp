@@ -2,10 +2,12 @@
 
 #include "export/FakeQuantCheckpointWriter.h"
 #include "export/GgufExporter.h"
+#include "export/OnnxExporter.h"
 #include "export/QuarkHfExporter.h"
 #include "recipe/LayerPattern.h"
 #include "util/Error.h"
 
+#include <map>
 #include <set>
 
 namespace qs {
@@ -31,12 +33,12 @@ std::string ExporterRegistry::canonical(const std::string& n, const std::string&
 std::vector<std::string> ExporterRegistry::problems(const std::string& format, const Recipe& recipe,
                                                     const ModuleNode& tree,
                                                     const std::vector<std::string>& skipped,
-                                                    bool loaderLimits) {
+                                                    bool loaderLimits, const ModelConfig* model) {
     const ExportFormat* f = find(format);
     if (!f)
         return {"unknown export format '" + format + "'"};
     if (!f->available)
-        return {"this build does not write " + f->name + " yet (it writes fake, quark and gguf)"};
+        return {"this build does not write " + f->name + " yet"};
     if (f->name == "fake" || f->name == "gguf")
         return {}; // float values (GGUF: requantized by ggml's reference quantizer)
     std::set<std::string> unquantized;
@@ -45,6 +47,11 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
     std::vector<const ModuleNode*> linears;
     tree.collect("linear", linears);
     std::vector<std::string> out;
+    const bool onnx = f->name == "onnx";
+    if (onnx && model)
+        if (const std::string r = OnnxExporter::modelReason(*model); !r.empty())
+            return {"model: " + r};
+    std::map<std::string, quant::QuantScheme> quantized; // onnx: for the size estimate
     for (const ModuleNode* n : linears) {
         if (n->blockIndex < 0 || n->shape.size() != 2 || unquantized.count(n->name))
             continue;
@@ -55,11 +62,22 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
             continue;
         if (scheme && kv)
             scheme->output = kv; // the KV-cache spec replaces the scheme's output spec
+        if (onnx && scheme)
+            quantized[n->name] = *scheme;
         const std::string reason =
-            scheme ? QuarkHfExporter::unfitReason(*scheme, n->shape, loaderLimits)
-                   : QuarkHfExporter::outputReason(*kv);
+            onnx     ? (scheme ? OnnxExporter::unfitReason(*scheme)
+                               : OnnxExporter::activationReason(*kv, "output"))
+            : scheme ? QuarkHfExporter::unfitReason(*scheme, n->shape, loaderLimits)
+                     : QuarkHfExporter::outputReason(*kv);
         if (!reason.empty())
             out.push_back(n->name + ": " + reason);
+    }
+    if (onnx && model && out.empty()) {
+        const uint64_t bytes = OnnxExporter::estimatedBytes(tree, *model, quantized);
+        if (bytes > OnnxExporter::kMaxProtoBytes)
+            out.push_back("model: about " + std::to_string(bytes >> 20) +
+                          " MiB, beyond protobuf's 2 GiB limit on one ONNX file (Quantscope "
+                          "writes no external data): use --format quark or gguf");
     }
     return out;
 }
@@ -73,6 +91,8 @@ std::unique_ptr<Exporter> ExporterRegistry::create(const std::string& format,
         return std::make_unique<QuarkHfExporter>(context);
     if (name == "gguf")
         return std::make_unique<GgufExporter>(context, context.ggufType);
+    if (name == "onnx")
+        return std::make_unique<OnnxExporter>(context);
     throw Error("export", "format", "this build does not write " + name + " yet");
 }
 

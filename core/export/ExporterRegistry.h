@@ -2,6 +2,7 @@
 
 #include "export/ExportFormat.h"
 #include "export/Exporter.h"
+#include "model/ModelConfig.h"
 #include "model/ModuleNode.h"
 
 #include <memory>
@@ -25,11 +26,14 @@ public:
     // headers before any block is read: a format this build does not write, and each quantized
     // linear whose scheme or shape the format cannot hold ("layer: reason", with the fix).
     // `skipped` lists layers the planner leaves unquantized ("name: reason"). `loaderLimits`:
-    // include layouts the format holds but its consumers cannot load.
+    // include layouts the format holds but its consumers cannot load. `model`: the model's
+    // config, for formats that write only some families or sizes (onnx); nullptr skips those
+    // checks (the exporter's constructor repeats them).
     static std::vector<std::string> problems(const std::string& format, const Recipe& recipe,
                                              const ModuleNode& tree,
                                              const std::vector<std::string>& skipped,
-                                             bool loaderLimits = true);
+                                             bool loaderLimits = true,
+                                             const ModelConfig* model = nullptr);
 
     static std::unique_ptr<Exporter> create(const std::string& format,
                                             const ExportContext& context);

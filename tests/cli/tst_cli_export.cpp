@@ -57,8 +57,9 @@ private Q_SLOTS:
     void refusedBeforeWork_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("message");
-        QTest::newRow("onnx not built")
-            << QStringList{"--quant-scheme", "int8", "--format", "onnx"} << "does not write onnx";
+        QTest::newRow("mxfp4 to onnx")
+            << QStringList{"--quant-scheme", "mxfp4_weight_only", "--format", "onnx"}
+            << "no ONNX DequantizeLinear type";
         QTest::newRow("unknown format")
             << QStringList{"--quant-scheme", "int8", "--format", "tflite"}
             << "unknown export format 'tflite'";

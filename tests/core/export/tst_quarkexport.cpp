@@ -248,8 +248,8 @@ private Q_SLOTS:
             QVERIFY2(m.find("mxfp4") != std::string::npos, m.c_str());
         }
         QVERIFY(!QFileInfo::exists(out));
-        qs::QuantizationRequest gguf = request("int8", {"lm_head"}, out);
-        gguf.exportFormats = {"onnx"}; // not written yet
+        qs::QuantizationRequest gguf = request("mxfp4_weight_only", {"lm_head"}, out);
+        gguf.exportFormats = {"onnx"}; // ONNX has no MXFP4 DequantizeLinear
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runQuantization(gguf));
         gguf.exportFormats = {"tflite"};
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runQuantization(gguf));

@@ -1,0 +1,93 @@
+#pragma once
+
+#include "export/ExportFolder.h"
+#include "export/Exporter.h"
+#include "export/OnnxProto.h"
+#include "model/ModelConfig.h"
+#include "model/ModuleNode.h"
+#include "quant/QuantScheme.h"
+
+#include <QFile>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// The Llama-style decoders (llama, mistral, qwen2, qwen3) as one ONNX graph, model.onnx:
+// input_ids int64 [batch, sequence] -> logits float32 [batch, sequence, vocab], no KV cache,
+// every position attends causally (and within the sliding window where the config has one).
+// Standard ONNX operators only: Gather (embedding), RMSNorm as Mul/ReduceMean/Add/Sqrt/
+// Reciprocal/Mul (the order of the engine's x * rsqrt(mean(x^2) + eps) * w), RoPE from cos/sin
+// tables of kMaxTablePositions rows sliced to the input length, GQA by Unsqueeze/Expand/Reshape
+// (transformers' repeat_kv order), Softmax attention, SiLU as x * Sigmoid(x), LM head MatMul.
+//
+// Quantized linears are QDQ: the weight's integer (or fp8) codes from the plan, transposed to
+// [in, out] for MatMul, with DequantizeLinear (per tensor; per channel with `axis`; per group
+// with `block_size`, opset 21); a static input quantizer becomes QuantizeLinear ->
+// DequantizeLinear with its frozen scale and zero point on the MatMul input (a static output
+// quantizer, the KV cache, the same on the output). The opset is the lowest the recipe needs:
+// 13 (int8/uint8), 19 (fp8 e4m3/e5m2), 21 (int4/uint4, blocked). Float tensors are fp32.
+//
+// The graph streams block by block to a spool file (nodes and initializers are graph fields in
+// any order) and is wrapped into the ModelProto at commit. A protobuf message is limited to
+// 2 GiB and this exporter writes no external data, so larger models are refused before any work.
+class OnnxExporter : public Exporter {
+public:
+    static constexpr uint64_t kMaxProtoBytes = (uint64_t(1) << 31) - 1;
+    // Rows of the RoPE tables: inputs up to this length (or max_position_embeddings when
+    // smaller) run.
+    static constexpr int64_t kMaxTablePositions = 8192;
+
+    explicit OnnxExporter(const ExportContext& context);
+    ~OnnxExporter() override;
+
+    std::string format() const override { return "onnx"; }
+    void writeLeading() override;
+    void writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) override;
+    void commit(const std::string& recipeJson) override;
+
+    // Why the model cannot be written (family, layout, RoPE variant); empty when it can.
+    static std::string modelReason(const ModelConfig& config);
+    // Why a linear with `scheme` cannot be written, with what works instead; empty when it can.
+    static std::string unfitReason(const quant::QuantScheme& scheme);
+    // Why a static activation quantizer (input, or output/KV cache) cannot be; empty when it can.
+    static std::string activationReason(const quant::QuantSpec& spec, const std::string& role);
+    // The lowest opset that holds `scheme` (13, 19 or 21).
+    static int opsetFor(const quant::QuantScheme& scheme);
+    // Bytes of model.onnx estimated from the module tree (fp32 floats, codes at their width).
+    static uint64_t estimatedBytes(const ModuleNode& tree, const ModelConfig& config,
+                                   const std::map<std::string, quant::QuantScheme>& quantized);
+
+private:
+    void emit(const std::string& opType, const std::vector<std::string>& inputs,
+              const std::string& output, const std::vector<onnx::Attribute>& attributes = {});
+    void field(uint32_t number, const std::string& payload);
+    void initializer(const std::string& name, onnx::ElemType type, const std::vector<int64_t>& dims,
+                     const std::string& raw);
+    void floatInitializer(const std::string& name, const at::Tensor& t);
+    std::string constInts(const std::vector<int64_t>& values, bool scalar = false);
+    std::string constFloat(float value);
+    std::string sourceFloat(const std::string& tensorName); // a source tensor as an initializer
+    std::string rmsNorm(const std::string& x, const std::string& weight, const std::string& out);
+    std::string rope(const std::string& x, const std::string& out);
+    std::string repeatKv(const std::string& x, const std::string& out);
+    std::string linear(const LinearLayer& layer, const LayerPlan* plan, const std::string& x);
+    std::string weightDequantized(const LayerPlan& plan);
+    std::string quantizeDequantize(const std::string& x, const ActivationQuantizer& q,
+                                   const std::string& prefix);
+
+    ExportContext m_context;
+    ModelConfig m_config;
+    ExportFolder m_folder;
+    int m_opset = 13;
+    int64_t m_tableRows = 0;
+    QFile m_spool;
+    uint64_t m_graphBytes = 0;
+    std::set<std::string> m_names; // initializers and node outputs written so far
+    std::string m_hidden;          // the residual stream after the last block written
+};
+
+} // namespace qs

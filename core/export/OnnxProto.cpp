@@ -1,0 +1,131 @@
+#include "export/OnnxProto.h"
+
+#include <cstring>
+
+namespace qs::onnx {
+
+namespace {
+
+void putVarint(std::string& out, uint64_t v) {
+    while (v >= 0x80) {
+        out.push_back(char(uint8_t(v) | 0x80));
+        v >>= 7;
+    }
+    out.push_back(char(v));
+}
+
+// Field keys: (field number << 3) | wire type (0 varint, 2 length-delimited, 5 fixed32).
+void putKey(std::string& out, uint32_t field, uint32_t wire) {
+    putVarint(out, (uint64_t(field) << 3) | wire);
+}
+
+// AttributeProto.AttributeType.
+enum AttributeType : uint64_t { kFloat = 1, kInt = 2, kString = 3, kInts = 7 };
+
+} // namespace
+
+uint64_t rawBytes(ElemType type, int64_t count) {
+    switch (type) {
+    case ElemType::Float:
+    case ElemType::Int32:
+        return uint64_t(count) * 4;
+    case ElemType::Int64:
+        return uint64_t(count) * 8;
+    case ElemType::Uint4:
+    case ElemType::Int4:
+        return (uint64_t(count) + 1) / 2;
+    default:
+        return uint64_t(count);
+    }
+}
+
+void ProtoWriter::varint(uint32_t field, uint64_t value) {
+    putKey(m_data, field, 0);
+    putVarint(m_data, value);
+}
+
+void ProtoWriter::fixed32(uint32_t field, uint32_t bits) {
+    putKey(m_data, field, 5);
+    for (int i = 0; i < 4; ++i)
+        m_data.push_back(char(uint8_t(bits >> (8 * i))));
+}
+
+void ProtoWriter::bytes(uint32_t field, const std::string& data) {
+    m_data += lengthPrefix(field, data.size());
+    m_data += data;
+}
+
+std::string ProtoWriter::lengthPrefix(uint32_t field, uint64_t length) {
+    std::string out;
+    putKey(out, field, 2);
+    putVarint(out, length);
+    return out;
+}
+
+std::string tensorProto(const std::string& name, ElemType type, const std::vector<int64_t>& dims,
+                        const std::string& raw) {
+    ProtoWriter t;
+    for (int64_t d : dims)
+        t.varint(1, uint64_t(d)); // dims
+    t.varint(2, uint64_t(type));  // data_type
+    t.bytes(8, name);             // name
+    t.bytes(9, raw);              // raw_data
+    return t.data();
+}
+
+std::string nodeProto(const std::string& opType, const std::vector<std::string>& inputs,
+                      const std::vector<std::string>& outputs, const std::string& name,
+                      const std::vector<Attribute>& attributes) {
+    ProtoWriter n;
+    for (const std::string& i : inputs)
+        n.bytes(1, i);
+    for (const std::string& o : outputs)
+        n.bytes(2, o);
+    n.bytes(3, name);
+    n.bytes(4, opType);
+    for (const Attribute& a : attributes) {
+        ProtoWriter w;
+        w.bytes(1, a.name);
+        if (const int64_t* i = std::get_if<int64_t>(&a.value)) {
+            w.varint(3, uint64_t(*i)); // negative ints: ten-byte two's complement varint
+            w.varint(20, kInt);
+        } else if (const float* f = std::get_if<float>(&a.value)) {
+            uint32_t bits;
+            std::memcpy(&bits, f, 4);
+            w.fixed32(2, bits);
+            w.varint(20, kFloat);
+        } else if (const auto* list = std::get_if<std::vector<int64_t>>(&a.value)) {
+            for (int64_t v : *list)
+                w.varint(8, uint64_t(v));
+            w.varint(20, kInts);
+        } else {
+            w.bytes(4, std::get<std::string>(a.value));
+            w.varint(20, kString);
+        }
+        n.message(5, w);
+    }
+    return n.data();
+}
+
+std::string valueInfo(const std::string& name, ElemType type, const std::vector<Dim>& dims) {
+    ProtoWriter shape;
+    for (const Dim& d : dims) {
+        ProtoWriter dim;
+        if (const int64_t* v = std::get_if<int64_t>(&d))
+            dim.varint(1, uint64_t(*v)); // dim_value
+        else
+            dim.bytes(2, std::get<std::string>(d)); // dim_param
+        shape.message(1, dim);
+    }
+    ProtoWriter tensor;
+    tensor.varint(1, uint64_t(type)); // elem_type
+    tensor.message(2, shape);
+    ProtoWriter typeProto;
+    typeProto.message(1, tensor); // tensor_type
+    ProtoWriter info;
+    info.bytes(1, name);
+    info.message(2, typeProto);
+    return info.data();
+}
+
+} // namespace qs::onnx

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+// The subset of ONNX's protobuf messages (onnx/onnx.proto, proto2) that the ONNX exporter writes,
+// serialised by hand in the protobuf wire format (little endian varints, length-delimited
+// sub-messages), as the GGUF exporter reads sentencepiece's ModelProto: no protobuf or ONNX
+// library is linked (Debian's libonnx-dev is not needed). Field numbers are onnx.proto's.
+namespace qs::onnx {
+
+// TensorProto.DataType.
+enum class ElemType : int32_t {
+    Float = 1,
+    Uint8 = 2,
+    Int8 = 3,
+    Int32 = 6,
+    Int64 = 7,
+    Float8E4M3FN = 17,
+    Float8E5M2 = 19,
+    Uint4 = 21,
+    Int4 = 22,
+};
+
+// Bytes of `count` elements of `type` in raw_data (4-bit types: two per byte, rounded up).
+uint64_t rawBytes(ElemType type, int64_t count);
+
+// Serialises one protobuf message field by field.
+class ProtoWriter {
+public:
+    void varint(uint32_t field, uint64_t value);
+    void fixed32(uint32_t field, uint32_t bits);
+    void bytes(uint32_t field, const std::string& data);
+    void message(uint32_t field, const ProtoWriter& m) { bytes(field, m.data()); }
+    const std::string& data() const { return m_data; }
+
+    // The key and length of a length-delimited field whose payload follows separately (the
+    // graph, streamed from a spool file).
+    static std::string lengthPrefix(uint32_t field, uint64_t length);
+
+private:
+    std::string m_data;
+};
+
+// One node attribute (AttributeProto): an int, a float, a list of ints or a string.
+struct Attribute {
+    std::string name;
+    std::variant<int64_t, float, std::vector<int64_t>, std::string> value;
+};
+
+// A dimension of a graph input/output: fixed, or named (dim_param: "batch", "sequence").
+using Dim = std::variant<int64_t, std::string>;
+
+// Serialised TensorProto: dims, data_type, name, raw_data (little endian; 4-bit types packed
+// low nibble first, as onnx.proto specifies).
+std::string tensorProto(const std::string& name, ElemType type, const std::vector<int64_t>& dims,
+                        const std::string& raw);
+// Serialised NodeProto.
+std::string nodeProto(const std::string& opType, const std::vector<std::string>& inputs,
+                      const std::vector<std::string>& outputs, const std::string& name,
+                      const std::vector<Attribute>& attributes = {});
+// Serialised ValueInfoProto of a tensor.
+std::string valueInfo(const std::string& name, ElemType type, const std::vector<Dim>& dims);
+
+} // namespace qs::onnx
