@@ -16,6 +16,9 @@ packages=(
   python3-torch python3-numpy python3-sentencepiece python3-venv
   xvfb xauth clang libclang-rt-14-dev clang-format
 )
+# onnxruntime (npm onnxruntime-node) checks the ONNX exports in the test command
+# (scripts/check-onnx.sh); Debian's Node.js unless a node is installed already.
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
