@@ -51,16 +51,38 @@ row() {
 
   # --- rotation rows (issue 11 item 5; keep this block on its own) ---
   echo
-  echo "Rotation: Quark's \`rotation\` algorithm (QuaRot's R1, offline): RMSNorm weights folded into"
-  echo "the linears that read them, then the residual stream rotated by a Hadamard matrix"
-  echo "(hidden size 64: Sylvester) fused into the embedding, every block's linears and the LM head."
+  echo "Rotation: Quark's \`rotation\` algorithm. R1 (offline): RMSNorm weights folded into the"
+  echo "linears that read them, then the residual stream rotated by a Hadamard matrix (hidden"
+  echo "size 64: Sylvester) fused into the embedding, every block's linears and the LM head."
+  echo "R4 (\`\"r4\": true\`): down_proj's input rotated online (intermediate size 172 = 4 x 43 has"
+  echo "no Hadamard construction here: a seeded random orthogonal matrix), its inverse fused."
   echo
   echo "| recipe | perplexity | seconds |"
   echo "|---|---|---|"
-  row "int8 (W8A8 static), round to nearest" int8 '[]'
-  row "int8 (W8A8 static), rotation" int8 '[{"name": "rotation"}]'
-  row "mxfp4 (W+A), round to nearest" mxfp4 '[]'
-  row "mxfp4 (W+A), rotation" mxfp4 '[{"name": "rotation"}]'
+  rotation_rows() {
+    row "int8 (W8A8 static), round to nearest" int8 '[]'
+    row "int8 (W8A8 static), rotation R1" int8 '[{"name": "rotation"}]'
+    row "int8 (W8A8 static), rotation R1 + R4" int8 '[{"name": "rotation", "r4": true}]'
+    row "mxfp4 (W+A), round to nearest" mxfp4 '[]'
+    row "mxfp4 (W+A), rotation R1" mxfp4 '[{"name": "rotation"}]'
+    row "mxfp4 (W+A), rotation R1 + R4" mxfp4 '[{"name": "rotation", "r4": true}]'
+  }
+  rotation_rows
+  echo
+  echo "The same on a synthetic model with planted outliers (\`quantscope-cli synth --arch llama"
+  echo "--seed 1\`: random weights, hidden 256 (Sylvester), intermediate 688 = 43 x 16 (R4 random"
+  echo "orthogonal), RMSNorm gains of 40 on two channels, byte tokenizer; same text and windows):"
+  echo
+  echo "| recipe | perplexity | seconds |"
+  echo "|---|---|---|"
+  "$cli" synth --arch llama --out "$tmp/synth" --seed 1 > /dev/null
+  saved_model=$model
+  model=$tmp/synth
+  fp=$("$cli" eval "$model" --data "$shared/data/tinystories-eval.txt" --eval-seq-len 256 --json --quiet |
+       sed -n 's/.*"perplexity": \([0-9.]*\).*/\1/p' | head -1)
+  printf '| fp32 | %.6f | |\n' "$fp"
+  rotation_rows
+  model=$saved_model
   # --- end of the rotation rows ---
 
   echo
