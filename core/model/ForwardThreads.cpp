@@ -55,12 +55,13 @@ bool blasHasOwnPool() {
     return c.openblasParallel && c.openblasParallel() == 1 && blasThreads() > 1;
 }
 
-SmallForwardGuard::SmallForwardGuard(int64_t elementsPerStep) {
+SmallForwardGuard::SmallForwardGuard(int64_t elementsPerStep, bool besideOwnBlasPool) {
     const bool small = elementsPerStep < kMinParallelElements;
     const Calls& c = calls();
     // LibTorch's team goes down to one thread for small steps, and whenever the BLAS works in a
     // pool of its own: the matmuls then keep every core, and no idle team spins beside them.
-    if ((small || blasHasOwnPool()) && c.ompSet && c.ompGet && c.ompGet() > 1) {
+    if ((small || (besideOwnBlasPool && blasHasOwnPool())) && c.ompSet && c.ompGet &&
+        c.ompGet() > 1) {
         m_ompThreads = c.ompGet();
         c.ompSet(1); // this thread's OpenMP teams only
     }

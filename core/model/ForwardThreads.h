@@ -26,7 +26,9 @@ bool blasHasOwnPool();
 // threads on n cores spin against each other. The BLAS keeps its own count.
 class SmallForwardGuard {
 public:
-    explicit SmallForwardGuard(int64_t elementsPerStep);
+    // besideOwnBlasPool = false: only the small-step rule (a scope whose own work is not
+    // mostly matmuls, e.g. a calibration pass's hooks around the block forwards).
+    explicit SmallForwardGuard(int64_t elementsPerStep, bool besideOwnBlasPool = true);
     ~SmallForwardGuard();
     SmallForwardGuard(const SmallForwardGuard&) = delete;
     SmallForwardGuard& operator=(const SmallForwardGuard&) = delete;
