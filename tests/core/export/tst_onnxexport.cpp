@@ -255,6 +255,12 @@ private:
                 if (grouped) {
                     QCOMPARE(dq->ints.at("axis"), int64_t(0));
                     QCOMPARE(dq->ints.at("block_size"), int64_t(spec.groupSize));
+                } else if (spec.granularity == qs::quant::Granularity::PerChannel) {
+                    QCOMPARE(dq->ints.at("axis"), int64_t(1)); // the outputs of [in, out]
+                    QCOMPARE(scale.sizes().vec(), std::vector<int64_t>{p.shape[0]});
+                } else {
+                    QVERIFY(!dq->ints.count("axis"));
+                    QCOMPARE(scale.dim(), int64_t(0));
                 }
                 ++checked;
             }
@@ -318,6 +324,19 @@ private Q_SLOTS:
             quantizeNodes += n.op == "QuantizeLinear";
         QCOMPARE(quantizeNodes, 35);
         QVERIFY(nodeReading(m, "QuantizeLinear", "/layers.0/input_norm")); // q, k, v inputs
+    }
+
+    // int8 per-channel weights with static per-tensor inputs: DequantizeLinear along axis 1
+    // (the output features of the transposed weight), still opset 13.
+    void int8PerChannel() {
+        const QString out = qs::test::tempDir("onnx-int8pc") + "/export";
+        const qs::QuantizationOutcome o =
+            exportWith("w_int8_per_channel_a_int8_per_tensor_sym", {}, out);
+        const Model m = readModel(out + "/model.onnx");
+        QCOMPARE(m.opset, int64_t(13));
+        int checked = 0;
+        compareWithPlans(m, o, kInt8, checked);
+        QCOMPARE(checked, 35);
     }
 
     // uint4 per group of 32 (opset 21): packed nibbles, [in/32, out] scales and zero points,
