@@ -163,6 +163,8 @@ check int8_w8a8_static qdq --quant-scheme int8
 check int8_per_channel_wo logits --recipe "$tmp/int8_per_channel.json"
 check uint4_wo_32 logits --quant-scheme uint4_wo_32 --exclude-layers '*down_proj'
 check int4_wo_32 logits --quant-scheme int4_wo_32 --exclude-layers '*down_proj'
+# The weights as ONNX external data (model.onnx.data), the layout of models beyond 2 GiB.
+QS_ONNX_EXTERNAL_DATA=1 check int8_external qdq --quant-scheme int8
 check fp8_static qdq --quant-scheme fp8
 for arch in qwen2 qwen3 mistral; do
   m=$tmp/syn-$arch ids=$tmp/syn-$arch.ids.json len=64 maxw=20
