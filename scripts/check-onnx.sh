@@ -12,7 +12,8 @@
 # ${XDG_CACHE_HOME:-~/.cache}/quantscope/onnxruntime-node-$ORT_VERSION, with
 # ONNXRUNTIME_NODE_INSTALL=skip (its postinstall otherwise fetches optional GPU files).
 #
-# Each export runs twice: with onnxruntime's "basic" graph optimizations (the graph as written:
+# Every export first passes the ONNX project's checker (PyPI `onnx`, full_check). Then each
+# export runs twice: with onnxruntime's "basic" graph optimizations (the graph as written:
 # DequantizeLinear in fp32, then MatMul), asserted against Quantscope as below; and with its
 # default "all", which fuses QDQ MatMuls into its integer kernels (MatMulNBits, which at its
 # default accuracy level 4 rounds the activations to int8 per block, and MatMulIntegerToFloat):
@@ -55,6 +56,23 @@ if [ ! -f "$cache/node_modules/onnxruntime-node/package.json" ]; then
 fi
 export ORT_MODULES=$cache/node_modules
 
+# The ONNX project's own checker (PyPI `onnx`, full check with shape inference) validates every
+# file against the operator specs, independently of onnxruntime's leniency. Its venv lives
+# outside the repository.
+ONNX_VERSION=${ONNX_VERSION:-1.17.0}
+if [ -d /work/venvs ]; then venvs=/work/venvs; else venvs=${XDG_CACHE_HOME:-$HOME/.cache}/quantscope; fi
+venv=${QS_ONNX_CHECKER_VENV:-$venvs/onnx-checker-$ONNX_VERSION}
+if ! "$venv/bin/python" -c "import onnx" 2> /dev/null; then
+  echo "installing onnx $ONNX_VERSION into $venv"
+  mkdir -p "$(dirname "$venv")"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "onnx==$ONNX_VERSION"
+fi
+onnx_check() {
+  "$venv/bin/python" -c 'import onnx, sys
+onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)' "$1"
+}
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$cli" tokenize "$model" --data "$data" --json > "$tmp/ids.json"
@@ -96,6 +114,7 @@ check() {
   local dir=$tmp/$label
   "$cli" quantize "$m" "$@" "${calib[@]}" --out "$dir" --format onnx --format fake --quiet \
     > /dev/null
+  onnx_check "$dir/onnx/model.onnx"
   "$cli" eval "$m" "$@" "${calib[@]}" --data "$data" --eval-seq-len $len --max-windows $maxw \
     --json --quiet > "$tmp/$label.qs.json"
   local reference=""
@@ -144,6 +163,8 @@ check int8_w8a8_static qdq --quant-scheme int8
 check int8_per_channel_wo logits --recipe "$tmp/int8_per_channel.json"
 check uint4_wo_32 logits --quant-scheme uint4_wo_32 --exclude-layers '*down_proj'
 check int4_wo_32 logits --quant-scheme int4_wo_32 --exclude-layers '*down_proj'
+# The weights as ONNX external data (model.onnx.data), the layout of models beyond 2 GiB.
+QS_ONNX_EXTERNAL_DATA=1 check int8_external qdq --quant-scheme int8
 check fp8_static qdq --quant-scheme fp8
 for arch in qwen2 qwen3 mistral; do
   m=$tmp/syn-$arch ids=$tmp/syn-$arch.ids.json len=64 maxw=20

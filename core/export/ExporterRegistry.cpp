@@ -7,7 +7,6 @@
 #include "recipe/LayerPattern.h"
 #include "util/Error.h"
 
-#include <map>
 #include <set>
 
 namespace qs {
@@ -51,7 +50,6 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
     if (onnx && model)
         if (const std::string r = OnnxExporter::modelReason(*model); !r.empty())
             return {"model: " + r};
-    std::map<std::string, quant::QuantScheme> quantized; // onnx: for the size estimate
     for (const ModuleNode* n : linears) {
         if (n->blockIndex < 0 || n->shape.size() != 2 || unquantized.count(n->name))
             continue;
@@ -62,8 +60,6 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
             continue;
         if (scheme && kv)
             scheme->output = kv; // the KV-cache spec replaces the scheme's output spec
-        if (onnx && scheme)
-            quantized[n->name] = *scheme;
         const std::string reason =
             onnx     ? (scheme ? OnnxExporter::unfitReason(*scheme)
                                : OnnxExporter::activationReason(*kv, "output"))
@@ -71,13 +67,6 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
                      : QuarkHfExporter::outputReason(*kv);
         if (!reason.empty())
             out.push_back(n->name + ": " + reason);
-    }
-    if (onnx && model && out.empty()) {
-        const uint64_t bytes = OnnxExporter::estimatedBytes(tree, *model, quantized);
-        if (bytes > OnnxExporter::kMaxProtoBytes)
-            out.push_back("model: about " + std::to_string(bytes >> 20) +
-                          " MiB, beyond protobuf's 2 GiB limit on one ONNX file (Quantscope "
-                          "writes no external data): use --format quark or gguf");
     }
     return out;
 }

@@ -27,7 +27,7 @@ public:
     // linear whose scheme or shape the format cannot hold ("layer: reason", with the fix).
     // `skipped` lists layers the planner leaves unquantized ("name: reason"). `loaderLimits`:
     // include layouts the format holds but its consumers cannot load. `model`: the model's
-    // config, for formats that write only some families or sizes (onnx); nullptr skips those
+    // config, for formats that write only some families (onnx); nullptr skips those
     // checks (the exporter's constructor repeats them).
     static std::vector<std::string> problems(const std::string& format, const Recipe& recipe,
                                              const ModuleNode& tree,

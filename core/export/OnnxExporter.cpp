@@ -173,38 +173,6 @@ int OnnxExporter::opsetFor(const quant::QuantScheme& scheme) {
     return opset;
 }
 
-uint64_t OnnxExporter::estimatedBytes(const ModuleNode& tree, const ModelConfig& config,
-                                      const std::map<std::string, quant::QuantScheme>& quantized) {
-    uint64_t bytes = 2 * uint64_t(std::min(config.maxPositions, kMaxTablePositions)) *
-                     uint64_t(config.headDim) * 4;
-    std::vector<const ModuleNode*> stack = {&tree};
-    while (!stack.empty()) {
-        const ModuleNode* n = stack.back();
-        stack.pop_back();
-        for (const ModuleNode& c : n->children)
-            stack.push_back(&c);
-        if (!n->children.empty() || n->shape.empty() ||
-            (n->kind == "head" && config.tieWordEmbeddings))
-            continue;
-        uint64_t numel = 1;
-        for (int64_t d : n->shape)
-            numel *= uint64_t(d);
-        const auto it = quantized.find(n->name);
-        if (it == quantized.end()) {
-            bytes += numel * 4;
-            continue;
-        }
-        const quant::QuantSpec& w = it->second.weight;
-        bytes += isInt4(w.dtype) ? (numel + 1) / 2 : numel;
-        const uint64_t groups = w.granularity == Granularity::PerGroup && w.groupSize > 0
-                                    ? numel / uint64_t(w.groupSize)
-                                : w.granularity == Granularity::PerChannel ? uint64_t(n->shape[0])
-                                                                           : 1;
-        bytes += groups * 5; // fp32 scale + zero point
-    }
-    return bytes;
-}
-
 OnnxExporter::OnnxExporter(const ExportContext& context)
     : m_context(context), m_config(loadModelConfig(context.sourceDir)), m_folder(context.outDir) {
     if (const std::string r = modelReason(m_config); !r.empty())
@@ -218,6 +186,21 @@ OnnxExporter::OnnxExporter(const ExportContext& context)
             m_opset = std::max(m_opset, opsetFor(*s));
     }
     m_tableRows = std::min(m_config.maxPositions, kMaxTablePositions);
+    uint64_t floatBytes = 0;
+    for (const std::string& n : context.source->tensorNames()) {
+        uint64_t numel = 1;
+        for (int64_t d : context.source->info(n).shape)
+            numel *= uint64_t(d);
+        floatBytes += numel * 4;
+    }
+    const QByteArray force = qgetenv("QS_ONNX_EXTERNAL_DATA");
+    m_external = force.isEmpty() ? floatBytes > kExternalDataAbove : force != "0";
+    if (m_external) {
+        m_data.setFileName(QString::fromStdString(m_folder.tempPath(kDataFile)));
+        if (!m_data.open(QIODevice::WriteOnly))
+            throw Error(context.outDir, kDataFile,
+                        "cannot create: " + m_data.errorString().toStdString());
+    }
     m_spool.setFileName(QString::fromStdString(m_folder.tempPath("graph.spool")));
     if (!m_spool.open(QIODevice::WriteOnly))
         throw Error(context.outDir, "graph.spool",
@@ -231,8 +214,10 @@ void OnnxExporter::field(uint32_t number, const std::string& payload) {
     m_graphBytes += prefix.size() + payload.size();
     if (m_graphBytes > kMaxProtoBytes)
         throw Error(m_context.outDir, "model.onnx",
-                    "the graph exceeds protobuf's 2 GiB message limit (external data is not "
-                    "written): use --format quark or gguf for this model");
+                    std::string("the graph exceeds protobuf's 2 GiB message limit") +
+                        (m_external ? ""
+                                    : " (set QS_ONNX_EXTERNAL_DATA=1 to keep the weights in " +
+                                          std::string(kDataFile) + ")"));
     if (m_spool.write(prefix.data(), qint64(prefix.size())) != qint64(prefix.size()) ||
         m_spool.write(payload.data(), qint64(payload.size())) != qint64(payload.size()))
         throw Error(m_context.outDir, "graph.spool",
@@ -250,7 +235,18 @@ void OnnxExporter::initializer(const std::string& name, ElemType type,
                                const std::vector<int64_t>& dims, const std::string& raw) {
     if (!m_names.insert(name).second)
         throw Error("onnx", name, "written twice (exporter bug)");
-    field(kGraphInitializer, onnx::tensorProto(name, type, dims, raw));
+    if (!m_external || raw.size() < kExternalMinBytes) {
+        field(kGraphInitializer, onnx::tensorProto(name, type, dims, raw));
+        return;
+    }
+    const uint64_t offset = (uint64_t(m_data.pos()) + 4095) / 4096 * 4096;
+    const std::string pad(offset - uint64_t(m_data.pos()), '\0');
+    if (m_data.write(pad.data(), qint64(pad.size())) != qint64(pad.size()) ||
+        m_data.write(raw.data(), qint64(raw.size())) != qint64(raw.size()))
+        throw Error(m_context.outDir, kDataFile,
+                    "cannot write: " + m_data.errorString().toStdString());
+    field(kGraphInitializer,
+          onnx::externalTensorProto(name, type, dims, kDataFile, offset, raw.size()));
 }
 
 void OnnxExporter::floatInitializer(const std::string& name, const at::Tensor& t) {
@@ -543,6 +539,9 @@ void OnnxExporter::commit(const std::string& recipeJson) {
             throw Error(m_context.outDir, "graph.spool", m_spool.errorString().toStdString());
     }
     m_spool.close();
+    if (m_external && !m_data.flush())
+        throw Error(m_context.outDir, kDataFile, m_data.errorString().toStdString());
+    m_data.close();
 
     onnx::ProtoWriter model;
     model.varint(kModelIrVersion, uint64_t(irVersionFor(m_opset)));

@@ -33,10 +33,15 @@ namespace qs {
 //
 // The graph streams block by block to a spool file (nodes and initializers are graph fields in
 // any order) and is wrapped into the ModelProto at commit. A protobuf message is limited to
-// 2 GiB and this exporter writes no external data, so larger models are refused before any work.
+// 2 GiB: models whose weights (as fp32) exceed kExternalDataAbove keep every initializer of at
+// least kExternalMinBytes in model.onnx.data (ONNX external data, offsets aligned to 4 KiB),
+// written as the blocks arrive; QS_ONNX_EXTERNAL_DATA=1 forces that layout (tests), =0 forbids it.
 class OnnxExporter : public Exporter {
 public:
     static constexpr uint64_t kMaxProtoBytes = (uint64_t(1) << 31) - 1;
+    static constexpr uint64_t kExternalDataAbove = uint64_t(1) << 30;
+    static constexpr uint64_t kExternalMinBytes = 1024;
+    static constexpr const char* kDataFile = "model.onnx.data";
     // Rows of the RoPE tables: inputs up to this length (or max_position_embeddings when
     // smaller) run.
     static constexpr int64_t kMaxTablePositions = 8192;
@@ -57,9 +62,6 @@ public:
     static std::string activationReason(const quant::QuantSpec& spec, const std::string& role);
     // The lowest opset that holds `scheme` (13, 19 or 21).
     static int opsetFor(const quant::QuantScheme& scheme);
-    // Bytes of model.onnx estimated from the module tree (fp32 floats, codes at their width).
-    static uint64_t estimatedBytes(const ModuleNode& tree, const ModelConfig& config,
-                                   const std::map<std::string, quant::QuantScheme>& quantized);
 
 private:
     void emit(const std::string& opType, const std::vector<std::string>& inputs,
@@ -86,6 +88,8 @@ private:
     int64_t m_tableRows = 0;
     QFile m_spool;
     uint64_t m_graphBytes = 0;
+    bool m_external = false;
+    QFile m_data;                  // external data (m_external)
     std::set<std::string> m_names; // initializers and node outputs written so far
     std::string m_hidden;          // the residual stream after the last block written
 };

@@ -73,6 +73,27 @@ std::string tensorProto(const std::string& name, ElemType type, const std::vecto
     return t.data();
 }
 
+std::string externalTensorProto(const std::string& name, ElemType type,
+                                const std::vector<int64_t>& dims, const std::string& location,
+                                uint64_t offset, uint64_t length) {
+    ProtoWriter t;
+    for (int64_t d : dims)
+        t.varint(1, uint64_t(d));
+    t.varint(2, uint64_t(type));
+    t.bytes(8, name);
+    const std::pair<const char*, std::string> entries[] = {{"location", location},
+                                                           {"offset", std::to_string(offset)},
+                                                           {"length", std::to_string(length)}};
+    for (const auto& [key, value] : entries) {
+        ProtoWriter e; // StringStringEntryProto
+        e.bytes(1, key);
+        e.bytes(2, value);
+        t.message(13, e); // external_data
+    }
+    t.varint(14, 1); // data_location = EXTERNAL
+    return t.data();
+}
+
 std::string nodeProto(const std::string& opType, const std::vector<std::string>& inputs,
                       const std::vector<std::string>& outputs, const std::string& name,
                       const std::vector<Attribute>& attributes) {

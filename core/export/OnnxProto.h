@@ -57,6 +57,11 @@ using Dim = std::variant<int64_t, std::string>;
 // low nibble first, as onnx.proto specifies).
 std::string tensorProto(const std::string& name, ElemType type, const std::vector<int64_t>& dims,
                         const std::string& raw);
+// Serialised TensorProto whose bytes live in another file (data_location EXTERNAL):
+// external_data {location, offset, length}, the path relative to the model file.
+std::string externalTensorProto(const std::string& name, ElemType type,
+                                const std::vector<int64_t>& dims, const std::string& location,
+                                uint64_t offset, uint64_t length);
 // Serialised NodeProto.
 std::string nodeProto(const std::string& opType, const std::vector<std::string>& inputs,
                       const std::vector<std::string>& outputs, const std::string& name,
