@@ -1,8 +1,9 @@
 // The quantization algorithms a recipe may name, with the parameters each takes. Parameter names
 // and types follow Quark's algorithm dataclasses (quark/torch/quantization/config/config.py:
 // GPTQConfig, AWQConfig, SmoothQuantConfig, AutoSmoothQuantConfig, RotationConfig) so a Quark
-// algo_config maps one to one. The engine does not run these algorithms yet; recipes keep them
-// so they survive a round trip and are validated early.
+// algo_config maps one to one. The engine runs GPTQ, AWQ, SmoothQuant and AutoSmoothQuant
+// (makeBlockTransforms); recipes keep the others so they survive a round trip and are validated
+// early, and the engine refuses them by name.
 #pragma once
 
 #include <nlohmann/json.hpp>
