@@ -180,7 +180,9 @@ private Q_SLOTS:
         recipe.algorithms.push_back({"awq", nlohmann::json::object()});
         recipe.calibration.dataPath =
             qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-        recipe.calibration.numSamples = 15;
+        // 4 of the 15 calibration windows: the search runs the block 20 times per group, and
+        // two runs (replay) must fit the suite's time; scripts/results.sh measures all 15.
+        recipe.calibration.numSamples = 4;
         recipe.calibration.seqLen = 256;
         recipe.evaluation.dataPath =
             qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
@@ -192,13 +194,21 @@ private Q_SLOTS:
         const QuantizationOutcome a = runQuantization(req, {});
         const QuantizationOutcome b = runQuantization(req, {});
         QVERIFY(a.perplexity.has_value() && b.perplexity.has_value());
-        qInfo("stories260K uint4_wo_32 + AWQ: perplexity %.6f (round to nearest 6.210564, fp32 "
-              "5.747064)",
+        qInfo("stories260K uint4_wo_32 + AWQ (4 calibration windows): perplexity %.6f (round to "
+              "nearest 6.210564, fp32 5.747064)",
               a.perplexity->perplexity);
         QCOMPARE(a.perplexity->perplexity, b.perplexity->perplexity);
         QVERIFY(a.perplexity->perplexity < 6.210564);
     }
 };
 
-QTEST_GUILESS_MAIN(TestAwq)
+// The stories260K runs take minutes on a loaded 2-core machine: Qt's per-function watchdog
+// (300 s) is raised to the suite's ctest TIMEOUT (900 s, tests/CMakeLists.txt). Not a timing
+// check: nothing asserts how long a run takes.
+int main(int argc, char** argv) {
+    qputenv("QTEST_FUNCTION_TIMEOUT", "900000");
+    QCoreApplication app(argc, argv);
+    TestAwq t;
+    return QTest::qExec(&t, argc, argv);
+}
 #include "tst_awq.moc"
