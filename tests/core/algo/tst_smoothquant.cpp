@@ -226,6 +226,26 @@ private Q_SLOTS:
                  std::string("smoothquant(alpha=0.5, scale_clamp_min=0.001)"));
     }
 
+    // The fake-quantized checkpoint of a smoothed model carries the rescaled norms (written from
+    // the block, not copied from the source): evaluated as a plain model it gives the perplexity
+    // the engine measured, bit for bit (the same weights, the same forward).
+    void exportCarriesTheSmoothedNorms() {
+        QuantizationRequest req = stories("uint4_wo_32", {{"smoothquant", {{"alpha", 0.5}}}});
+        req.recipe.exclude = {"*down_proj", "*lm_head"};
+        req.recipe.calibration.numSamples = 4;
+        const QuantizationOutcome engine = runQuantization(req, {});
+        req.evaluate = false;
+        req.outDir = qs::test::tempDir("sq-export").toStdString() + "/out";
+        runQuantization(req, {});
+        QuantizationRequest plain = stories("uint4_wo_32", {});
+        plain.recipe.global.reset();
+        plain.recipe.exclude.clear();
+        plain.modelDir = req.outDir;
+        const QuantizationOutcome exported = runQuantization(plain, {});
+        QVERIFY(engine.perplexity && exported.perplexity);
+        QCOMPARE(exported.perplexity->perplexity, engine.perplexity->perplexity);
+    }
+
     // int8 W+A per-tensor static on stories260K: SmoothQuant and AutoSmoothQuant against naive
     // rounding, replay identical on CPU.
     void stories260kInt8() {
