@@ -166,6 +166,11 @@ check int4_wo_32 logits --quant-scheme int4_wo_32 --exclude-layers '*down_proj'
 # The weights as ONNX external data (model.onnx.data), the layout of models beyond 2 GiB.
 QS_ONNX_EXTERNAL_DATA=1 check int8_external qdq --quant-scheme int8
 check fp8_static qdq --quant-scheme fp8
+# Algorithms that rescale the block (their norms and preceding linears change): the exporter
+# must write the block's tensors, not the source's.
+check int8_smoothquant qdq --quant-scheme int8 --quant-algo smoothquant
+check uint4_wo_32_awq logits --quant-scheme uint4_wo_32 --exclude-layers '*down_proj' \
+  --quant-algo awq
 for arch in qwen2 qwen3 mistral; do
   m=$tmp/syn-$arch ids=$tmp/syn-$arch.ids.json len=64 maxw=20
   check "$arch-fp32" nll --recipe "$tmp/fp32.json"

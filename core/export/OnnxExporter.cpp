@@ -1,4 +1,5 @@
 #include "export/OnnxExporter.h"
+#include "export/TensorBlocks.h"
 
 #include "model/ConfigParser.h"
 #include "model/Rope.h"
@@ -275,9 +276,17 @@ std::string OnnxExporter::constFloat(float value) {
 }
 
 std::string OnnxExporter::sourceFloat(const std::string& tensorName) {
-    if (!m_names.count(tensorName))
-        floatInitializer(tensorName, loadTensor(*m_context.source, tensorName, at::kFloat,
-                                                at::Device(at::kCPU)));
+    if (m_names.count(tensorName))
+        return tensorName;
+    if (m_blockTensors) {
+        const auto it = m_blockTensors->find(tensorName);
+        if (it != m_blockTensors->end()) {
+            floatInitializer(tensorName, toHost(*it->second));
+            return tensorName;
+        }
+    }
+    floatInitializer(tensorName,
+                     loadTensor(*m_context.source, tensorName, at::kFloat, at::Device(at::kCPU)));
     return tensorName;
 }
 
@@ -469,6 +478,8 @@ void OnnxExporter::writeBlock(int index, DecoderBlock& block, const std::vector<
         return linear(*it->second, pl == planOf.end() ? nullptr : pl->second, x);
     };
     const int64_t nh = m_config.numHeads, nkv = m_config.numKvHeads, hd = m_config.headDim;
+    const std::map<std::string, const at::Tensor*> current = blockTensors(block, plans);
+    m_blockTensors = &current;
 
     const std::string h = rmsNorm(m_hidden, p + "input_layernorm.weight", b + "/input_norm");
     const std::string q = apply("q_proj", h), k = apply("k_proj", h), v = apply("v_proj", h);
@@ -507,6 +518,7 @@ void OnnxExporter::writeBlock(int index, DecoderBlock& block, const std::vector<
     emit("Mul", {b + "/gate_silu", apply("up_proj", h2)}, b + "/mlp_in");
     emit("Add", {b + "/residual", apply("down_proj", b + "/mlp_in")}, b + "/output");
     m_hidden = b + "/output";
+    m_blockTensors = nullptr;
     m_spool.flush();
 }
 

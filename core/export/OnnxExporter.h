@@ -72,7 +72,9 @@ private:
     void floatInitializer(const std::string& name, const at::Tensor& t);
     std::string constInts(const std::vector<int64_t>& values, bool scalar = false);
     std::string constFloat(float value);
-    std::string sourceFloat(const std::string& tensorName); // a source tensor as an initializer
+    // A tensor as an initializer: the block's own when the block being written has it (norms a
+    // SmoothQuant/AWQ transform rescaled), else the source checkpoint's.
+    std::string sourceFloat(const std::string& tensorName);
     std::string rmsNorm(const std::string& x, const std::string& weight, const std::string& out);
     std::string rope(const std::string& x, const std::string& out);
     std::string repeatKv(const std::string& x, const std::string& out);
@@ -92,6 +94,8 @@ private:
     QFile m_data;                  // external data (m_external)
     std::set<std::string> m_names; // initializers and node outputs written so far
     std::string m_hidden;          // the residual stream after the last block written
+    // writeBlock only: the block's tensors that differ from the source (TensorBlocks.h).
+    const std::map<std::string, const at::Tensor*>* m_blockTensors = nullptr;
 };
 
 } // namespace qs

@@ -270,7 +270,8 @@ private Q_SLOTS:
 
     // Quark's quantize_quark.py habits: --model_dir, --output_dir, --model_export hf_format,
     // --dataset, --num_calib_data, --seq_len (the calibration window), --kv_cache_dtype,
-    // --exclude_layers; --quant_algo is parsed and refused by the engine before any work.
+    // --exclude_layers; --quant_algo is parsed, and an algorithm Quark has but Quantscope does not
+    // (GPTAQ) is refused before any work.
     void quarkFlagsAccepted() {
         const QString out = qs::test::tempDir("cli-quark") + "/out";
         const QString calib = qs::test::sharedPath("data/tinystories-calib.txt");
@@ -284,9 +285,9 @@ private Q_SLOTS:
                                  "fp8",      "--exclude_layers",
                                  "lm_head",  "-q"};
         Run r =
-            cli(common + QStringList{"--model_export", "hf_format", "--quant_algo", "rotation"});
+            cli(common + QStringList{"--model_export", "hf_format", "--quant_algo", "gptaq"});
         QCOMPARE(r.exitCode, 1);
-        QVERIFY2(r.err.contains("'rotation'") && r.err.contains("algorithms[0]"), r.err);
+        QVERIFY2(r.err.contains("'gptaq'") && r.err.contains("algorithms[0]"), r.err);
         QVERIFY(!QFileInfo::exists(out));
         // Quark's --model_export onnx writes the ONNX graph.
         r = cli(common + QStringList{"--model_export", "onnx"});
