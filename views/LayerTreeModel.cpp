@@ -399,24 +399,28 @@ QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, in
     if (orientation != Qt::Horizontal || section < ModuleTreeModel::ColumnCount ||
         section >= LayerColumnCount)
         return ModuleTreeModel::headerData(section, orientation, role);
-    static const char* const titles[] = {
-        QT_TR_NOOP("Scheme"),           QT_TR_NOOP("Excluded"),
-        QT_TR_NOOP("Weight SQNR (dB)"), QT_TR_NOOP("Output SQNR local (dB)"),
-        QT_TR_NOOP("Gain vs RTN (dB)"), QT_TR_NOOP("Output SQNR accum. (dB)"),
-        QT_TR_NOOP("Input absmax"),     QT_TR_NOOP("Outlier score"),
-        QT_TR_NOOP("Mean rel. error"),  QT_TR_NOOP("Sensitivity (alone ppl)")};
+    static const char* const titles[] = {QT_TR_NOOP("Scheme"),
+                                         QT_TR_NOOP("Excluded"),
+                                         QT_TR_NOOP("Weight SQNR (dB)"),
+                                         QT_TR_NOOP("Output SQNR local (dB)"),
+                                         QT_TR_NOOP("Output SQNR accum. (dB)"),
+                                         QT_TR_NOOP("Input absmax"),
+                                         QT_TR_NOOP("Outlier score"),
+                                         QT_TR_NOOP("Mean rel. error"),
+                                         QT_TR_NOOP("Gain vs RTN (dB)"),
+                                         QT_TR_NOOP("Sensitivity (alone ppl)")};
     static const char* const tips[] = {
         QT_TR_NOOP("The scheme the recipe gives this layer (Recipe::schemeFor)"),
         QT_TR_NOOP("Whether an exclude pattern of the recipe matches this layer"),
         QT_TR_NOOP("SQNR of the quantized weight against the original"),
         QT_TR_NOOP("SQNR of the quantized layer's output on full-precision inputs"),
-        QT_TR_NOOP("Layers whose codes an algorithm chose (GPTQ): local output SQNR minus what "
-                   "rounding to nearest gives on the same weight and inputs; negative: the "
-                   "algorithm made this layer worse"),
         QT_TR_NOOP("SQNR of the quantized model's output here against the fp model's"),
         QT_TR_NOOP("Largest |x| of the layer's input on the calibration data"),
         QT_TR_NOOP("Max channel absmax / median channel absmax of the input"),
         QT_TR_NOOP("mean(|a - r| / (|r| + eps)) of the local output"),
+        QT_TR_NOOP("Layers whose codes an algorithm chose (GPTQ): local output SQNR minus what "
+                   "rounding to nearest gives on the same weight and inputs; negative: the "
+                   "algorithm made this layer worse"),
         QT_TR_NOOP("Perplexity with only this layer quantized")};
     const int i = section - ModuleTreeModel::ColumnCount;
     const bool staleColumn = m_stale && isMetricColumn(section);

@@ -27,12 +27,12 @@ public:
         ExcludedColumn,
         WeightSqnrColumn, // first metric column
         OutputSqnrLocalColumn,
-        AlgorithmGainColumn, // local output SQNR minus rounding to nearest's (GPTQ's layers)
         OutputSqnrAccumulatedColumn,
         InputAbsmaxColumn,
         OutlierScoreColumn,
         MeanRelativeErrorColumn,
-        SensitivityColumn, // last metric column
+        AlgorithmGainColumn, // local output SQNR minus rounding to nearest's (GPTQ's layers)
+        SensitivityColumn,   // last metric column
         LayerColumnCount
     };
     static constexpr int kFirstMetricColumn = WeightSqnrColumn;
