@@ -16,6 +16,9 @@
 
 #include <QtTest>
 
+#include <algorithm>
+#include <cmath>
+
 using namespace qs;
 
 namespace {
@@ -51,6 +54,26 @@ public:
         }
     }
     bool changed = false;
+};
+
+// The same scaling groups rescaled by 1 + e, e uniform in [-2^-22, 2^-22] per channel: exactly
+// the identity in real arithmetic, while in fp32 every operand SmoothQuant touches (the
+// preceding norm or linear divided, the following weights multiplied) is rounded once again, as
+// SmoothQuant's own rescaling rounds it. The logit change it causes is this model's fp32
+// sensitivity to those roundings, measured with the BLAS kernels of the machine at hand.
+class RoundingNoise : public BlockTransform {
+public:
+    std::string name() const override { return "rounding noise"; }
+    bool needsInputs() const override { return false; }
+    void apply(BlockTransformInput& in) override {
+        const ScalingTemplate t = algo::scalingTemplateFor(*in.config, {}, "t", "f");
+        auto groups = algo::resolveScalingGroups(in.block, in.plans, t, *in.config, "t", "f");
+        for (algo::ResolvedScalingGroup& g : groups) {
+            const int64_t n = g.layers.front()->weight.size(1);
+            const at::Tensor s = 1.0f + (at::rand({n}) * 2 - 1) * std::ldexp(1.0f, -22);
+            algo::applyScales(g, algo::constrainScales(g, s));
+        }
+    }
 };
 
 QuantizationRequest stories(const std::string& scheme, const std::vector<AlgorithmSpec>& algos) {
@@ -219,8 +242,20 @@ private Q_SLOTS:
         std::vector<std::vector<LayerPlan>> plans;
         const at::Tensor smoothed = qs::test::logitsWith(dir, ids, &sq, std::nullopt, &plans);
         const double err = relativeError(smoothed, ref);
-        qInfo("%s: relative logit error after smoothing %.3g", qPrintable(arch), err);
-        QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+        at::manual_seed(11);
+        RoundingNoise noise;
+        const double floor = relativeError(qs::test::logitsWith(dir, ids, &noise), ref);
+        qInfo("%s: relative logit error after smoothing %.3g, rounding floor %.3g",
+              qPrintable(arch), err, floor);
+        // The 1e-5, unless this model's own rounding floor is above it: the planted
+        // outlier channels make the GQA llama so ill-conditioned that rounding the touched
+        // operands once more moves its logits by 8e-5 to 2.5e-4 depending on the OpenBLAS
+        // kernel (Sandybridge, Haswell, SkylakeX), and SmoothQuant rounds each of them once as
+        // well. Measured, SmoothQuant stays within 1.7x of that floor on every kernel; 4x is the
+        // margin. The algebra itself is checked bit for bit by powerOfTwoScalesKeepEveryBit, and
+        // an algebra error moves logits by O(1).
+        const double bound = std::max(1e-5, 4 * floor);
+        QVERIFY2(err < bound, qPrintable(QString("%1 >= %2").arg(err).arg(bound)));
         QVERIFY(!at::equal(smoothed, ref)); // the weights did change
         QCOMPARE(plans.front().front().transforms.front(),
                  std::string("smoothquant(alpha=0.5, scale_clamp_min=0.001)"));
