@@ -15,6 +15,8 @@ packages=(
   # Tests and tools: reference PyTorch for benchmarks, Xvfb for screenshots, clang for fuzzing.
   python3-torch python3-numpy python3-sentencepiece python3-venv
   xvfb xauth clang libclang-rt-14-dev clang-format
+  # scripts/fuzz.sh reports each target's CPU seconds with GNU time.
+  time
 )
 # onnxruntime (npm onnxruntime-node) checks the ONNX exports in the test command
 # (scripts/check-onnx.sh); Debian's Node.js unless a node is installed already.

@@ -86,7 +86,7 @@ for row in "${table[@]}"; do
     read -r target seeds max_len dicts <<<"$row"
     wanted "$target" || continue
     if [ -z "${built[$target]:-}" ]; then
-        results+=("$(printf '%-22s %8s %10s %8s %8s  %s' "$target" - - - - "build failed")")
+        results+=("$(printf '%-22s %8s %8s %10s %8s %8s  %s' "$target" - - - - - "build failed")")
         status=1
         continue
     fi
@@ -102,16 +102,20 @@ for row in "${table[@]}"; do
     common=(-timeout=10 -rss_limit_mb=3072 -max_len="$max_len" -dict="$dict"
             -artifact_prefix="$findings/" -print_final_stats=1)
     start=$(date +%s)
+    # CPU seconds (user + system) next to wall seconds: on a shared machine the wall clock
+    # overstates how long a target really fuzzed.
     if [ "$seconds" -eq 0 ]; then
         # Regression: each seed and kept input once (-runs=0 only loads and runs the corpus).
-        nice -n "$nice_level" "$build/bin/$target" "${common[@]}" -runs=0 \
-            "$out/corpus/$seeds" "$regressions" >"$log" 2>&1
+        /usr/bin/time -f '%U %S' -o "$log.cpu" nice -n "$nice_level" "$build/bin/$target" \
+            "${common[@]}" -runs=0 "$out/corpus/$seeds" "$regressions" >"$log" 2>&1
     else
-        nice -n "$nice_level" "$build/bin/$target" "${common[@]}" -max_total_time="$seconds" \
-            "$work" "$out/corpus/$seeds" "$regressions" >"$log" 2>&1
+        /usr/bin/time -f '%U %S' -o "$log.cpu" nice -n "$nice_level" "$build/bin/$target" \
+            "${common[@]}" -max_total_time="$seconds" "$work" "$out/corpus/$seeds" \
+            "$regressions" >"$log" 2>&1
     fi
     rc=$?
     elapsed=$(($(date +%s) - start))
+    cpu=$(awk 'END { printf "%d", $(NF-1) + $NF }' "$log.cpu" 2>/dev/null)
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
     found=$(($(find "$findings" -type f | wc -l) - before))
@@ -121,10 +125,14 @@ for row in "${table[@]}"; do
             cut -c1-100) -> $findings"
         status=1
     fi
-    results+=("$(printf '%-22s %8s %10s %8s %8s  %s' "$target" "$elapsed" "${execs:-?}" \
-        "${cov:-?}" "$found" "$note")")
+    results+=("$(printf '%-22s %8s %8s %10s %8s %8s  %s' "$target" "$elapsed" "${cpu:-?}" \
+        "${execs:-?}" "${cov:-?}" "$found" "$note")")
+    # Every run is appended to a ledger, so runs over several sessions add up per target.
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$elapsed" \
+        "${cpu:-?}" "${execs:-?}" "${cov:-?}" "$found" >>"$out/ledger.tsv"
 done
 
-printf '\n%-22s %8s %10s %8s %8s  %s\n' target seconds executions coverage findings result
+printf '\n%-22s %8s %8s %10s %8s %8s  %s\n' target seconds cpu_s executions coverage findings \
+    result
 printf '%s\n' "${results[@]}"
 exit $status

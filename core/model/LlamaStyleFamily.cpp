@@ -83,6 +83,10 @@ ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::stri
 
 } // namespace
 
+ScalingTemplate LlamaStyleFamily::scalingTemplate(const ModelConfig&) const {
+    return llamaScalingTemplate();
+}
+
 std::vector<std::string> LlamaStyleFamily::knownKeys() const {
     return {"hidden_size",
             "intermediate_size",

@@ -15,6 +15,10 @@ public:
     std::unique_ptr<DecoderModel> create(const ModelConfig& config,
                                          std::shared_ptr<const Checkpoint> checkpoint,
                                          const ComputeOptions& compute) const override;
+    // The Llama groups (ScalingTemplate.h): a pre-norm decoder with separate q/k/v, o, gate/up
+    // and down projections. Families whose decoder differs (fused projections, experts, Gemma's
+    // (1 + w) norms) override it and refuse by name.
+    ScalingTemplate scalingTemplate(const ModelConfig& config) const override;
 
 protected:
     // transformers' default rms_norm_eps of the family, used when config.json has none

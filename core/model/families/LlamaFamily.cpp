@@ -9,10 +9,6 @@ class LlamaFamily : public LlamaStyleFamily {
 public:
     std::string name() const override { return "llama"; }
     std::vector<std::string> modelTypes() const override { return {"llama"}; }
-    // Pre-norm decoder with separate projections: the Llama groups (ScalingTemplate.h).
-    ScalingTemplate scalingTemplate(const ModelConfig&) const override {
-        return llamaScalingTemplate();
-    }
 };
 
 } // namespace

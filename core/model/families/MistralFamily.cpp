@@ -10,10 +10,6 @@ class MistralFamily : public LlamaStyleFamily {
 public:
     std::string name() const override { return "mistral"; }
     std::vector<std::string> modelTypes() const override { return {"mistral"}; }
-    // Pre-norm decoder with separate projections: the Llama groups (ScalingTemplate.h).
-    ScalingTemplate scalingTemplate(const ModelConfig&) const override {
-        return llamaScalingTemplate();
-    }
     std::vector<std::string> knownKeys() const override {
         std::vector<std::string> k = LlamaStyleFamily::knownKeys();
         k.push_back("sliding_window");

@@ -12,10 +12,6 @@ class Qwen3Family : public LlamaStyleFamily {
 public:
     std::string name() const override { return "qwen3"; }
     std::vector<std::string> modelTypes() const override { return {"qwen3"}; }
-    // Pre-norm decoder with separate projections: the Llama groups (ScalingTemplate.h).
-    ScalingTemplate scalingTemplate(const ModelConfig&) const override {
-        return llamaScalingTemplate();
-    }
     std::vector<std::string> knownKeys() const override {
         return withQwenSlidingKeys(LlamaStyleFamily::knownKeys());
     }
