@@ -57,13 +57,14 @@ RecipePanel::RecipePanel(RecipeDocument* document, QWidget* parent)
     setObjectName(QStringLiteral("recipePanel"));
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
-    // The data files first: they are what a run needs before anything else, and at the default
-    // window size the lower groups sit below the fold.
+    // The data files first: they are what a run needs before anything else. The algorithms
+    // follow the scheme they act on, above the (tall) override and exclusion lists, so that at
+    // the default window size they are in view rather than below the fold.
     layout->addWidget(createDataGroup());
     layout->addWidget(createSchemeGroup());
-    layout->addWidget(createPatternGroup());
     m_algorithms = new AlgorithmPanel(m_document, content);
     layout->addWidget(m_algorithms);
+    layout->addWidget(createPatternGroup());
     layout->addStretch(1);
 
     m_message = new QLabel(this);

@@ -30,15 +30,9 @@ constexpr uint32_t kGraphNode = 1, kGraphName = 2, kGraphInitializer = 5, kGraph
 constexpr uint32_t kModelIrVersion = 1, kModelProducerName = 2, kModelProducerVersion = 3,
                    kModelDocString = 6, kModelGraph = 7, kModelOpsetImport = 8, kModelMetadata = 14;
 
-bool isInt4(DataType t) {
-    return t == DataType::Int4 || t == DataType::Uint4;
-}
-bool isInt8(DataType t) {
-    return t == DataType::Int8 || t == DataType::Uint8;
-}
-bool isFp8(DataType t) {
-    return t == DataType::Fp8E4M3 || t == DataType::Fp8E5M2;
-}
+using quant::isFp8;
+using quant::isInt4;
+using quant::isInt8;
 
 ElemType elemTypeOf(DataType t) {
     switch (t) {

@@ -22,15 +22,9 @@ namespace {
 using quant::DataType;
 using quant::Granularity;
 
-bool isInt4(DataType t) {
-    return t == DataType::Int4 || t == DataType::Uint4;
-}
-bool isInt8(DataType t) {
-    return t == DataType::Int8 || t == DataType::Uint8;
-}
-bool isFp8(DataType t) {
-    return t == DataType::Fp8E4M3 || t == DataType::Fp8E5M2;
-}
+using quant::isFp8;
+using quant::isInt4;
+using quant::isInt8;
 
 DType dtypeOfTensor(const at::Tensor& t, const std::string& name) {
     const std::optional<DType> d = dtypeOfScalarType(t.scalar_type());

@@ -36,10 +36,6 @@ std::string allowedScaleTypes(const TypeTraits& t) {
     return joinNames(names);
 }
 
-bool isFp8(DataType d) {
-    return d == DataType::Fp8E4M3 || d == DataType::Fp8E5M2;
-}
-
 // Quark observer class written to "observer_cls" for a spec.
 const char* quarkObserverClass(const QuantSpec& s) {
     const TypeTraits& t = traits(s.dtype);

@@ -269,6 +269,16 @@ std::vector<std::string> dataTypeNames() {
     return out;
 }
 
+bool isInt4(DataType type) {
+    return type == DataType::Int4 || type == DataType::Uint4;
+}
+bool isInt8(DataType type) {
+    return type == DataType::Int8 || type == DataType::Uint8;
+}
+bool isFp8(DataType type) {
+    return type == DataType::Fp8E4M3 || type == DataType::Fp8E5M2;
+}
+
 bool isInteger(DataType type) {
     return traits(type).encoding == Encoding::Int;
 }

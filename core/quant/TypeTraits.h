@@ -66,6 +66,10 @@ std::vector<std::string> dataTypeNames();
 bool isInteger(DataType type);   // rows with Encoding::Int
 bool isMiniFloat(DataType type); // FP8/FP6/FP4 element formats
 bool hasFixedBlock(DataType type);
+// Families of the exporters' storage formats (int32-packed nibbles, bytes, F8 bytes).
+bool isInt4(DataType type); // int4, uint4
+bool isInt8(DataType type); // int8, uint8
+bool isFp8(DataType type);  // fp8_e4m3, fp8_e5m2
 
 // Multi-line table for `--help` and the documentation: name, bits, range, block, granularities.
 std::string typeHelpText();

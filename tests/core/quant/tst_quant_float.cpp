@@ -34,10 +34,6 @@ const RefFormat& refFormatOf(DataType element) {
     }
 }
 
-bool isFp8(DataType d) {
-    return d == DataType::Fp8E4M3 || d == DataType::Fp8E5M2;
-}
-
 // Groups of `len` consecutive elements of a row-major [rows, cols] tensor, zero-padding the
 // last group of each row (Quark reshape_to_blocks).
 template <typename F> void forGroups(const std::vector<float>& x, int64_t cols, int64_t len, F f) {
