@@ -51,6 +51,14 @@ public:
     virtual std::string name() const = 0;
     // Whether apply() needs the captured inputs (the capture pass runs only if one does).
     virtual bool needsInputs() const { return false; }
+    // Whether the transform chooses what the weight pass rounds (GPTQ's codes, AWQ's scales and
+    // clips): an analysed run then compares each layer it changed with rounding to nearest of
+    // the layer before it (LayerPlan::keepRoundToNearest).
+    virtual bool choosesCodes() const { return false; }
+    // Non-empty for a transform that moves ranges between a layer's inputs and its weight
+    // (SmoothQuant): the name an analysed run labels the ranges before it with
+    // (LayerReport::ranges).
+    virtual std::string rangesLabel() const { return {}; }
     // Called by prepareRun for every quantized linear before any block is read: throws
     // qs::Error naming the layer and the field when the transform cannot treat its scheme.
     virtual void checkLayer(const std::string& /*layer*/,

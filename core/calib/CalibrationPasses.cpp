@@ -3,7 +3,10 @@
 #include "model/ForwardThreads.h"
 #include "util/Error.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
+#include <cstdint>
 
 namespace qs {
 
@@ -99,12 +102,72 @@ captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx
     return captured;
 }
 
+namespace {
+
+std::vector<float> toFloats(const at::Tensor& t) {
+    const at::Tensor c = t.to(at::kCPU, at::kFloat).contiguous();
+    return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+// max |x| per channel over the captured batches ([rows, channels] each).
+std::vector<float> channelAbsmax(const std::vector<at::Tensor>& batches) {
+    at::Tensor acc;
+    for (const at::Tensor& b : batches) {
+        const at::Tensor m = b.abs().reshape({-1, b.size(-1)}).amax(0);
+        acc = acc.defined() ? at::maximum(acc, m) : m;
+    }
+    return acc.defined() ? toFloats(acc) : std::vector<float>();
+}
+
+// What an analysed run keeps before transform `t` runs (CalibrationPasses.h, pass 2); returns,
+// per plan, the number of transforms it had when its ranges were taken (or SIZE_MAX).
+void keepBefore(BlockRun& run, const BlockTransform& t,
+                const std::map<std::string, std::vector<at::Tensor>>& captured,
+                std::vector<size_t>& rangesTakenAt) {
+    std::vector<LayerPlan>& plans = *run.plans;
+    const std::string label = t.rangesLabel();
+    for (size_t i = 0; i < plans.size(); ++i) {
+        LayerPlan& p = plans[i];
+        const at::Tensor& w = run.linears[i]->weight;
+        if (t.choosesCodes() && p.scheme && !p.baseline.weight.defined()) {
+            // The transforms replace weights with new tensors rather than writing into them,
+            // so holding this one keeps the weight as it is now.
+            p.baseline.weight = w;
+            p.baseline.transformsBefore = p.transforms.size();
+        }
+        const auto in = captured.find(p.name);
+        if (!label.empty() && !p.report.ranges.valid() && in != captured.end() &&
+            !in->second.empty()) {
+            p.report.ranges.transform = label;
+            p.report.ranges.inputAbsmaxBefore = channelAbsmax(in->second);
+            p.report.ranges.weightAbsmaxBefore = toFloats(w.abs().amax(0));
+            rangesTakenAt[i] = p.transforms.size();
+        }
+    }
+}
+
+// Drops what keepBefore took for the layers no transform changed after all.
+void dropUnchanged(BlockRun& run, const std::vector<size_t>& rangesTakenAt) {
+    for (size_t i = 0; i < run.plans->size(); ++i) {
+        LayerPlan& p = (*run.plans)[i];
+        if (p.baseline.weight.defined() && p.transforms.size() == p.baseline.transformsBefore)
+            p.baseline = {};
+        if (p.report.ranges.valid() && p.transforms.size() == rangesTakenAt[i])
+            p.report.ranges = {};
+    }
+}
+
+} // namespace
+
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
                      const std::map<std::string, std::vector<at::Tensor>>& captured,
                      const ModelConfig& config, const at::Tensor& stream,
                      const ForwardContext& ctx) {
+    std::vector<size_t> rangesTakenAt(run.plans->size(), SIZE_MAX);
     for (size_t i = 0; i < transforms.size(); ++i) {
         const auto& t = transforms[i];
+        if (run.analyse)
+            keepBefore(run, *t, captured, rangesTakenAt);
         // The transforms share the block's span 0.1..0.15 (capture before, weights after).
         const double from = 0.1 + 0.05 * double(i) / double(transforms.size());
         const double span = 0.05 / double(transforms.size());
@@ -124,6 +187,8 @@ void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTrans
         // A transform that rescaled weights leaves them in the block's linears (reference
         // weights of the weight pass); the next transform sees them.
     }
+    if (run.analyse)
+        dropUnchanged(run, rangesTakenAt);
 }
 
 void quantizeWeights(BlockRun& run) {
@@ -134,8 +199,8 @@ void quantizeWeights(BlockRun& run) {
         // A transform that chooses the codes itself (GPTQ) has filled the weight in already.
         if (!p.weight.dequantized.defined())
             p.quantizeWeight(run.linears[i]->weight);
-        else
-            p.keepRoundToNearest();
+        p.keepRoundToNearest(); // only where an analysed run kept a baseline
+
         p.createActivationQuantizers();
         LayerReport& rep = p.report;
         rep.name = p.name;

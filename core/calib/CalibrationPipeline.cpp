@@ -65,6 +65,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         std::vector<LayerPlan> plans = m_planner.planBlock(*block);
         BlockQuantHook hook(plans);
         BlockRun run(*block, plans, hook, progress, m_options.maxBatchTokens);
+        run.analyse = analyze && hasCalibration;
         const at::Tensor& observed = floatCalibration ? ref : quant;
 
         // Capture and transforms see the full-precision block.
