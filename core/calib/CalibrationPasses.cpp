@@ -105,23 +105,15 @@ captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx
 namespace {
 
 std::vector<float> toFloats(const at::Tensor& t) {
+    if (!t.defined())
+        return {};
     const at::Tensor c = t.to(at::kCPU, at::kFloat).contiguous();
     return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
-// max |x| per channel over the captured batches ([rows, channels] each).
-std::vector<float> channelAbsmax(const std::vector<at::Tensor>& batches) {
-    at::Tensor acc;
-    for (const at::Tensor& b : batches) {
-        const at::Tensor m = b.abs().reshape({-1, b.size(-1)}).amax(0);
-        acc = acc.defined() ? at::maximum(acc, m) : m;
-    }
-    return acc.defined() ? toFloats(acc) : std::vector<float>();
-}
-
-// What an analysed run keeps before transform `t` runs (CalibrationPasses.h, pass 2); returns,
-// per plan, the number of transforms it had when its ranges were taken (or SIZE_MAX).
-void keepBefore(BlockRun& run, const BlockTransform& t,
+// What an analysed run keeps before transform `t` runs (CalibrationPasses.h, pass 2); notes,
+// per plan, the number of transforms it had when its ranges were taken (else SIZE_MAX).
+void keepBefore(BlockRun& run, const BlockTransform& t, const BlockTransformInput& in,
                 const std::map<std::string, std::vector<at::Tensor>>& captured,
                 std::vector<size_t>& rangesTakenAt) {
     std::vector<LayerPlan>& plans = *run.plans;
@@ -135,12 +127,14 @@ void keepBefore(BlockRun& run, const BlockTransform& t,
             p.baseline.weight = w;
             p.baseline.transformsBefore = p.transforms.size();
         }
-        const auto in = captured.find(p.name);
-        if (!label.empty() && !p.report.ranges.valid() && in != captured.end() &&
-            !in->second.empty()) {
+        const auto found = captured.find(p.name);
+        if (!label.empty() && !p.report.ranges.valid() && found != captured.end() &&
+            !found->second.empty()) {
+            at::Tensor inputs, weight;
+            t.rangesBefore(in, *run.linears[i], found->second, inputs, weight);
             p.report.ranges.transform = label;
-            p.report.ranges.inputAbsmaxBefore = channelAbsmax(in->second);
-            p.report.ranges.weightAbsmaxBefore = toFloats(w.abs().amax(0));
+            p.report.ranges.inputAbsmaxBefore = toFloats(inputs);
+            p.report.ranges.weightAbsmaxBefore = toFloats(weight);
             rangesTakenAt[i] = p.transforms.size();
         }
     }
@@ -161,13 +155,12 @@ void dropUnchanged(BlockRun& run, const std::vector<size_t>& rangesTakenAt) {
 
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
                      const std::map<std::string, std::vector<at::Tensor>>& captured,
-                     const ModelConfig& config, const at::Tensor& stream,
-                     const ForwardContext& ctx) {
+                     const ModelConfig& config, const at::Tensor& stream, const ForwardContext& ctx,
+                     const Checkpoint* checkpoint) {
     std::vector<size_t> rangesTakenAt(run.plans->size(), SIZE_MAX);
     for (size_t i = 0; i < transforms.size(); ++i) {
         const auto& t = transforms[i];
-        if (run.analyse)
-            keepBefore(run, *t, captured, rangesTakenAt);
+
         // The transforms share the block's span 0.1..0.15 (capture before, weights after).
         const double from = 0.1 + 0.05 * double(i) / double(transforms.size());
         const double span = 0.05 / double(transforms.size());
@@ -183,6 +176,9 @@ void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTrans
         in.report = [progress, index, from, span, name](double within, const std::string& what) {
             progress->report(index, from + span * within, name + ": " + what);
         };
+        in.checkpoint = checkpoint;
+        if (run.analyse)
+            keepBefore(run, *t, in, captured, rangesTakenAt);
         t->apply(in);
         // A transform that rescaled weights leaves them in the block's linears (reference
         // weights of the weight pass); the next transform sees them.

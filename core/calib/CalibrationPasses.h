@@ -87,8 +87,8 @@ captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx
 //    input and weight ranges from before the first range-moving one (LayerReport::ranges).
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
                      const std::map<std::string, std::vector<at::Tensor>>& captured,
-                     const ModelConfig& config, const at::Tensor& stream,
-                     const ForwardContext& ctx);
+                     const ModelConfig& config, const at::Tensor& stream, const ForwardContext& ctx,
+                     const Checkpoint* checkpoint = nullptr);
 
 // 3. Weight quantization: each plan quantizes its linear's current weight round-to-nearest
 //    (codes, scales and zero points kept) unless a transform quantized it already, rounds its
