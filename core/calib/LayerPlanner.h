@@ -6,9 +6,9 @@
 
 #include <functional>
 #include <map>
+#include <utility>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace qs {
