@@ -56,10 +56,13 @@ printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s, %s}\
   '"layer_overrides": [{"pattern": "model.layers.0.mlp.gate_proj", "scheme": "w_int8_a_int8_per_token_dynamic"}]' \
   "$calibration" >"$home/fixed.json"
 
-# SmoothQuant (alpha 0.5) on the same int8 recipe: the layer detail alone, where the outlier
-# layer's input and weight ranges before and after smoothing are plotted (docs/algorithms.md).
+# SmoothQuant (alpha 0.5) and rotation on the same int8 recipe: the layer detail alone, where
+# the outlier layer's input and weight ranges before and after the transform are plotted
+# (docs/algorithms.md).
 printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s, %s}\n' \
   '"algorithms": [{"name": "smoothquant", "alpha": 0.5}]' "$calibration" >"$home/smoothquant.json"
+printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s, %s}\n' \
+  '"algorithms": [{"name": "rotation"}]' "$calibration" >"$home/rotation.json"
 
 shoot start-page
 shoot workbench-demo --demo
@@ -68,6 +71,8 @@ shoot workbench-analyzed --demo --recipe "$home/int8.json" --analyze \
 shoot workbench-fixed --demo --recipe "$home/fixed.json" --analyze \
   --select model.layers.0.mlp.gate_proj
 shoot layer-detail-smoothquant --demo --recipe "$home/smoothquant.json" --analyze \
+  --select model.layers.0.mlp.gate_proj --grab detail
+shoot layer-detail-rotation --demo --recipe "$home/rotation.json" --analyze \
   --select model.layers.0.mlp.gate_proj --grab detail
 shoot recipe-panel --demo --recipe "$home/fixed.json" --pattern '*gate_proj' --grab recipe
 # A mixture-of-experts checkpoint written by transformers (when ../shared is there): router and
