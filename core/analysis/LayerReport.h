@@ -56,9 +56,10 @@ struct PartReport {
 
 // The ranges per input channel of a layer before and after a transform that moves them
 // (SmoothQuant and AutoSmoothQuant divide activation channels by s and multiply the weight's
-// columns by s), so a view can show the outliers flattened.
+// columns by s; rotation spreads the channels over all of them), so a view can show the
+// outliers flattened. "After" is after every transform of the recipe.
 struct TransformRanges {
-    std::string transform;                 // "SmoothQuant": the first such transform of the layer
+    std::string transform; // "SmoothQuant", "rotation": the first such transform of the layer
     std::vector<float> inputAbsmaxBefore;  // max |x| per channel of the inputs it was given
     std::vector<float> weightAbsmaxBefore; // max |w| per input column before it
     std::vector<float> weightAbsmaxAfter;  // the same of the full-precision weight after all
