@@ -12,7 +12,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include <QDirIterator>
+#include <QDir>
 #include <QtTest>
 
 #include <atomic>
@@ -100,24 +100,22 @@ QuantizationRequest storiesRequest(const std::string& scheme, const std::string&
     return req;
 }
 
-// Every file under `dir` (temporary ones included).
-QStringList filesUnder(const QString& dir) {
-    QStringList files;
-    QDirIterator it(dir, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
-    while (it.hasNext())
-        files << it.next();
-    return files;
+// Everything in `dir`, hidden entries included (an export is written to ".NAME.partial-..."
+// beside its folder and renamed when complete).
+QStringList entriesOf(const QString& dir) {
+    return QDir(dir).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot);
 }
 
+// `parent`: the fresh folder the run was to write its export into (as parent/out).
 void checkStoppedInside(const CancelledRun& run, const std::vector<std::string>& expected,
-                        const QString& outDir) {
+                        const QString& parent) {
     QCOMPARE(QString::fromStdString(run.outcome), QStringLiteral("cancelled"));
     // The run stopped at the call that saw the request: no further layer, grid point, pass or
     // block reported anything.
     QVERIFY2(run.afterCancel.empty(),
              run.afterCancel.empty() ? "" : run.afterCancel.front().c_str());
     QCOMPARE(run.algorithmMessages, expected);
-    QVERIFY2(filesUnder(outDir).isEmpty(), qPrintable(filesUnder(outDir).join(", ")));
+    QVERIFY2(entriesOf(parent).isEmpty(), qPrintable(entriesOf(parent).join(", ")));
 }
 
 } // namespace
@@ -132,13 +130,18 @@ private Q_SLOTS:
     // layer of block 0 (k_proj) starts, it stops there, after q_proj and before k_proj's
     // Hessian.
     void gptqStopsBetweenLayers() {
-        const QString out = qs::test::tempDir("gptq-cancel") + "/out";
+        const QString parent = qs::test::tempDir("gptq-cancel");
+        const QString out = parent + "/out";
         const CancelledRun run =
             cancelInside(storiesRequest("uint4_wo_32", "gptq", out), "gptq", 2);
         checkStoppedInside(run,
                            {"block 0: gptq: model.layers.0.self_attn.q_proj",
                             "block 0: gptq: model.layers.0.self_attn.k_proj"},
-                           out);
+                           parent);
+        // The same run left alone writes its export there (so the check above can fail).
+        const QString whole = qs::test::tempDir("gptq-whole");
+        runQuantization(storiesRequest("uint4_wo_32", "gptq", whole + "/out"), {});
+        QCOMPARE(entriesOf(whole), QStringList{QStringLiteral("out")});
     }
 
     // Within one wide layer: the progress GPTQ calls before each block of columns is where a
@@ -168,7 +171,8 @@ private Q_SLOTS:
     // module over every calibration batch): cancelled at the third grid point of block 0's
     // first group, it stops there.
     void awqStopsBetweenGridPoints() {
-        const QString out = qs::test::tempDir("awq-cancel") + "/out";
+        const QString parent = qs::test::tempDir("awq-cancel");
+        const QString out = parent + "/out";
         const CancelledRun run = cancelInside(storiesRequest("uint4_wo_32", "awq", out), "awq", 3);
         checkStoppedInside(run,
                            {"block 0: awq: scale search model.layers.0.self_attn.q_proj (ratio 0)",
@@ -176,7 +180,7 @@ private Q_SLOTS:
                             "0.05)",
                             "block 0: awq: scale search model.layers.0.self_attn.q_proj (ratio "
                             "0.1)"},
-                           out);
+                           parent);
     }
 };
 
