@@ -274,8 +274,9 @@ void LayerDetailView::drawRanges() {
     m_weightRanges->clear();
     if (!show)
         return;
-    // The transform divides input channel j by s_j and multiplies the weight's column j by s_j:
-    // the outlier channels of the inputs come down, the weight's columns go up.
+    // SmoothQuant divides input channel j by s_j and multiplies the weight's column j by s_j: the
+    // outlier channels of the inputs come down, those columns of the weight go up. A rotation
+    // spreads every channel over all of them (before and after are different bases there).
     const TransformRanges& r = m_report->ranges;
     const QString transform = QString::fromStdString(r.transform);
     const QString before = tr("before %1").arg(transform);

@@ -20,8 +20,8 @@ class PlotWidget;
 // absmax, a percentile; log toggle), the per-token absmax of the first calibration sample, and
 // the activation and weight histograms before and after quantization with the weight's
 // quantization grid where one grid holds for the whole tensor; after a range-moving transform
-// (SmoothQuant, AutoSmoothQuant), the input's and the weight's absmax per input channel before
-// and after it.
+// (SmoothQuant, AutoSmoothQuant, rotation), the input's and the weight's absmax per input
+// channel before and after it.
 class LayerDetailView : public QWidget {
     Q_OBJECT
 public:
