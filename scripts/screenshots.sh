@@ -5,7 +5,8 @@
 # option, which saves the window once the page is shown and quits: the start page, the workbench
 # with the built-in demo model, the demo model analyzed with an int8 recipe (--analyze) with its
 # worst outlier layer selected (layer detail), the same after the recipe fix of
-# docs/walkthrough.md, and the recipe panel on its own (--grab recipe).
+# docs/walkthrough.md, the layer detail after Analyze with SmoothQuant (--grab detail), and the
+# recipe panel on its own (--grab recipe).
 # Settings and the demo model go to a temporary home, so the user's own are neither used nor
 # changed and every run starts from the default 1400x900 layout.
 set -euo pipefail
@@ -55,12 +56,24 @@ printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s, %s}\
   '"layer_overrides": [{"pattern": "model.layers.0.mlp.gate_proj", "scheme": "w_int8_a_int8_per_token_dynamic"}]' \
   "$calibration" >"$home/fixed.json"
 
+# SmoothQuant (alpha 0.5) and rotation on the same int8 recipe: the layer detail alone, where
+# the outlier layer's input and weight ranges before and after the transform are plotted
+# (docs/algorithms.md).
+printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s, %s}\n' \
+  '"algorithms": [{"name": "smoothquant", "alpha": 0.5}]' "$calibration" >"$home/smoothquant.json"
+printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s, %s}\n' \
+  '"algorithms": [{"name": "rotation"}]' "$calibration" >"$home/rotation.json"
+
 shoot start-page
 shoot workbench-demo --demo
 shoot workbench-analyzed --demo --recipe "$home/int8.json" --analyze \
   --select model.layers.0.mlp.gate_proj
 shoot workbench-fixed --demo --recipe "$home/fixed.json" --analyze \
   --select model.layers.0.mlp.gate_proj
+shoot layer-detail-smoothquant --demo --recipe "$home/smoothquant.json" --analyze \
+  --select model.layers.0.mlp.gate_proj --grab detail
+shoot layer-detail-rotation --demo --recipe "$home/rotation.json" --analyze \
+  --select model.layers.0.mlp.gate_proj --grab detail
 shoot recipe-panel --demo --recipe "$home/fixed.json" --pattern '*gate_proj' --grab recipe
 # A mixture-of-experts checkpoint written by transformers (when ../shared is there): router and
 # experts in the tree, layer 0's experts collapsed, one expert's down_proj selected with the

@@ -42,12 +42,16 @@ LayerDetailView::LayerDetailView(QWidget* parent)
     : QWidget(parent), m_header(new QLabel(this)), m_stale(new QLabel(this)),
       m_log(new QCheckBox(tr("Log scale (|x|)"), this)), m_channels(new PlotWidget(this)),
       m_tokens(new PlotWidget(this)), m_activations(new PlotWidget(this)),
-      m_weights(new PlotWidget(this)) {
+      m_weights(new PlotWidget(this)), m_inputRanges(new PlotWidget(this)),
+      m_weightRanges(new PlotWidget(this)) {
     m_header->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_header->setWordWrap(true);
     m_log->setToolTip(tr("Show the channel absmax and percentile on a logarithmic axis (the "
                          "signed min/max band has no logarithm and is hidden)"));
-    connect(m_log, &QCheckBox::toggled, this, [this] { drawChannels(); });
+    connect(m_log, &QCheckBox::toggled, this, [this] {
+        drawChannels();
+        drawRanges();
+    });
 
     m_channels->setTitle(tr("Input range per channel"));
     m_channels->setAxisLabels(tr("Input channel"), tr("Activation"));
@@ -60,6 +64,10 @@ LayerDetailView::LayerDetailView(QWidget* parent)
     m_weights->setTitle(tr("Weight"));
     m_weights->setAxisLabels(tr("Value"), tr("Count"));
     m_weights->setLegendVisible(true);
+    m_inputRanges->setAxisLabels(tr("Input channel"), tr("max |x|"));
+    m_inputRanges->setLegendVisible(true);
+    m_weightRanges->setAxisLabels(tr("Input channel"), tr("max |w| over outputs"));
+    m_weightRanges->setLegendVisible(true);
 
     m_stale->setObjectName(QStringLiteral("staleLabel"));
     m_stale->setText(tr("Stale: computed under an older recipe; run Analyze again"));
@@ -78,6 +86,8 @@ LayerDetailView::LayerDetailView(QWidget* parent)
     grid->addWidget(m_tokens, 0, 1);
     grid->addWidget(m_activations, 1, 0);
     grid->addWidget(m_weights, 1, 1);
+    grid->addWidget(m_inputRanges, 2, 0);
+    grid->addWidget(m_weightRanges, 2, 1);
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(plots);
     scroll->setWidgetResizable(true);
@@ -112,6 +122,7 @@ void LayerDetailView::clear(const QString& message) {
         p->clear();
         p->rescaleAndReplot();
     }
+    drawRanges();
 }
 
 LayerDetailView::Grid LayerDetailView::weightGrid(const Histogram& weight,
@@ -186,7 +197,7 @@ void LayerDetailView::setLayer(const LayerReport& report,
             names << QString::fromStdString(t);
         header += QStringLiteral(" &nbsp; ") + names.join(QStringLiteral(" → ")).toHtmlEscaped();
     }
-    // What the algorithm bought over rounding to nearest on this layer (same weight and inputs).
+    // What the algorithm bought over rounding the layer to nearest (same inputs).
     if (report.outputLocal.valid && report.outputLocalRoundToNearest.valid)
         header += tr(": local output SQNR %1 dB, rounding to nearest %2 dB")
                       .arg(report.outputLocal.sqnrDb, 0, 'f', 2)
@@ -195,6 +206,7 @@ void LayerDetailView::setLayer(const LayerReport& report,
     m_header->setText(header);
 
     drawChannels();
+    drawRanges();
 
     m_tokens->clear();
     if (report.input.tokenAbsmax.empty())
@@ -252,6 +264,39 @@ void LayerDetailView::drawChannels() {
     if (s.absmax.empty())
         m_channels->setNote(tr("no channel statistics"));
     m_channels->rescaleAndReplot();
+}
+
+void LayerDetailView::drawRanges() {
+    const bool show = m_report && m_report->ranges.valid();
+    m_inputRanges->setVisible(show);
+    m_weightRanges->setVisible(show);
+    m_inputRanges->clear();
+    m_weightRanges->clear();
+    if (!show)
+        return;
+    // SmoothQuant divides input channel j by s_j and multiplies the weight's column j by s_j: the
+    // outlier channels of the inputs come down, those columns of the weight go up. A rotation
+    // spreads every channel over all of them (before and after are different bases there).
+    const TransformRanges& r = m_report->ranges;
+    const QString transform = QString::fromStdString(r.transform);
+    const QString before = tr("before %1").arg(transform);
+    const bool log = isLogScale();
+    const auto draw = [&](PlotWidget* plot, const QString& title, const std::vector<float>& was,
+                          const std::vector<float>& now) {
+        plot->setTitle(title);
+        plot->setLogY(log);
+        if (!was.empty())
+            plot->addLineSeries(before, indices(was.size()), toVector(was), kBefore);
+        if (!now.empty())
+            plot->addLineSeries(tr("after"), indices(now.size()), toVector(now), kAfter);
+        if (was.empty() || now.empty())
+            plot->setNote(tr("no ranges on one side of the transform"));
+        plot->rescaleAndReplot();
+    };
+    draw(m_inputRanges, tr("Input absmax per channel, %1").arg(transform), r.inputAbsmaxBefore,
+         m_report->input.absmax);
+    draw(m_weightRanges, tr("Weight absmax per input channel, %1").arg(transform),
+         r.weightAbsmaxBefore, r.weightAbsmaxAfter);
 }
 
 } // namespace qs

@@ -19,7 +19,9 @@ class PlotWidget;
 // What the analysis saw in one linear layer: its input's range per channel (min/max band,
 // absmax, a percentile; log toggle), the per-token absmax of the first calibration sample, and
 // the activation and weight histograms before and after quantization with the weight's
-// quantization grid where one grid holds for the whole tensor.
+// quantization grid where one grid holds for the whole tensor; after a range-moving transform
+// (SmoothQuant, AutoSmoothQuant, rotation), the input's and the weight's absmax per input
+// channel before and after it.
 class LayerDetailView : public QWidget {
     Q_OBJECT
 public:
@@ -53,10 +55,14 @@ public:
     PlotWidget* tokenPlot() const { return m_tokens; }
     PlotWidget* activationHistogram() const { return m_activations; }
     PlotWidget* weightHistogram() const { return m_weights; }
+    // Shown only for a layer whose report has ranges before a transform (LayerReport::ranges).
+    PlotWidget* inputRangesPlot() const { return m_inputRanges; }
+    PlotWidget* weightRangesPlot() const { return m_weightRanges; }
     QCheckBox* logScaleBox() const { return m_log; }
 
 private:
     void drawChannels();
+    void drawRanges();
 
     QLabel* m_header;
     QLabel* m_stale;
@@ -65,6 +71,8 @@ private:
     PlotWidget* m_tokens;
     PlotWidget* m_activations;
     PlotWidget* m_weights;
+    PlotWidget* m_inputRanges;
+    PlotWidget* m_weightRanges;
     QString m_layer;
     std::optional<LayerReport> m_report;
 };

@@ -418,8 +418,9 @@ QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, in
         QT_TR_NOOP("Largest |x| of the layer's input on the calibration data"),
         QT_TR_NOOP("Max channel absmax / median channel absmax of the input"),
         QT_TR_NOOP("mean(|a - r| / (|r| + eps)) of the local output"),
-        QT_TR_NOOP("Layers whose codes an algorithm chose (GPTQ): local output SQNR minus what "
-                   "rounding to nearest gives on the same weight and inputs; negative: the "
+        QT_TR_NOOP("Layers an algorithm chose the rounding of (GPTQ's codes, AWQ's scales "
+                   "and clips): local output SQNR minus what rounding the layer as it was "
+                   "before the algorithm to nearest gives on the same inputs; negative: the "
                    "algorithm made this layer worse"),
         QT_TR_NOOP("Perplexity with only this layer quantized")};
     const int i = section - ModuleTreeModel::ColumnCount;

@@ -31,7 +31,7 @@ public:
         InputAbsmaxColumn,
         OutlierScoreColumn,
         MeanRelativeErrorColumn,
-        AlgorithmGainColumn, // local output SQNR minus rounding to nearest's (GPTQ's layers)
+        AlgorithmGainColumn, // local output SQNR minus rounding to nearest's (GPTQ's, AWQ's layers)
         SensitivityColumn,   // last metric column
         LayerColumnCount
     };

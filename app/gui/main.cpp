@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
         QStringLiteral("PATTERN"));
     const QCommandLineOption grabOption(
         QStringLiteral("grab"),
-        QStringLiteral("With --screenshot: what to save, \"window\" (default) or \"recipe\" "
-                       "(the recipe panel only)."),
+        QStringLiteral("With --screenshot: what to save, \"window\" (default), \"recipe\" "
+                       "(the recipe panel only) or \"detail\" (the layer detail only)."),
         QStringLiteral("PART"), QStringLiteral("window"));
     parser.addOption(demoOption);
     parser.addOption(recipeOption);
@@ -136,8 +136,9 @@ int main(int argc, char** argv) {
     for (const QCommandLineOption* o : {&analyzeOption, &selectOption, &patternOption, &grabOption})
         if (parser.isSet(*o) && screenshot.isEmpty())
             return fail(QStringLiteral("--%1 goes with --screenshot").arg(o->names().constFirst()));
-    if (grab != QLatin1String("window") && grab != QLatin1String("recipe"))
-        return fail(QStringLiteral("--grab takes window or recipe, not %1").arg(grab));
+    if (grab != QLatin1String("window") && grab != QLatin1String("recipe") &&
+        grab != QLatin1String("detail"))
+        return fail(QStringLiteral("--grab takes window, recipe or detail, not %1").arg(grab));
     if (analyze && !demo && positional.isEmpty())
         return fail(QStringLiteral("--analyze needs MODEL_DIR or --demo"));
 
@@ -153,17 +154,21 @@ int main(int argc, char** argv) {
                 window.workbenchPage()->selectLayer(layer);
             if (!pattern.isEmpty())
                 window.recipePanel()->patternEdit()->setText(pattern);
-            if (grab == QLatin1String("recipe")) {
-                // Alone, at a height that shows the whole panel.
-                QDockWidget* dock = window.recipeDock();
-                dock->setFloating(true);
-                dock->resize(460, 1000);
-                dock->show();
+            // A part alone, at a size that shows it whole (the layer detail's plots: all three
+            // rows of them).
+            QDockWidget* part = grab == QLatin1String("recipe") ? window.recipeDock()
+                                : grab == QLatin1String("detail")
+                                    ? window.workbenchPage()->findChild<QDockWidget*>(
+                                          QStringLiteral("layerDetailDock"))
+                                    : nullptr;
+            if (part) {
+                part->setFloating(true);
+                part->resize(grab == QLatin1String("recipe") ? QSize(460, 1000) : QSize(1200, 860));
+                part->show();
             }
-            QTimer::singleShot(ScreenshotSettleMs, &window, [&window, screenshot, grab] {
+            QTimer::singleShot(ScreenshotSettleMs, &window, [&window, screenshot, part] {
                 QString error;
-                const QPixmap picture =
-                    grab == QLatin1String("recipe") ? window.recipeDock()->grab() : window.grab();
+                const QPixmap picture = part ? part->grab() : window.grab();
                 if (!savePng(picture, screenshot, &error)) {
                     std::fprintf(stderr, "quantscope: cannot write %s: %s\n",
                                  qPrintable(screenshot), qPrintable(error));

@@ -25,6 +25,7 @@ public:
 
     std::string name() const override { return "autosmoothquant"; }
     bool needsInputs() const override { return true; }
+    std::string rangesLabel() const override { return "AutoSmoothQuant"; }
     void checkModel(const ModelConfig& config) const override;
     void apply(BlockTransformInput& input) override;
 

@@ -25,7 +25,8 @@ at::Tensor AwqTransform::candidateScales(const at::Tensor& actStat, double ratio
 }
 
 AwqTransform::Choice AwqTransform::searchScales(BlockTransformInput& input,
-                                                const ResolvedScalingGroup& group) const {
+                                                const ResolvedScalingGroup& group,
+                                                const std::function<void(double)>& progress) const {
     const at::Tensor xmean = channelAbsMean(capturedInputs(input.inputs, group.inp->name, "AWQ"));
     GroupOutputProbe probe(input, group);
     Choice best;
@@ -33,6 +34,10 @@ AwqTransform::Choice AwqTransform::searchScales(BlockTransformInput& input,
     for (int i = 0; i < m_options.grid; ++i) {
         const double ratio = double(i) / double(m_options.grid);
         const at::Tensor s = constrainScales(group, candidateScales(xmean, ratio));
+        // Each grid point runs the measured module over the calibration batches: a
+        // cancelled run stops before the next one.
+        if (progress)
+            progress(double(i) / double(m_options.grid));
         const double loss = probe.loss(s, /*quantizeInputs=*/false);
         if (loss < best.loss) { // strict: ties keep the smaller ratio
             best.loss = loss;
@@ -109,9 +114,16 @@ void AwqTransform::apply(BlockTransformInput& input) {
     // 1. Scales of every group from the block as loaded (as Quark and AutoAWQ).
     std::vector<Choice> choices(groups.size());
     for (size_t i = 0; i < groups.size(); ++i) {
-        if (input.report)
-            input.report(double(i) / double(groups.size() + 1), "scale search");
         const ResolvedScalingGroup& g = groups[i];
+        // `within` is the fraction of the grid done, which is the ratio about to be measured.
+        const auto report = [&](double within) {
+            if (!input.report)
+                return;
+            char ratio[32];
+            std::snprintf(ratio, sizeof ratio, " (ratio %g)", within);
+            input.report((double(i) + within) / double(groups.size() + 1),
+                         "scale search " + g.inp->name + ratio);
+        };
         const LayerPlan* inpPlan = nullptr;
         for (size_t k = 0; k < g.layers.size(); ++k)
             if (g.layers[k] == g.inp)
@@ -120,7 +132,7 @@ void AwqTransform::apply(BlockTransformInput& input) {
         // (an excluded down_proj) is not scaled.
         if (!inpPlan || !inpPlan->scheme)
             continue;
-        choices[i] = searchScales(input, g);
+        choices[i] = searchScales(input, g, report);
     }
     // 2. Apply them; remember each linear's input scales for the clip search.
     std::map<const LinearLayer*, at::Tensor> inputScales;
@@ -154,6 +166,10 @@ void AwqTransform::apply(BlockTransformInput& input) {
         const auto found = input.inputs.find(l->name);
         if (found == input.inputs.end() || found->second.empty())
             continue;
+        if (input.report)
+            input.report((double(groups.size()) + double(i) / double(linears.size())) /
+                             double(groups.size() + 1),
+                         "clip search " + l->name);
         at::Tensor x = at::cat(found->second, 0);
         const auto sc = inputScales.find(l);
         if (sc != inputScales.end())

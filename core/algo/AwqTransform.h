@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 
 namespace qs::algo {
@@ -43,16 +44,20 @@ public:
 
     std::string name() const override { return "awq"; }
     bool needsInputs() const override { return true; }
+    bool choosesCodes() const override { return true; }
     void checkModel(const ModelConfig& config) const override;
     void apply(BlockTransformInput& input) override;
 
     // The grid search of one group (step 1): the chosen scales (constrained, float32) and ratio.
+    // `progress` is called before each grid point with the fraction done and may throw
+    // (qs::Cancelled).
     struct Choice {
         at::Tensor scales;
         double ratio = 0.0;
         double loss = 0.0;
     };
-    Choice searchScales(BlockTransformInput& input, const ResolvedScalingGroup& group) const;
+    Choice searchScales(BlockTransformInput& input, const ResolvedScalingGroup& group,
+                        const std::function<void(double)>& progress = nullptr) const;
     // The clip search of one linear (step 3): per output channel and group, the clip value.
     // weight [out, in]; inputs [rows, in] as the linear sees them. Returns the clamped weight.
     at::Tensor clipWeight(const LayerPlan& plan, const at::Tensor& weight,

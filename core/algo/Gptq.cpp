@@ -72,7 +72,7 @@ at::Tensor gptqHessian(const std::vector<at::Tensor>& inputs, int64_t inFeatures
 
 GptqResult gptqQuantize(const at::Tensor& weight, const at::Tensor& hessian,
                         const quant::QuantSpec& spec, const GptqOptions& options,
-                        const std::string& layer, const std::function<bool()>& cancelled) {
+                        const std::string& layer, const std::function<void(double)>& progress) {
     if (weight.dim() != 2 || hessian.dim() != 2 || hessian.size(0) != weight.size(1) ||
         hessian.size(1) != weight.size(1))
         throw Error(layer, "weight", "GPTQ needs an [out, in] weight and an [in, in] Hessian");
@@ -146,8 +146,8 @@ GptqResult gptqQuantize(const at::Tensor& weight, const at::Tensor& hessian,
     at::Tensor codes = at::empty(W.sizes(), W.options().dtype(at::kInt));
     at::Tensor Q = at::empty_like(W);
     for (int64_t i1 = 0; i1 < cols; i1 += options.blockSize) {
-        if (cancelled && cancelled())
-            throw Error("cancelled", "", "GPTQ of " + layer + " cancelled");
+        if (progress)
+            progress(double(i1) / double(cols));
         const int64_t i2 = std::min(i1 + options.blockSize, cols);
         const int64_t count = i2 - i1;
         at::Tensor W1 = W.narrow(1, i1, count).clone();

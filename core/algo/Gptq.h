@@ -40,10 +40,12 @@ at::Tensor gptqHessian(const std::vector<at::Tensor>& inputs, int64_t inFeatures
 // Quantizes `weight` ([out, in], any float dtype, any device) with `spec` (an integer type per
 // group along the input axis, or per output channel). If H + damping is not positive definite
 // the damping is multiplied by 10 up to 1e6 times the mean diagonal (reported in the result)
-// before a qs::Error naming the layer. `cancelled`, polled between blocks of columns, aborts
-// with qs::Error("cancelled").
+// before a qs::Error naming the layer. `progress`, called before each block of columns with
+// the fraction of columns done, may throw (qs::Cancelled when the run is cancelled): a wide
+// layer stops within one block of columns.
 GptqResult gptqQuantize(const at::Tensor& weight, const at::Tensor& hessian,
                         const quant::QuantSpec& spec, const GptqOptions& options,
-                        const std::string& layer, const std::function<bool()>& cancelled = nullptr);
+                        const std::string& layer,
+                        const std::function<void(double)>& progress = nullptr);
 
 } // namespace qs::algo

@@ -35,9 +35,17 @@ void GptqTransform::checkLayer(const std::string& layer, const quant::QuantSchem
 
 void GptqTransform::apply(BlockTransformInput& input) {
     const std::vector<LinearLayer*> linears = input.block.linears();
-    for (LayerPlan& plan : input.plans) {
+    const size_t layers = input.plans.size();
+    for (size_t k = 0; k < layers; ++k) {
+        LayerPlan& plan = input.plans[k];
         if (!plan.scheme || plan.scheme->weightPreStage || !covers(plan.name))
             continue;
+        // Progress per layer and per block of columns: where a cancelled run stops.
+        const auto report = [&](double within) {
+            if (input.report)
+                input.report((double(k) + within) / double(layers), plan.name);
+        };
+        report(0.0);
         const LinearLayer* linear = nullptr;
         for (const LinearLayer* l : linears)
             if (l->name == plan.name)
@@ -51,7 +59,7 @@ void GptqTransform::apply(BlockTransformInput& input) {
                         "no calibration inputs were captured for " + plan.name);
         const at::Tensor& w = linear->weight;
         const at::Tensor h = gptqHessian(found->second, w.size(1), plan.name);
-        const GptqResult r = gptqQuantize(w, h, plan.scheme->weight, m_options, plan.name);
+        const GptqResult r = gptqQuantize(w, h, plan.scheme->weight, m_options, plan.name, report);
         plan.weight.reference = w;
         plan.weight.dequantized = r.dequantized.to(w.scalar_type());
         plan.weight.codes = r.codes;

@@ -22,6 +22,7 @@ public:
 
     std::string name() const override { return "gptq"; }
     bool needsInputs() const override { return true; }
+    bool choosesCodes() const override { return true; }
     void checkLayer(const std::string& layer, const quant::QuantScheme& scheme) const override;
     void apply(BlockTransformInput& input) override;
 

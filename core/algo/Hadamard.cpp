@@ -210,13 +210,20 @@ std::string OrthogonalRotation::description() const {
     return d;
 }
 
-at::Tensor OrthogonalRotation::applyBlock(const at::Tensor& x) const {
-    at::Tensor y = m_signs.defined() ? x * m_signs.to(x.device()) : x;
-    if (!m_isHadamard)
-        return at::matmul(y, m_baseMatrix.to(x.device()));
+at::Tensor OrthogonalRotation::applyBlock(const at::Tensor& x, bool transpose) const {
+    // Q = D B with D the random signs (identity without random_r1) and B the orthogonal block:
+    // x Q = (x D) B, x Q^T = (x B^T) D.
+    const at::Tensor signs = m_signs.defined() ? m_signs.to(x.device()) : at::Tensor();
+    at::Tensor y = signs.defined() && !transpose ? x * signs : x;
+    if (!m_isHadamard) {
+        y = at::matmul(y,
+                       transpose ? m_baseMatrix.t().to(x.device()) : m_baseMatrix.to(x.device()));
+        return signs.defined() && transpose ? y * signs : y;
+    }
     const int64_t m = m_base.order, p = m_pow2;
     // Index i = a p + b of H_m (x) H_p: the fast Walsh-Hadamard transform on b (each step pairs
-    // the entries that differ in one bit: (u, v) -> (u + v, u - v)), then H_m^T on a.
+    // the entries that differ in one bit: (u, v) -> (u + v, u - v); H_p is symmetric), then
+    // H_m^T on a (H_m for the transpose).
     const auto lead = y.sizes().vec();
     const int64_t rows = y.numel() / m_block;
     y = y.reshape({rows, m, p});
@@ -226,23 +233,33 @@ at::Tensor OrthogonalRotation::applyBlock(const at::Tensor& x) const {
         y = at::stack({u0 + u1, u0 - u1}, 3).reshape({rows, m, p});
     }
     if (m > 1)
-        y = at::matmul(m_baseMatrix.t().to(x.device()), y);
-    return (y / std::sqrt(double(m_block))).reshape(lead);
+        y = at::matmul(transpose ? m_baseMatrix.to(x.device()) : m_baseMatrix.t().to(x.device()),
+                       y);
+    y = (y / std::sqrt(double(m_block))).reshape(lead);
+    return signs.defined() && transpose ? y * signs : y;
 }
 
 at::Tensor OrthogonalRotation::apply(const at::Tensor& x) const {
+    return applyAll(x, false);
+}
+
+at::Tensor OrthogonalRotation::applyTranspose(const at::Tensor& x) const {
+    return applyAll(x, true);
+}
+
+at::Tensor OrthogonalRotation::applyAll(const at::Tensor& x, bool transpose) const {
     if (x.size(-1) != m_n)
         throw std::invalid_argument("rotation of size " + std::to_string(m_n) +
                                     " applied to a last dimension of " +
                                     std::to_string(x.size(-1)));
     const at::Tensor xd = x.to(at::kDouble);
     if (m_block == m_n)
-        return applyBlock(xd);
+        return applyBlock(xd, transpose);
     auto shape = xd.sizes().vec();
     std::vector<int64_t> split(shape.begin(), shape.end() - 1);
     split.push_back(m_n / m_block);
     split.push_back(m_block);
-    return applyBlock(xd.reshape(split)).reshape(shape);
+    return applyBlock(xd.reshape(split), transpose).reshape(shape);
 }
 
 at::Tensor OrthogonalRotation::matrix() const {

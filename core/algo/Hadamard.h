@@ -60,11 +60,14 @@ public:
     // x Q over the last dimension (size n), computed in float64 and returned in float64.
     // The Hadamard part runs as a fast Walsh-Hadamard transform plus a small dense base.
     at::Tensor apply(const at::Tensor& x) const;
+    // x Q^T (the inverse: Q is orthogonal), the same way.
+    at::Tensor applyTranspose(const at::Tensor& x) const;
     // The dense Q, [n, n] float64 (tests).
     at::Tensor matrix() const;
 
 private:
-    at::Tensor applyBlock(const at::Tensor& x) const; // last dimension = m_block
+    at::Tensor applyAll(const at::Tensor& x, bool transpose) const;
+    at::Tensor applyBlock(const at::Tensor& x, bool transpose) const; // last dimension = m_block
 
     int64_t m_n;
     int64_t m_block;

@@ -115,6 +115,24 @@ void ResidualRotation::prepareBlock(DecoderBlock& block) const {
             l->onlineInput = [r4](const at::Tensor& x) { return r4->apply(x).to(x.scalar_type()); };
 }
 
+at::Tensor ResidualRotation::unrotatedInput(const std::string& layer, const at::Tensor& x,
+                                            const Checkpoint& ckpt) const {
+    const size_t dot = layer.rfind('.');
+    const std::string kind = dot == std::string::npos ? layer : layer.substr(dot + 1);
+    const size_t sub = layer.rfind('.', dot == std::string::npos || dot == 0 ? 0 : dot - 1);
+    const std::string block = sub == std::string::npos ? "" : layer.substr(0, sub + 1);
+    std::string norm;
+    if (kind == "q_proj" || kind == "k_proj" || kind == "v_proj")
+        norm = block + "input_layernorm.weight";
+    else if (kind == "gate_proj" || kind == "up_proj")
+        norm = block + "post_attention_layernorm.weight";
+    if (!norm.empty())
+        return m_rotation.applyTranspose(x) * loadExact(ckpt, norm, x.device()).to(at::kDouble);
+    if (kind == "down_proj" && m_r4)
+        return m_r4->applyTranspose(x);
+    return x.to(at::kDouble);
+}
+
 std::string ResidualRotation::description() const {
     std::string d = "rotation r1 " + m_rotation.description();
     if (m_r4)

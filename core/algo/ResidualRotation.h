@@ -54,6 +54,13 @@ public:
     // r4: down_proj's input x -> x R4 (in float64, back to the input's dtype).
     void prepareBlock(DecoderBlock& block) const override;
 
+    // The input of block linear `layer` ("model.layers.3.mlp.up_proj") as the unrotated model
+    // computes it, from its input x in the rotated model: x Q^T diag(g) for q/k/v and gate/up
+    // (g the norm's weight, read from `checkpoint`), x R4^T for down_proj under r4, x for
+    // o_proj and down_proj otherwise (their inputs are not rotated). Float64.
+    at::Tensor unrotatedInput(const std::string& layer, const at::Tensor& x,
+                              const Checkpoint& checkpoint) const;
+
     // What the plans record: "rotation r1 hadamard 64".
     std::string description() const;
     const OrthogonalRotation& rotation() const { return m_rotation; }

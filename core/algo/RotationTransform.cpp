@@ -2,6 +2,8 @@
 
 #include "util/Error.h"
 
+#include <ATen/ATen.h>
+
 namespace qs::algo {
 
 RotationTransform::RotationTransform(const nlohmann::json& params, const std::string& source)
@@ -11,6 +13,27 @@ std::shared_ptr<const WeightTransform>
 RotationTransform::modelTransform(const ModelConfig& config) {
     m_rotation = std::make_shared<ResidualRotation>(config, m_options, m_source);
     return m_rotation;
+}
+
+void RotationTransform::rangesBefore(const BlockTransformInput& input, const LinearLayer& layer,
+                                     const std::vector<at::Tensor>& captured,
+                                     at::Tensor& inputAbsmax, at::Tensor& weightAbsmax) const {
+    if (!m_rotation || !input.checkpoint) {
+        BlockTransform::rangesBefore(input, layer, captured, inputAbsmax, weightAbsmax);
+        return;
+    }
+    // The block as loaded is already rotated (the model applies the rotation as it loads):
+    // the inputs are mapped back, the weight is the checkpoint's.
+    inputAbsmax = at::Tensor();
+    for (const at::Tensor& b : captured) {
+        const at::Tensor x = m_rotation->unrotatedInput(layer.name, b, *input.checkpoint);
+        const at::Tensor m = x.abs().reshape({-1, x.size(-1)}).amax(0).to(at::kFloat);
+        inputAbsmax = inputAbsmax.defined() ? at::maximum(inputAbsmax, m) : m;
+    }
+    weightAbsmax =
+        loadTensor(*input.checkpoint, layer.name + ".weight", at::kFloat, layer.weight.device())
+            .abs()
+            .amax(0);
 }
 
 void RotationTransform::apply(BlockTransformInput& input) {

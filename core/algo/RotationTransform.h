@@ -2,6 +2,8 @@
 // stream (ResidualRotation) is a model-level transform, installed on the model before the block
 // loop (BlockTransform::modelTransform); per block it only records, in each plan, that the
 // layer's weight is rotated and how ("rotation r1 hadamard 64"), so reports and exporters see it.
+// An analysed run shows each layer's ranges before the rotation, mapped back from the rotated
+// block (rangesBefore).
 #pragma once
 
 #include "algo/ResidualRotation.h"
@@ -21,6 +23,11 @@ public:
     RotationTransform(const nlohmann::json& params, const std::string& source);
 
     std::string name() const override { return "rotation"; }
+    std::string rangesLabel() const override { return "rotation"; }
+    // The inputs un-rotated (ResidualRotation::unrotatedInput) and the checkpoint's weight.
+    void rangesBefore(const BlockTransformInput& input, const LinearLayer& layer,
+                      const std::vector<at::Tensor>& captured, at::Tensor& inputAbsmax,
+                      at::Tensor& weightAbsmax) const override;
     std::shared_ptr<const WeightTransform> modelTransform(const ModelConfig& config) override;
     void apply(BlockTransformInput& input) override;
 

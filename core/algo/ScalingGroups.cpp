@@ -165,6 +165,16 @@ void applyScales(ResolvedScalingGroup& group, const at::Tensor& s) {
     }
     for (LinearLayer* l : group.layers)
         l->weight = scaled(l->weight, s32.view({1, -1}), false);
+    // An analysed run keeps, from the first code-choosing algorithm on, which scales moved onto
+    // each layer, so rounding to nearest of its earlier weight can be compared on today's inputs.
+    for (LayerPlan* p : group.plans)
+        if (p && p->baseline.weight.defined())
+            p->baseline.inputScale =
+                p->baseline.inputScale.defined() ? p->baseline.inputScale * s32 : s32.clone();
+    if (group.prevPlan && group.prevPlan->baseline.weight.defined())
+        group.prevPlan->baseline.outputScale = group.prevPlan->baseline.outputScale.defined()
+                                                   ? group.prevPlan->baseline.outputScale * prev
+                                                   : prev.clone();
 }
 
 namespace {

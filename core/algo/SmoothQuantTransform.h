@@ -24,6 +24,7 @@ public:
 
     std::string name() const override { return "smoothquant"; }
     bool needsInputs() const override { return true; }
+    std::string rangesLabel() const override { return "SmoothQuant"; }
     void checkModel(const ModelConfig& config) const override;
     void apply(BlockTransformInput& input) override;
 

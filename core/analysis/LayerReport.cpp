@@ -87,6 +87,13 @@ nlohmann::json AnalysisReport::toJson(bool withChannels) const {
             layersJson[l.name]["round_to_nearest"] = {
                 {"weight_error", qs::toJson(l.weightRoundToNearest)},
                 {"output_error_local", qs::toJson(l.outputLocalRoundToNearest)}};
+        if (withChannels && l.ranges.valid())
+            layersJson[l.name]["ranges_before_after"] = {
+                {"transform", l.ranges.transform},
+                {"input_absmax_before", numbers(l.ranges.inputAbsmaxBefore)},
+                {"input_absmax_after", numbers(l.input.absmax)},
+                {"weight_absmax_before", numbers(l.ranges.weightAbsmaxBefore)},
+                {"weight_absmax_after", numbers(l.ranges.weightAbsmaxAfter)}};
         if (!l.parts.empty()) {
             nlohmann::json parts = nlohmann::json::array();
             for (const PartReport& p : l.parts)

@@ -54,6 +54,19 @@ struct PartReport {
     ErrorMetrics outputLocal;
 };
 
+// The ranges per input channel of a layer before and after a transform that moves them
+// (SmoothQuant and AutoSmoothQuant divide activation channels by s and multiply the weight's
+// columns by s; rotation spreads the channels over all of them), so a view can show the
+// outliers flattened. "After" is after every transform of the recipe.
+struct TransformRanges {
+    std::string transform; // "SmoothQuant", "rotation": the first such transform of the layer
+    std::vector<float> inputAbsmaxBefore;  // max |x| per channel of the inputs it was given
+    std::vector<float> weightAbsmaxBefore; // max |w| per input column before it
+    std::vector<float> weightAbsmaxAfter;  // the same of the full-precision weight after all
+                                           // transforms; the inputs after are `input.absmax`
+    bool valid() const { return !transform.empty(); }
+};
+
 // Everything the analysis knows about one linear layer.
 struct LayerReport {
     std::string name;
@@ -66,8 +79,9 @@ struct LayerReport {
     std::string note; // why it is not quantized (excluded, unfit shape), if so
     ErrorMetrics weight;
     ErrorMetrics outputLocal; // quantized layer on full-precision inputs vs fp layer
-    // A transform chose the codes (GPTQ): the same two errors with rounding to nearest instead,
-    // on the same reference weight and inputs. Invalid for every other layer.
+    // An algorithm chose what is rounded (GPTQ's codes, AWQ's scales and clips): the same two
+    // errors with rounding to nearest of the layer as it was before the algorithm, on the same
+    // inputs. Invalid for every other layer.
     ErrorMetrics weightRoundToNearest;
     ErrorMetrics outputLocalRoundToNearest;
     std::vector<std::string> transforms; // the plan's transforms, in order
@@ -75,6 +89,7 @@ struct LayerReport {
     ErrorMetrics inputQuantization;      // the input quantizer's output vs its input (Quark "io")
     ErrorMetrics inputDrift;             // quantized model's input here vs the fp model's
     ChannelStatistics input;
+    TransformRanges ranges; // analysis of a range-moving transform only
     Histogram weightHistogram;
     Histogram weightQuantizedHistogram;
     std::vector<PartReport> parts; // fused projections only

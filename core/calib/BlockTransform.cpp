@@ -8,7 +8,20 @@
 #include "recipe/Recipe.h"
 #include "util/Error.h"
 
+#include <ATen/ATen.h>
+
 namespace qs {
+
+void BlockTransform::rangesBefore(const BlockTransformInput& /*input*/, const LinearLayer& layer,
+                                  const std::vector<at::Tensor>& captured, at::Tensor& inputAbsmax,
+                                  at::Tensor& weightAbsmax) const {
+    inputAbsmax = at::Tensor();
+    for (const at::Tensor& b : captured) {
+        const at::Tensor m = b.abs().reshape({-1, b.size(-1)}).amax(0);
+        inputAbsmax = inputAbsmax.defined() ? at::maximum(inputAbsmax, m) : m;
+    }
+    weightAbsmax = layer.weight.abs().amax(0);
+}
 
 std::vector<std::unique_ptr<BlockTransform>>
 makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::string& source) {

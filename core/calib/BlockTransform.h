@@ -34,6 +34,8 @@ struct BlockTransformInput {
     const ForwardContext* context = nullptr;
     int64_t maxBatchTokens = 2048;
     std::function<void(double, const std::string&)> report;
+    // The model's source checkpoint (what a model-level transform changed is read back from it).
+    const Checkpoint* checkpoint = nullptr;
 };
 
 // A transform pass of the calibration pipeline: runs on each block after its inputs were
@@ -51,6 +53,23 @@ public:
     virtual std::string name() const = 0;
     // Whether apply() needs the captured inputs (the capture pass runs only if one does).
     virtual bool needsInputs() const { return false; }
+    // Whether the transform chooses what the weight pass rounds (GPTQ's codes, AWQ's scales and
+    // clips): an analysed run then compares each layer it changed with rounding to nearest of
+    // the layer before it (LayerPlan::keepRoundToNearest).
+    virtual bool choosesCodes() const { return false; }
+    // Non-empty for a transform that moves ranges between a layer's inputs and its weight
+    // (SmoothQuant, rotation): the name an analysed run labels the ranges before it with
+    // (LayerReport::ranges). An analysed run captures the block's inputs for such a transform
+    // even when it does not need them itself.
+    virtual std::string rangesLabel() const { return {}; }
+    // The ranges of `layer` before this transform, from its captured inputs (one tensor per
+    // calibration batch, as the block now computes them) and the block as it is now: max |x|
+    // per input channel and max |w| per input column, float32 [in]. The default reads them off
+    // the captured inputs and the current weight, which is what they are before a block-local
+    // transform; a model-level one (rotation) maps them back.
+    virtual void rangesBefore(const BlockTransformInput& input, const LinearLayer& layer,
+                              const std::vector<at::Tensor>& captured, at::Tensor& inputAbsmax,
+                              at::Tensor& weightAbsmax) const;
     // Called by prepareRun for every quantized linear before any block is read: throws
     // qs::Error naming the layer and the field when the transform cannot treat its scheme.
     virtual void checkLayer(const std::string& /*layer*/,

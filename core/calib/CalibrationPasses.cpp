@@ -3,7 +3,10 @@
 #include "model/ForwardThreads.h"
 #include "util/Error.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
+#include <cstdint>
 
 namespace qs {
 
@@ -99,12 +102,65 @@ captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx
     return captured;
 }
 
+namespace {
+
+std::vector<float> toFloats(const at::Tensor& t) {
+    if (!t.defined())
+        return {};
+    const at::Tensor c = t.to(at::kCPU, at::kFloat).contiguous();
+    return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+// What an analysed run keeps before transform `t` runs (CalibrationPasses.h, pass 2); notes,
+// per plan, the number of transforms it had when its ranges were taken (else SIZE_MAX).
+void keepBefore(BlockRun& run, const BlockTransform& t, const BlockTransformInput& in,
+                const std::map<std::string, std::vector<at::Tensor>>& captured,
+                std::vector<size_t>& rangesTakenAt) {
+    std::vector<LayerPlan>& plans = *run.plans;
+    const std::string label = t.rangesLabel();
+    for (size_t i = 0; i < plans.size(); ++i) {
+        LayerPlan& p = plans[i];
+        const at::Tensor& w = run.linears[i]->weight;
+        if (t.choosesCodes() && p.scheme && !p.baseline.weight.defined()) {
+            // The transforms replace weights with new tensors rather than writing into them,
+            // so holding this one keeps the weight as it is now.
+            p.baseline.weight = w;
+            p.baseline.transformsBefore = p.transforms.size();
+        }
+        const auto found = captured.find(p.name);
+        if (!label.empty() && !p.report.ranges.valid() && found != captured.end() &&
+            !found->second.empty()) {
+            at::Tensor inputs, weight;
+            t.rangesBefore(in, *run.linears[i], found->second, inputs, weight);
+            p.report.ranges.transform = label;
+            p.report.ranges.inputAbsmaxBefore = toFloats(inputs);
+            p.report.ranges.weightAbsmaxBefore = toFloats(weight);
+            rangesTakenAt[i] = p.transforms.size();
+        }
+    }
+}
+
+// Drops what keepBefore took for the layers no transform changed after all.
+void dropUnchanged(BlockRun& run, const std::vector<size_t>& rangesTakenAt) {
+    for (size_t i = 0; i < run.plans->size(); ++i) {
+        LayerPlan& p = (*run.plans)[i];
+        if (p.baseline.weight.defined() && p.transforms.size() == p.baseline.transformsBefore)
+            p.baseline = {};
+        if (p.report.ranges.valid() && p.transforms.size() == rangesTakenAt[i])
+            p.report.ranges = {};
+    }
+}
+
+} // namespace
+
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
                      const std::map<std::string, std::vector<at::Tensor>>& captured,
-                     const ModelConfig& config, const at::Tensor& stream,
-                     const ForwardContext& ctx) {
+                     const ModelConfig& config, const at::Tensor& stream, const ForwardContext& ctx,
+                     const Checkpoint* checkpoint) {
+    std::vector<size_t> rangesTakenAt(run.plans->size(), SIZE_MAX);
     for (size_t i = 0; i < transforms.size(); ++i) {
         const auto& t = transforms[i];
+
         // The transforms share the block's span 0.1..0.15 (capture before, weights after).
         const double from = 0.1 + 0.05 * double(i) / double(transforms.size());
         const double span = 0.05 / double(transforms.size());
@@ -120,10 +176,15 @@ void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTrans
         in.report = [progress, index, from, span, name](double within, const std::string& what) {
             progress->report(index, from + span * within, name + ": " + what);
         };
+        in.checkpoint = checkpoint;
+        if (run.analyse)
+            keepBefore(run, *t, in, captured, rangesTakenAt);
         t->apply(in);
         // A transform that rescaled weights leaves them in the block's linears (reference
         // weights of the weight pass); the next transform sees them.
     }
+    if (run.analyse)
+        dropUnchanged(run, rangesTakenAt);
 }
 
 void quantizeWeights(BlockRun& run) {
@@ -134,8 +195,8 @@ void quantizeWeights(BlockRun& run) {
         // A transform that chooses the codes itself (GPTQ) has filled the weight in already.
         if (!p.weight.dequantized.defined())
             p.quantizeWeight(run.linears[i]->weight);
-        else
-            p.keepRoundToNearest();
+        p.keepRoundToNearest(); // only where an analysed run kept a baseline
+
         p.createActivationQuantizers();
         LayerReport& rep = p.report;
         rep.name = p.name;

@@ -56,6 +56,10 @@ struct BlockRun {
     // When set, the quantized weights go only where it selects them (build the hook with the
     // same filter); the others keep their reference weights.
     PlanFilter filter;
+    // The run analyses this block: the transform pass keeps what the analysis compares the
+    // algorithms with (each changed layer's weight before a code-choosing algorithm, its ranges
+    // before a range-moving one); nothing of it otherwise.
+    bool analyse = false;
 };
 
 namespace pass {
@@ -78,15 +82,18 @@ captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx
 
 // 2. Transforms (algorithms), in order, on the full-precision block.
 //    `stream` (the block's calibration inputs, as captured) and `ctx` are passed on to the
-//    transforms that run the block themselves.
+//    transforms that run the block themselves. With run.analyse, each layer a transform changes
+//    keeps its weight from before the first code-choosing one (LayerPlan::baseline) and its
+//    input and weight ranges from before the first range-moving one (LayerReport::ranges).
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
                      const std::map<std::string, std::vector<at::Tensor>>& captured,
-                     const ModelConfig& config, const at::Tensor& stream,
-                     const ForwardContext& ctx);
+                     const ModelConfig& config, const at::Tensor& stream, const ForwardContext& ctx,
+                     const Checkpoint* checkpoint = nullptr);
 
 // 3. Weight quantization: each plan quantizes its linear's current weight round-to-nearest
-//    (codes, scales and zero points kept) unless a transform quantized it already, and creates
-//    its activation quantizers; fills the report header.
+//    (codes, scales and zero points kept) unless a transform quantized it already, rounds its
+//    baseline to nearest when it has one, and creates its activation quantizers; fills the
+//    report header.
 void quantizeWeights(BlockRun& run);
 
 // 4. Observation: static quantizers see the block's activations over `stream`; with

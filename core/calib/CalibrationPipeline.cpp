@@ -34,9 +34,10 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
     const BlockProgress progress(progressFn, blocks);
     const bool analyze = m_options.analyze;
     const bool floatCalibration = m_options.mode == CalibrationMode::Float;
+    // An analysed run also captures for the transforms whose ranges before it shows.
     bool needsInputs = false;
     for (const auto& t : m_options.transforms)
-        needsInputs = needsInputs || t->needsInputs();
+        needsInputs = needsInputs || t->needsInputs() || (analyze && !t->rangesLabel().empty());
 
     // The streams this run needs. Static observers read the reference stream (float
     // calibration) or the quantized one (sequential); analysis compares both.
@@ -65,6 +66,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         std::vector<LayerPlan> plans = m_planner.planBlock(*block);
         BlockQuantHook hook(plans);
         BlockRun run(*block, plans, hook, progress, m_options.maxBatchTokens);
+        run.analyse = analyze && hasCalibration;
         const at::Tensor& observed = floatCalibration ? ref : quant;
 
         // Capture and transforms see the full-precision block.
@@ -72,7 +74,8 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         if (needsInputs && hasCalibration)
             captured = pass::captureInputs(run, observed, calibCtx);
         pass::applyTransforms(run, m_options.transforms, captured, m_model.config(),
-                              hasCalibration ? observed : at::Tensor(), calibCtx);
+                              hasCalibration ? observed : at::Tensor(), calibCtx,
+                              &m_model.checkpoint());
         captured.clear();
         pass::quantizeWeights(run);
 

@@ -1,5 +1,7 @@
 #include "calib/LayerAnalyzer.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 
 namespace qs {
@@ -52,10 +54,17 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
         }
         const at::Tensor yq =
             p.quantizeOutput(at::linear(xq, p.weight.dequantized, linears[i]->bias));
-        a.local.add(yq, yRef);
+        // A layer AWQ clipped: its local errors against the layer before the algorithm, so the
+        // clip's own error counts (the reference stream carries the clipped weight).
+        const at::Tensor yLocalRef =
+            p.weight.beforeAlgorithm.defined()
+                ? at::linear(xRef, p.weight.beforeAlgorithm, linears[i]->bias)
+                : yRef;
+        a.local.add(yq, yLocalRef);
         if (p.weight.roundToNearest.defined())
             a.localRoundToNearest.add(
-                p.quantizeOutput(at::linear(xq, p.weight.roundToNearest, linears[i]->bias)), yRef);
+                p.quantizeOutput(at::linear(xq, p.weight.roundToNearest, linears[i]->bias)),
+                yLocalRef);
         // A fused projection: the same error restricted to each logical part's outputs.
         if (a.parts.empty() && !linears[i]->parts.empty()) {
             a.parts = linears[i]->parts;
@@ -64,7 +73,7 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
         int64_t row = 0;
         for (size_t k = 0; k < a.parts.size(); ++k) {
             const int64_t n = a.parts[k].second;
-            a.partsLocal[k].add(yq.narrow(-1, row, n), yRef.narrow(-1, row, n));
+            a.partsLocal[k].add(yq.narrow(-1, row, n), yLocalRef.narrow(-1, row, n));
             row += n;
         }
     }
@@ -74,9 +83,12 @@ void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
     for (LayerPlan& p : plans) {
         const Layer& a = m_layers.at(p.name);
         LayerReport& rep = p.report;
+        // What the weight errors are measured against (LayerPlan::WeightQuantization).
+        const at::Tensor& unquantized =
+            p.weight.beforeAlgorithm.defined() ? p.weight.beforeAlgorithm : p.weight.reference;
         if (p.scheme && p.weight.reference.defined()) {
             ErrorAccumulator w;
-            w.add(p.weight.dequantized, p.weight.reference);
+            w.add(p.weight.dequantized, unquantized);
             rep.weight = w.metrics();
             rep.weightHistogram = histogramOf(p.weight.reference, 128);
             rep.weightQuantizedHistogram = histogramOf(
@@ -87,8 +99,13 @@ void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
         rep.outputLocalRoundToNearest = a.localRoundToNearest.metrics();
         if (p.weight.roundToNearest.defined()) {
             ErrorAccumulator w;
-            w.add(p.weight.roundToNearest, p.weight.reference);
+            w.add(p.weight.roundToNearest, unquantized);
             rep.weightRoundToNearest = w.metrics();
+        }
+        if (rep.ranges.valid() && p.weight.reference.defined()) {
+            const at::Tensor m = p.weight.reference.abs().amax(0).to(at::kCPU, at::kFloat);
+            rep.ranges.weightAbsmaxAfter.assign(m.data_ptr<float>(),
+                                                m.data_ptr<float>() + m.numel());
         }
         rep.parts.clear();
         int64_t row = 0;

@@ -3,6 +3,8 @@
 #include "quant/FastGroupQuant.h"
 #include "quant/TypeTraits.h"
 
+#include <ATen/ATen.h>
+
 namespace qs {
 
 namespace {
@@ -16,12 +18,29 @@ bool hasCodes(const quant::QuantScheme& s) {
 } // namespace
 
 void LayerPlan::keepRoundToNearest() {
-    if (!scheme || !weight.reference.defined())
+    WeightBaseline b = std::move(baseline);
+    baseline = {};
+    if (!scheme || !b.weight.defined() || !weight.reference.defined())
         return;
     LayerPlan rounded;
     rounded.scheme = scheme;
-    rounded.quantizeWeight(weight.reference);
-    weight.roundToNearest = rounded.weight.dequantized;
+    rounded.quantizeWeight(b.weight);
+    // Onto the current inputs and outputs: the scales the scaling algorithms moved since, as
+    // applyScales computes them (float32, stored in the weight's dtype).
+    const auto toCurrent = [&](const at::Tensor& w) {
+        if (!b.inputScale.defined() && !b.outputScale.defined())
+            return w;
+        at::Tensor f = w.to(at::kFloat);
+        if (b.inputScale.defined())
+            f = f * b.inputScale.to(f.device(), at::kFloat).view({1, -1});
+        if (b.outputScale.defined())
+            f = f / b.outputScale.to(f.device(), at::kFloat).view({-1, 1});
+        return f.to(w.scalar_type());
+    };
+    weight.roundToNearest = toCurrent(rounded.weight.dequantized);
+    // GPTQ alone leaves the reference as it took it: nothing else to compare against.
+    if (!b.weight.is_same(weight.reference))
+        weight.beforeAlgorithm = toCurrent(b.weight);
 }
 
 void LayerPlan::quantizeWeight(const at::Tensor& w) {

@@ -23,10 +23,26 @@ struct WeightQuantization {
     // Absent for unquantized weights and for formats that exist only as fake quantization
     // (Quark's progressive int4->fp8 stage, MX6, BFP16).
     std::optional<quant::QuantizedTensor> codes;
-    // When a transform chose the codes itself (GPTQ): what rounding to nearest gives for the same
-    // reference and scheme, so the analysis shows what the algorithm bought layer by layer.
-    // Undefined otherwise.
+    // Analysis only, for a layer an algorithm that chooses what is rounded changed (GPTQ's codes,
+    // AWQ's scales and clips): what rounding to nearest gives on the layer as it was before that
+    // algorithm, expressed on the layer's current inputs and outputs, so the analysis shows what
+    // the algorithm bought layer by layer. Undefined otherwise.
     at::Tensor roundToNearest;
+    // The same layer before the algorithm, unquantized, on the current inputs and outputs, when
+    // it differs from `reference` (AWQ's clipping changed the reference): what the local errors
+    // of such a layer are measured against. Undefined otherwise.
+    at::Tensor beforeAlgorithm;
+};
+
+// Analysis only: a layer's weight as it was when the first code-choosing algorithm of its
+// block started, and the per-channel scales moved onto the layer since (ScalingGroups'
+// applyScales): its current weight is diag(1 / outputScale) W diag(inputScale), then clipped or
+// re-chosen. Undefined scales are ones.
+struct WeightBaseline {
+    at::Tensor weight;
+    at::Tensor inputScale;       // [in], multiplied into the columns
+    at::Tensor outputScale;      // [out], divided out of the rows
+    size_t transformsBefore = 0; // plan.transforms.size() when the weight was taken
 };
 
 // Which parts of a plan a run applies (sensitivity turns layers on and off without
@@ -58,6 +74,7 @@ struct LayerPlan {
 
     std::vector<std::string> transforms; // names of the transforms applied, in order
     WeightQuantization weight;
+    WeightBaseline baseline; // analysis of code-choosing algorithms only (see WeightBaseline)
     std::optional<ActivationQuantizer> input;
     std::optional<ActivationQuantizer> output;
 
@@ -70,7 +87,9 @@ struct LayerPlan {
     // Fake-quantizes `weight` (kept as the reference) with the scheme's weight spec, keeping the
     // codes, scales and zero points. Without a weight spec the weight stays as it is.
     void quantizeWeight(const at::Tensor& weight);
-    // Fills weight.roundToNearest from weight.reference (a transform quantized this plan).
+    // Fills weight.roundToNearest (and weight.beforeAlgorithm when it differs from the
+    // reference) from `baseline`, then releases the baseline. Nothing without a baseline: only
+    // an analysed run takes one (pass::applyTransforms).
     void keepRoundToNearest();
     // Creates the input/output quantizers of the scheme (after the weight, before observation).
     void createActivationQuantizers();

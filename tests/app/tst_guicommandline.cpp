@@ -1,8 +1,8 @@
 // The quantscope executable's command line, run as a separate process (offscreen): --screenshot
 // writes a PNG of the default 1400x900 window once the model (or the start page) is shown (after
-// an analysis with --analyze, or of the recipe panel only with --grab recipe), a bad --recipe
-// fails it with the reason, and contradictory arguments are refused with a message instead of
-// starting the GUI.
+// an analysis with --analyze, or of the recipe panel or layer detail only with --grab), a bad
+// --recipe fails it with the reason, and contradictory arguments are refused with a message instead
+// of starting the GUI.
 #include "TestSupport.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
@@ -162,6 +162,13 @@ private Q_SLOTS:
         const QImage part(recipePng);
         QVERIFY(!part.isNull());
         QVERIFY(part.width() < 1400); // the recipe dock only
+        const QString detailPng = home + QStringLiteral("/detail.png");
+        r = runGui({qs::test::sharedPath(QStringLiteral("models/stories260K")),
+                    QStringLiteral("--grab"), QStringLiteral("detail"),
+                    QStringLiteral("--screenshot"), detailPng},
+                   home);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.stderrText));
+        QCOMPARE(QImage(detailPng).size(), QSize(1200, 860)); // the layer detail dock only
     }
 };
 

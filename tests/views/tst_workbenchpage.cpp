@@ -28,8 +28,10 @@
 #include <QTreeView>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 using qs::LayerTreeModel;
 using qs::PlotWidget;
@@ -357,6 +359,91 @@ private Q_SLOTS:
         qInfo("stories260K: %d layers in %d batches; %s outlier score %.4f, weight SQNR %.3f dB",
               int(received.size()), batches, first.name.c_str(), first.outlierScore,
               first.weight.sqnrDb);
+    }
+
+    // Issue 11: after Analyze with SmoothQuant the layer detail plots each smoothed layer's
+    // input absmax and weight absmax per input channel before and after it (two graphs each,
+    // with a legend); a layer without such ranges hides the two plots.
+    void smoothQuantAnalyzeShowsRangesBeforeAndAfter() {
+        qs::Engine engine;
+        QSignalSpy opened(&engine, &qs::Engine::modelOpened);
+        QSignalSpy failed(&engine, &qs::Engine::failed);
+        engine.openModel(sharedPath(QStringLiteral("models/stories260K")));
+        QTRY_VERIFY_WITH_TIMEOUT(opened.count() == 1 || failed.count() == 1, 60000);
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
+
+        qs::WorkbenchPage page;
+        QAbstractItemModelTester tester(page.layerTree()->filterModel(),
+                                        QAbstractItemModelTester::FailureReportingMode::Fatal);
+        page.setModel(opened[0][1].value<qs::ModelInfo>());
+        qs::RunRequest request;
+        request.kind = qs::RunRequest::Kind::Analyze;
+        request.recipe.global = qs::quant::resolveScheme("int8");
+        request.recipe.algorithms.push_back({"smoothquant", {{"alpha", 0.5}}});
+        request.recipe.calibration.dataPath =
+            sharedPath(QStringLiteral("data/tinystories-calib.txt")).toStdString();
+        request.recipe.calibration.numSamples = 4;
+        request.recipe.calibration.seqLen = 128;
+        page.setRecipe(request.recipe);
+        std::vector<qs::LayerReport> received;
+        connect(&engine, &qs::Engine::layerReports, &page,
+                [&](int, int, const std::vector<qs::LayerReport>& layers) {
+                    received.insert(received.end(), layers.begin(), layers.end());
+                    page.addLayerReports(layers);
+                });
+        QSignalSpy finished(&engine, &qs::Engine::runFinished);
+        engine.run(request);
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1 || failed.count() == 1, 300000);
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
+
+        page.show();
+        const auto q = std::find_if(received.begin(), received.end(),
+                                    [](const qs::LayerReport& r) { return r.kind == "q_proj"; });
+        QVERIFY(q != received.end() && q->ranges.valid());
+        page.selectLayer(QString::fromStdString(q->name));
+        const qs::LayerDetailView* detail = page.layerDetail();
+        QCOMPARE(detail->layerName(), QString::fromStdString(q->name));
+        const std::pair<const PlotWidget*, const std::vector<float>*> expected[] = {
+            {detail->inputRangesPlot(), &q->input.absmax},
+            {detail->weightRangesPlot(), &q->ranges.weightAbsmaxAfter}};
+        for (const auto& [plot, after] : expected) {
+            QVERIFY(plot->isVisibleTo(&page));
+            QCOMPARE(plot->seriesCount(), 2);
+            QVERIFY(plot->title().contains(QLatin1String("SmoothQuant")));
+            const int was = seriesNamed(plot, QStringLiteral("before SmoothQuant"));
+            const int now = seriesNamed(plot, QStringLiteral("after"));
+            QVERIFY(was >= 0 && now >= 0);
+            QCOMPARE(plot->series()[size_t(was)].y.size(), 64); // stories260K's hidden size
+            QCOMPARE(plot->series()[size_t(now)].y.size(), 64);
+            QCOMPARE(plot->series()[size_t(now)].y[7], double((*after)[7]));
+        }
+        QCOMPARE(detail->inputRangesPlot()->series()[0].y[7],
+                 double(q->ranges.inputAbsmaxBefore[7]));
+        QCOMPARE(detail->weightRangesPlot()->series()[0].y[7],
+                 double(q->ranges.weightAbsmaxBefore[7]));
+        // The log-scale box applies to these plots too (outliers span decades).
+        page.layerDetail()->logScaleBox()->setChecked(true);
+        QVERIFY(detail->inputRangesPlot()->isLogY());
+        QCOMPARE(detail->inputRangesPlot()->seriesCount(), 2);
+
+        // A hand-made layer without ranges: the two plots go.
+        page.addLayerReports(fixtureBlock(0));
+        page.selectLayer(QString::fromStdString(fixtureReport(0, 3).name));
+        QVERIFY(!detail->inputRangesPlot()->isVisibleTo(&page));
+        QVERIFY(!detail->weightRangesPlot()->isVisibleTo(&page));
+        QCOMPARE(detail->inputRangesPlot()->seriesCount(), 0);
+
+        // QS_SCREENSHOT_DIR=/tmp/x: also render the detail of the smoothed layer.
+        const QString shots = qEnvironmentVariable("QS_SCREENSHOT_DIR");
+        if (!shots.isEmpty()) {
+            page.layerDetail()->logScaleBox()->setChecked(false);
+            page.selectLayer(QString::fromStdString(q->name));
+            page.resize(1600, 1200);
+            page.resetLayout(page.size());
+            QTest::qWait(200);
+            QVERIFY(page.layerDetail()->grab().save(
+                shots + QStringLiteral("/layer-detail-smoothquant.png")));
+        }
     }
 };
 

@@ -173,6 +173,67 @@ private Q_SLOTS:
         QVERIFY((clipped.abs() <= scaled.abs()).all().item<bool>()); // clipping only shrinks
     }
 
+    // Analyze with AWQ puts rounding to nearest of each layer as it was before AWQ beside it,
+    // expressed on AWQ's rescaled inputs (Q(W) diag(s), rows divided where AWQ divided them).
+    // q_proj and k_proj of block 0 see the same embeddings through the same norm in both runs
+    // (AWQ does not clip them, and nothing upstream of them changed), so there that baseline is
+    // the plain run's rounding computed through the rescaling: equal up to the rounding of the
+    // rescaled products, n u <= 64 * 2^-24 ~ 4e-6 of each output, against an error of at least
+    // ~1e-2 of it for uint4 (local SQNR < 40 dB), so the MSE within 2 * 4e-6 / 1e-2 ~ 1e-3.
+    // (v_proj's outputs are divided by o_proj's scales, which weights its errors differently;
+    // the layers after it see the clipped v_proj.) Over the whole model AWQ's layers must beat
+    // that baseline: what it rescued.
+    void analysisShowsRoundToNearestBeside() {
+        Recipe recipe;
+        recipe.global = quant::resolveScheme("uint4_wo_32");
+        recipe.exclude = {"*down_proj", "*lm_head"};
+        recipe.calibration.dataPath =
+            qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        recipe.calibration.numSamples = 4;
+        recipe.calibration.seqLen = 128;
+        QuantizationRequest req;
+        req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
+        req.analyze = true;
+        req.recipe = recipe;
+        const QuantizationOutcome rtn = runQuantization(req, {});
+        req.recipe.algorithms.push_back({"awq", nlohmann::json::object()});
+        const QuantizationOutcome awq = runQuantization(req, {});
+        QCOMPARE(awq.report.layers.size(), rtn.report.layers.size());
+        double awqError = 0, rtnError = 0, worst = 0;
+        int compared = 0;
+        for (size_t i = 0; i < awq.report.layers.size(); ++i) {
+            const LayerReport& a = awq.report.layers[i];
+            const LayerReport& r = rtn.report.layers[i];
+            QCOMPARE(a.name, r.name);
+            QVERIFY(!r.outputLocalRoundToNearest.valid);
+            if (a.kind == "down_proj") { // excluded: not quantized, nothing to compare
+                QVERIFY(!a.outputLocalRoundToNearest.valid);
+                continue;
+            }
+            QVERIFY2(!a.transforms.empty() && a.outputLocalRoundToNearest.valid &&
+                         a.weightRoundToNearest.valid,
+                     a.name.c_str());
+            awqError += a.outputLocal.mse;
+            rtnError += a.outputLocalRoundToNearest.mse;
+            if (a.block == 0 && (a.kind == "q_proj" || a.kind == "k_proj")) {
+                const double rel = std::abs(a.outputLocalRoundToNearest.mse - r.outputLocal.mse) /
+                                   r.outputLocal.mse;
+                worst = std::max(worst, rel);
+                QVERIFY2(rel < 1e-3, qPrintable(QStringLiteral("%1: %2 vs %3")
+                                                    .arg(QString::fromStdString(a.name))
+                                                    .arg(a.outputLocalRoundToNearest.mse)
+                                                    .arg(r.outputLocal.mse)));
+                ++compared;
+            }
+        }
+        QCOMPARE(compared, 2);
+        qInfo("q/k of block 0: baseline vs plain rounding, largest relative MSE difference %.3g; "
+              "local "
+              "output MSE summed over AWQ's layers: AWQ %.4g, round to nearest %.4g",
+              worst, awqError, rtnError);
+        QVERIFY(awqError < rtnError);
+    }
+
     void stories260kPipeline() {
         Recipe recipe;
         recipe.global = quant::resolveScheme("uint4_wo_32");

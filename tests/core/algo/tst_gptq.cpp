@@ -235,6 +235,36 @@ private Q_SLOTS:
               gptqError, rtnError);
         QVERIFY(gptqError < rtnError);
     }
+
+    // Rounding to nearest beside the algorithm is analysis: a run that does not analyse (here
+    // keeping its plans, as sensitivity does) computes and keeps none of it, for GPTQ and AWQ.
+    void roundToNearestOnlyWhenAnalysing() {
+        for (const char* algorithm : {"gptq", "awq"}) {
+            Recipe recipe;
+            recipe.global = resolveScheme("uint4_wo_32");
+            recipe.exclude = {"*down_proj", "*lm_head"};
+            recipe.algorithms.push_back({algorithm, nlohmann::json::object()});
+            recipe.calibration.dataPath =
+                qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+            recipe.calibration.numSamples = 2;
+            recipe.calibration.seqLen = 64;
+            QuantizationRequest req;
+            req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
+            req.recipe = recipe;
+            req.keepPlans = true;
+            for (const bool analyse : {false, true}) {
+                req.analyze = analyse;
+                const QuantizationOutcome out = runQuantization(req, {});
+                int withBaseline = 0;
+                for (const std::vector<LayerPlan>& block : out.plans)
+                    for (const LayerPlan& p : block) {
+                        QVERIFY(!p.baseline.weight.defined()); // released after the weight pass
+                        withBaseline += p.weight.roundToNearest.defined() ? 1 : 0;
+                    }
+                QCOMPARE(withBaseline, analyse ? 5 * 6 : 0); // q, k, v, o, gate, up per block
+            }
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestGptq)

@@ -128,6 +128,28 @@ private Q_SLOTS:
         QVERIFY((ratio == -1).any().item<bool>());
         QVERIFY(at::equal(s, OrthogonalRotation(64, 0, true, 1).matrix()));
     }
+
+    // x Q^T (the analysis un-rotates captured inputs with it) against the dense matrix's
+    // transpose, for every kind of rotation: Hadamard with a Paley base, random orthogonal,
+    // block-diagonal and random signs (where Q is not symmetric). Same bound as above.
+    void transposeEqualsDenseTranspose() {
+        at::manual_seed(4);
+        const double u = std::numeric_limits<double>::epsilon() / 2;
+        const OrthogonalRotation rotations[] = {{96, 0, false, 0},
+                                                {92, 0, false, 0},
+                                                {96, 32, false, 0},
+                                                {64, 0, true, 1},
+                                                {12 * 8, 0, true, 2}};
+        for (const OrthogonalRotation& r : rotations) {
+            const int64_t n = r.size();
+            const at::Tensor x = at::randn({4, n}, at::kDouble);
+            const double tol = 2.0 * double(n) * u * x.abs().max().item<double>();
+            const double err =
+                (r.applyTranspose(x) - at::matmul(x, r.matrix().t())).abs().max().item<double>();
+            QVERIFY2(err <= tol, qPrintable(QString::fromStdString(r.description()) +
+                                            QString(": %1 > %2").arg(err).arg(tol)));
+        }
+    }
 };
 
 QTEST_APPLESS_MAIN(TestHadamard)

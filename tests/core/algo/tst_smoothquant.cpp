@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 using namespace qs;
 
@@ -283,6 +285,101 @@ private Q_SLOTS:
 
     // int8 W+A per-tensor static on stories260K: SmoothQuant and AutoSmoothQuant against naive
     // rounding, replay identical on CPU.
+    // An analysed run keeps each smoothed layer's input and weight ranges from before
+    // SmoothQuant. Recomputing SmoothQuant's scales from those "before" ranges with the same
+    // float32 operations gives the engine's scales bit for bit (maxima are exact), so:
+    //  - the weight's column absmax after is exactly fl(before * s): rounding is monotonic, so
+    //    the largest |w s| of a column is the rounded product of its largest |w| (q, k, gate,
+    //    o and down; v and up also have their rows divided by the next group's scales);
+    //  - the input's channel absmax the analysis measured after is before / s up to the
+    //    rounding of the rescaled forward: for q/k/v and gate/up, x1 = n fl(g / s) and the
+    //    test's fl(fl(n g) / s) are each a few roundings (at most 4 u, u = 2^-24) off the
+    //    exact n g / s, so within 8 u = 4.8e-7 of each other (measured 4.3e-7; allowed 1e-6);
+    //    o_proj and down_proj see dot products over 64 and 172 rescaled terms
+    //    (gamma_n = n u <= 1.1e-5 of the sum of |terms|, before softmax and SiLU; measured
+    //    1.8e-6): allowed 1e-4.
+    void analysisKeepsRangesBeforeAndAfter() {
+        QuantizationRequest req = stories("int8", {{"smoothquant", {{"alpha", 0.5}}}});
+        req.evaluate = false;
+        req.analyze = true;
+        req.recipe.calibration.numSamples = 4;
+        req.recipe.calibration.seqLen = 128;
+        const QuantizationOutcome out = runQuantization(req, {});
+        std::map<std::pair<int, std::string>, const LayerReport*> byKind;
+        for (const LayerReport& l : out.report.layers)
+            byKind[{l.block, l.kind}] = &l;
+        const auto tensor = [](const std::vector<float>& v) {
+            return at::tensor(at::ArrayRef<float>(v.data(), v.size()));
+        };
+        struct Group {
+            std::vector<std::string> layers; // the first is inp
+            bool gqa = false;
+        };
+        const std::vector<Group> groups = {{{"q_proj", "k_proj", "v_proj"}},
+                                           {{"o_proj"}, true},
+                                           {{"gate_proj", "up_proj"}},
+                                           {{"down_proj"}}};
+        double worstNormFed = 0, worstDeep = 0;
+        int checked = 0;
+        for (int b = 0; b < 5; ++b) {
+            for (const Group& g : groups) {
+                const LayerReport& inp = *byKind.at({b, g.layers.front()});
+                QCOMPARE(QString::fromStdString(inp.ranges.transform),
+                         QStringLiteral("SmoothQuant"));
+                at::Tensor wmax;
+                for (const std::string& k : g.layers) {
+                    const at::Tensor w = tensor(byKind.at({b, k})->ranges.weightAbsmaxBefore);
+                    wmax = wmax.defined() ? at::maximum(wmax, w) : w;
+                }
+                const at::Tensor x = tensor(inp.ranges.inputAbsmaxBefore);
+                // SmoothQuantTransform::smoothScales' operations, then the GQA constraint (4 kv
+                // heads, 2 query heads each, head_dim 8).
+                at::Tensor s = (x.pow(0.5) / wmax.clamp_min(1e-5).pow(0.5)).clamp_min(1e-3);
+                if (g.gqa)
+                    s = std::get<0>(s.view({4, 2, 8}).max(1, true)).expand({4, 2, 8}).reshape({-1});
+                for (const std::string& k : g.layers) {
+                    const LayerReport& l = *byKind.at({b, k});
+                    QVERIFY(l.ranges.valid());
+                    // Every layer of the group was given the same inputs.
+                    QCOMPARE(l.ranges.inputAbsmaxBefore, inp.ranges.inputAbsmaxBefore);
+                    const at::Tensor before = tensor(l.ranges.inputAbsmaxBefore);
+                    const at::Tensor after = tensor(l.input.absmax);
+                    QCOMPARE(after.numel(), before.numel());
+                    const double rel =
+                        ((after - before / s).abs() / (before / s)).max().item<double>();
+                    const bool deep = k == "o_proj" || k == "down_proj";
+                    (deep ? worstDeep : worstNormFed) =
+                        std::max(deep ? worstDeep : worstNormFed, rel);
+                    QVERIFY2(rel <= (deep ? 1e-4 : 1e-6),
+                             qPrintable(QStringLiteral("%1 block %2: %3")
+                                            .arg(QString::fromStdString(k))
+                                            .arg(b)
+                                            .arg(rel)));
+                    if (k != "v_proj" && k != "up_proj") {
+                        const at::Tensor wBefore = tensor(l.ranges.weightAbsmaxBefore);
+                        QVERIFY(at::equal(tensor(l.ranges.weightAbsmaxAfter), wBefore * s));
+                    }
+                    ++checked;
+                }
+            }
+        }
+        QCOMPARE(checked, 5 * 7);
+        qInfo("input absmax after vs before / s, largest relative difference: %.3g (norm-fed), "
+              "%.3g (o_proj, down_proj)",
+              worstNormFed, worstDeep);
+        // The flattening the plots show: q_proj's input of block 0 is far less spread after.
+        const LayerReport& q = *byKind.at({0, "q_proj"});
+        const auto spread = [&](const std::vector<float>& v) {
+            const at::Tensor t = tensor(v);
+            return (t.max() / t.median()).item<double>();
+        };
+        QVERIFY(spread(q.input.absmax) < spread(q.ranges.inputAbsmaxBefore));
+        // Without SmoothQuant nothing is kept.
+        req.recipe.algorithms.clear();
+        for (const LayerReport& l : runQuantization(req, {}).report.layers)
+            QVERIFY(!l.ranges.valid());
+    }
+
     void stories260kInt8() {
         const QuantizationOutcome naive = runQuantization(stories("int8", {}), {});
         const QuantizationOutcome sq =
