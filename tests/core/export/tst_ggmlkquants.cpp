@@ -6,8 +6,11 @@
 // x86-64 outside this repository) on the inputs `referenceRow` makes; the hashes are FNV-1a 64 of
 // the floats its dequantize_row_q4_K / dequantize_row_q6_K return for those blocks. Rows: 0 plain
 // uniform [-1, 1); 1 the same scaled by 0.02 (small scales); 2 all positive (|x| + 0.5: Q4_K's
-// min clamps to 0); 3 a zero sub-block and one outlier of 25.
+// min clamps to 0); 3 a zero sub-block and one outlier of 25. kLegacyExpected: the same C
+// reference's quantize_row_q4_0_ref / q4_1 / q5_0 (Q4_K's fallback) / q8_0 on 64 values of
+// each row (rows 0-2: values 0-63; row 3: values 64-127, which hold the outlier).
 #include "export/GgmlKQuants.h"
+#include "export/GgufExporter.h"
 
 #include <c10/util/Half.h>
 
@@ -146,6 +149,41 @@ const uint64_t kQ4KDequantizedHash[] = {0xec1d1d8daee2c9e5ull, 0x14ae1f3635b1110
 const uint64_t kQ6KDequantizedHash[] = {0x73ec4104f15861d3ull, 0xdcc5b5d782d3a205ull,
                                         0x1240ca8cfeaeb089ull, 0xaacd157ac1721ce1ull};
 
+const char* const kLegacyExpected[4][4] = {
+    {
+        // q4_0
+        "e6afaf1fa716015e9887b6935fe4f02fb5f9c12f77c559cf90cd75357fb98beb6af2cf2c",
+        "1d99fa36e8b3df76c67606f1db73ba10a4731c198abc4dc8ee7ef1e77a4b06378bc55dfa",
+        "d7b142332530425103433430240152115112e4b152421020121051444321515243441435",
+        "ab2f813b456f0ea56bf1094daab77018612340c288888888808888888888888888888888",
+    },
+    {
+        // q4_1
+        "3630e3bb60e068eafea26778496ca02b1fd15b070a30c1bb77b459bf90cc75357fa88aea6ae2ce2c",
+        "4e19d5a406c9175c20893989f91e359c45ef6c8c31191ca57abc4dc8de7ef1e77a3b06378ac55cea",
+        "012c2c385958b17f4a2be736547e83fb18dd0bc9202c0b38083aceafb8df1b34378c1c094632c451",
+        "0330abbb813a456f0da46bf1094caab770186123ef3efcbb101000011f1001100011100011101000",
+    },
+    {
+        // q5_0
+        "e6ab63a4c5db3f1f3f1c03bd200e7d27afb8d15e6af1c12b2cdf3a6eff79a27f3099e96aff6216c5c4e58e49",
+        "1d9515145d56f36cc056aeec8cec0ce395d6651037e51c153fd3dab0f4587a80bcdce3dfe3770c6e0599a9d5",
+        "d7ad0000000074753a608493158678605802a511a324e4ad00000000a58421403510a3988552a2b48689277a",
+        "ab2b5a27a10c02768acf0c49c7f2129a557ee020c15640beeffffefdf00000000000000100f0000000000000",
+    },
+    {
+        // q8_0
+        "f61f85840b23699cff0c19498a3f789233f6e576e8747f2aec00c9ec2da7965bd081d01ff6c913798149ccd177"
+        "0c2c2920a77046f53bd4381445f1b3f52d0662e4703fa2",
+        "2809e622014c8d201e211c68d54edc7f4655884fa0d7b00cbe0f7b93b816d177e71026091e3c4efd635f96f81c"
+        "36e2ed2acb4926f92bbb435aec7365eeb981b00345d169",
+        "e2215c57327c626a5650417c406b5776685e47486752413778404b52597f33742d6eef215b627a7f587c6b3f54"
+        "6d71604f3944312d3f6c616a73323a3c5a2e2c423f6e4a",
+        "ba1f952fcd745fca368e114c25f182fe8cae02b8c4dd8120dd7a89c62735f28edca64d32fefcfe037fff02fbfd"
+        "02fdfc01fdfffe0502fffe0202fd03fe0403fe040103fd",
+    },
+};
+
 constexpr int kRows = 4;
 constexpr int kRowLength = 512; // two super-blocks
 
@@ -221,6 +259,21 @@ private Q_SLOTS:
             qs::ggmlDequantizeQ6KRow(q.data(), kRowLength, y.data());
             QCOMPARE(fnv1a(y), kQ6KDequantizedHash[r]);
         }
+    }
+
+    // The 32-block types of the GGUF exporter (its ggml reference quantizers) on the same rows.
+    void legacyBytesEqualGgml() {
+        const qs::GgmlType types[] = {qs::GgmlType::Q4_0, qs::GgmlType::Q4_1, qs::GgmlType::Q5_0,
+                                      qs::GgmlType::Q8_0};
+        for (int t = 0; t < 4; ++t)
+            for (int r = 0; r < kRows; ++r) {
+                const std::vector<float> x = referenceRow(r);
+                const std::string q =
+                    qs::ggmlQuantizeRow(x.data() + (r == 3 ? 64 : 0), 64, types[t]);
+                QCOMPARE(uint64_t(q.size()), qs::ggmlRowBytes(64, types[t]));
+                const std::vector<uint8_t> bytes(q.begin(), q.end());
+                QCOMPARE(QString::fromStdString(toHex(bytes)), QString(kLegacyExpected[t][r]));
+            }
     }
 
     // Whatever scales the searches chose, the codes are re-rounded to nearest against the stored
