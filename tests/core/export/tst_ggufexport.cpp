@@ -18,6 +18,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Half.h>
+#include <nlohmann/json.hpp>
 
 #include <QDir>
 #include <QFile>
@@ -374,28 +375,35 @@ private Q_SLOTS:
         }
     }
 
-    // GPTQ's codes (uint4 asymmetric, groups of 64) go through the same path: Q4_1 with
-    // m = -zp * scale.
-    void gptqCodesAsQ41() {
-        qs::Recipe recipe;
-        recipe.global = qs::quant::resolveScheme("uint4_wo_64");
-        recipe.exclude = {"*down_proj"};
-        recipe.algorithms.push_back({"gptq", {{"desc_act", false}, {"static_groups", false}}});
-        const QString out = qs::test::tempDir("codes-gptq");
-        const qs::QuantizationOutcome o = quantize(recipe, "auto", out + "/gguf");
-        int gptq = 0;
-        for (const auto& block : o.plans)
-            for (const qs::LayerPlan& p : block)
-                gptq += p.transforms == std::vector<std::string>{"gptq"};
-        QVERIFY(gptq >= 5 * 6);
-        const Gguf g(out + "/gguf/model.gguf");
-        int checked = 0;
-        double worst = 0;
-        checkAll(g, o, 3, checked, worst);
-        if (QTest::currentTestFailed())
-            return;
-        QCOMPARE(checked, 5 * 6);
-        qInfo("gptq uint4 q4_1: largest |file - engine| / scale = %.3g", worst);
+    // GPTQ's and AWQ's codes (uint4 asymmetric, groups of 64) go through the same path: Q4_1
+    // with m = -zp * scale (AWQ: the codes of the rescaled weight, whose 1/s went into the norms
+    // the file holds).
+    void algorithmCodesAsQ41() {
+        for (const std::string algo : {"gptq", "awq"}) {
+            qs::Recipe recipe;
+            recipe.global = qs::quant::resolveScheme("uint4_wo_64");
+            recipe.exclude = {"*down_proj"};
+            if (algo == "gptq")
+                recipe.algorithms.push_back(
+                    {"gptq", {{"desc_act", false}, {"static_groups", false}}});
+            else
+                recipe.algorithms.push_back({"awq", nlohmann::json::object()});
+            const QString out = qs::test::tempDir(QString::fromStdString("codes-" + algo));
+            const qs::QuantizationOutcome o = quantize(recipe, "auto", out + "/gguf");
+            int transformed = 0;
+            for (const auto& block : o.plans)
+                for (const qs::LayerPlan& p : block)
+                    transformed += !p.transforms.empty();
+            QVERIFY2(transformed >= 5 * 6, algo.c_str());
+            const Gguf g(out + "/gguf/model.gguf");
+            int checked = 0;
+            double worst = 0;
+            checkAll(g, o, 3, checked, worst);
+            if (QTest::currentTestFailed())
+                return;
+            QCOMPARE(checked, 5 * 6);
+            qInfo("%s uint4 q4_1: largest |file - engine| / scale = %.3g", algo.c_str(), worst);
+        }
     }
 
     // int8 symmetric per output channel: Q8_0, the channel's scale in each of its blocks.
