@@ -157,8 +157,8 @@ at::Tensor permuteForRope(const at::Tensor& w, int64_t heads) {
         .contiguous();
 }
 
-// llama_ftype of the file: the type most 2-D weight elements have (llama.cpp guesses it the
-// same way when the key is missing). Q4_K as LLAMA_FTYPE_MOSTLY_Q4_K_S: no tensor is promoted
+// llama_ftype of the file: the type most 2-D weight elements have (informational: llama.cpp
+// reads each tensor's own type). Q4_K as LLAMA_FTYPE_MOSTLY_Q4_K_S: no tensor is promoted
 // to a wider type, unlike llama-quantize's Q4_K_M mixture.
 uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
     std::map<GgmlType, int64_t> elements;
@@ -192,10 +192,6 @@ uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
     }
     return 0;
 }
-
-} // namespace
-
-namespace {
 
 const std::vector<std::pair<std::string, GgmlType>>& typeNames() {
     static const std::vector<std::pair<std::string, GgmlType>> names = {
