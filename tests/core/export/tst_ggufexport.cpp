@@ -11,6 +11,7 @@
 #include "export/ExportFormat.h"
 #include "export/GgmlKQuants.h"
 #include "export/GgufExporter.h"
+#include "io/Checkpoint.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
 #include "synth/SyntheticModel.h"
@@ -513,6 +514,18 @@ private Q_SLOTS:
             QCOMPARE(uint64_t(g.bytes.size()) - g.dataStart - last->first,
                      (last->second.second + 31) / 32 * 32);
             QCOMPARE(g.tensors.at("blk.1.ffn_up.weight").dims, (std::vector<uint64_t>{256, 544}));
+            // ffn_up [544, 256] (not permuted): each row is the K-quantizer's bytes of the
+            // source row (F32 synthetic checkpoint).
+            const auto source = qs::Checkpoint::open(opt.outDir);
+            const qs::TensorInfo& info = source->info("model.layers.1.mlp.up_proj.weight");
+            const auto* w = reinterpret_cast<const float*>(
+                source->fileOf("model.layers.1.mlp.up_proj.weight").data(info));
+            const uint64_t rowBytes = qs::ggmlRowBytes(256, main);
+            for (int r = 0; r < 544; r += 97) {
+                const std::string expect = qs::ggmlQuantizeRow(w + r * 256, 256, main);
+                QVERIFY(std::memcmp(g.data("blk.1.ffn_up.weight") + r * rowBytes, expect.data(),
+                                    rowBytes) == 0);
+            }
             // general.file_type: LLAMA_FTYPE_MOSTLY_Q4_K_S (14) / Q6_K (18).
             uint32_t ftype;
             std::memcpy(&ftype, g.kv.at("general.file_type").data(), 4);
