@@ -80,8 +80,12 @@ ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, 
     m_ggufType->setObjectName(QStringLiteral("ggufType"));
     for (const std::string& t : ggufTypeNames())
         m_ggufType->addItem(QString::fromStdString(t), QString::fromStdString(t));
-    m_ggufType->setToolTip(tr("ggml type of the GGUF weights (rounded by ggml's reference "
-                              "quantizers)"));
+    m_ggufType->setToolTip(
+        tr("ggml type of the GGUF weights. auto: each quantized layer's own codes in the block "
+           "that holds them (int4 sym: q4_0, 4-bit asym: q4_1, int8 sym: q8_0). A fixed type "
+           "must hold every quantized layer's codes exactly, else the run is refused naming the "
+           "layer; q4_k/q6_k and unquantized tensors are rounded by ggml's reference "
+           "quantizers."));
     setExportTargets(recipe.exportTargets);
     connect(m_formats, &QListWidget::itemChanged, this, [this] { updateState(); });
     m_formats->setMaximumHeight(m_formats->sizeHintForRow(0) * 4 + 2 * m_formats->frameWidth() + 4);

@@ -149,7 +149,14 @@ void addOutputOptions(QCommandLineParser& parser) {
                       "Quark's name for --format: hf_format (= quark), gguf, onnx.",
                       "FORMAT"});
     parser.addOption(
-        {"gguf-type", "GGUF tensor type: f32, f16, q8_0 (default), q4_0, q4_1.", "TYPE", "q8_0"});
+        {"gguf-type",
+         "GGUF weight type: auto (default: each quantized layer's own codes, int4 sym -> q4_0, "
+         "4-bit asym -> q4_1, int8 sym -> q8_0, never re-rounded; other tensors in the source's "
+         "precision), q4_0, q4_1, q8_0 (quantized layers must fit the type exactly, else the "
+         "run is refused naming them; unquantized tensors rounded by ggml's quantizer), q4_k, "
+         "q6_k (ggml's K-quants of unquantized tensors; rows not a multiple of 256 fall back "
+         "to q5_0 / q8_0 as llama.cpp does), f16, f32 (the dequantized weights).",
+         "TYPE", "auto"});
     parser.addOption({"allow-unloadable",
                       "Write layouts the format holds but its consumers refuse (as Quark does for "
                       "int4 layers whose packed axis is not a multiple of 8), warning per layer."});

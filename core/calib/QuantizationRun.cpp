@@ -52,10 +52,10 @@ std::vector<std::string> resolveExportFormats(const QuantizationRequest& req, Re
 void checkExportFormats(const std::vector<std::string>& formats, const Recipe& recipe,
                         const ModuleNode& tree, const std::vector<std::string>& skipped,
                         bool allowUnloadable, const ModelConfig& model,
-                        std::vector<std::string>& warnings) {
+                        std::optional<GgmlType> ggufType, std::vector<std::string>& warnings) {
     for (const std::string& f : formats) {
-        const std::vector<std::string> problems =
-            ExporterRegistry::problems(f, recipe, tree, skipped, !allowUnloadable, &model);
+        const std::vector<std::string> problems = ExporterRegistry::problems(
+            f, recipe, tree, skipped, !allowUnloadable, &model, ggufType);
         if (!problems.empty()) {
             std::string text;
             for (const std::string& p : problems)
@@ -64,7 +64,7 @@ void checkExportFormats(const std::vector<std::string>& formats, const Recipe& r
         }
         if (allowUnloadable)
             for (const std::string& p :
-                 ExporterRegistry::problems(f, recipe, tree, skipped, true, &model))
+                 ExporterRegistry::problems(f, recipe, tree, skipped, true, &model, ggufType))
                 warnings.push_back(f + ": written although consumers will refuse it: " + p);
     }
 }
@@ -108,7 +108,8 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         throw Error("--format", "", "an export format needs an output folder (--out DIR)");
     if (!req.outDir.empty())
         prep.exportFormats = resolveExportFormats(req, recipe);
-    ggmlTypeFromName(req.ggufType); // a bad --gguf-type fails before any work
+    const std::optional<GgmlType> ggufType =
+        ggufTypeFromName(req.ggufType); // a bad --gguf-type fails before any work
 
     prep.handle = openModelHandle(req.modelDir);
     const ModelHandle& handle = prep.handle;
@@ -154,7 +155,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
     checkExportFormats(prep.exportFormats, recipe, tree, prep.planner->skipped(),
-                       req.allowUnloadable, handle.config, prep.warnings);
+                       req.allowUnloadable, handle.config, ggufType, prep.warnings);
     for (const auto& [layer, scheme] : prep.planner->quantizedLinears(tree))
         for (const auto& t : prep.transforms)
             t->checkLayer(layer, scheme);
@@ -273,7 +274,7 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     context.sourceDir = req.modelDir;
     context.numBlocks = prep.model->numBlocks();
     context.recipe = &prep.recipe;
-    context.ggufType = ggmlTypeFromName(req.ggufType);
+    context.ggufType = ggufTypeFromName(req.ggufType);
     {
         std::vector<const ModuleNode*> linears;
         const ModuleNode tree = prep.handle.moduleTree();

@@ -30,7 +30,7 @@ struct QuantizationRequest {
     // Write layouts the format holds but its consumers cannot load (as Quark itself does),
     // with a warning per layer instead of a refusal.
     bool allowUnloadable = false;
-    std::string ggufType = "q8_0"; // f32, f16, q8_0, q4_0, q4_1 (GGUF export only)
+    std::string ggufType = "auto"; // ggufTypeNames() (GGUF export only)
     TokenizerBackend tokenizer = TokenizerBackend::Auto;
     // Keep every block's plans in the outcome (sensitivity reuses one calibration).
     bool keepPlans = false;

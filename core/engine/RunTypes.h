@@ -22,7 +22,7 @@ struct RunRequest {
     Kind kind = Kind::Analyze;
     Recipe recipe;
     std::string outDir;            // Quantize only: the formats are the recipe's export_targets
-    std::string ggufType = "q8_0"; // Quantize to GGUF only (ggufTypeNames)
+    std::string ggufType = "auto"; // Quantize to GGUF only (ggufTypeNames)
     std::string device = "cpu";
     std::string dtype = "float32";
 };

@@ -17,7 +17,8 @@ const std::vector<ExportFormat>& exportFormats() {
         {"gguf",
          "gguf",
          {},
-         "GGUF v3 for llama.cpp (llama family; Q8_0, Q4_0, Q4_1, F16 or F32 weights)",
+         "GGUF v3 for llama.cpp (llama family; the plan's int4/int8 codes as Q4_0, Q4_1 or Q8_0, "
+         "or Q4_K, Q6_K, F16, F32)",
          true},
         {"onnx",
          "onnx",
@@ -40,7 +41,8 @@ const ExportFormat* findExportFormat(const std::string& n) {
 }
 
 const std::vector<std::string>& ggufTypeNames() {
-    static const std::vector<std::string> names = {"q8_0", "q4_0", "q4_1", "f16", "f32"};
+    static const std::vector<std::string> names = {"auto", "q8_0", "q4_0", "q4_1",
+                                                   "q4_k", "q6_k", "f16",  "f32"};
     return names;
 }
 

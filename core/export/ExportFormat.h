@@ -21,7 +21,8 @@ const std::vector<ExportFormat>& exportFormats();
 // By name, recipe target or alias (Quark's --model_export hf_format/gguf/onnx); nullptr when
 // unknown.
 const ExportFormat* findExportFormat(const std::string& nameOrAlias);
-// The GGUF weight types the GGUF exporter writes (--gguf-type), the default first.
+// The GGUF weight types the GGUF exporter writes (--gguf-type), the default first ("auto": each
+// quantized layer in the block type that holds its codes).
 const std::vector<std::string>& ggufTypeNames();
 
 } // namespace qs

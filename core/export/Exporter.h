@@ -7,13 +7,24 @@
 
 #include <cstdint>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace qs {
 
-// GGML tensor types the GGUF exporter writes (values as in ggml.h).
-enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q8_0 = 8 };
+// GGML tensor types the GGUF exporter writes (values as in ggml.h). Q5_0 only as llama.cpp's
+// fallback for Q4_K rows that are not a multiple of 256 long.
+enum class GgmlType : uint32_t {
+    F32 = 0,
+    F16 = 1,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q8_0 = 8,
+    Q4_K = 12,
+    Q6_K = 14
+};
 
 // What an exporter knows before the first block: the source checkpoint (tensors it copies as
 // they are), the recipe as run, the model's quantizable linears and where to write.
@@ -24,7 +35,9 @@ struct ExportContext {
     int numBlocks = 0;
     const Recipe* recipe = nullptr;
     std::vector<std::string> layerNames; // every block linear, model order
-    GgmlType ggufType = GgmlType::Q8_0;  // GGUF only
+    // GGUF only: the weight type asked (--gguf-type); nullopt = "auto", each layer in the block
+    // type that holds its plan's codes.
+    std::optional<GgmlType> ggufType;
 };
 
 // One output format, written while the pipeline streams blocks (it is the pipeline's

@@ -1,6 +1,7 @@
 #include "export/ExporterRegistry.h"
 
 #include "export/FakeQuantCheckpointWriter.h"
+#include "export/GgufCodeBlocks.h"
 #include "export/GgufExporter.h"
 #include "export/OnnxExporter.h"
 #include "export/QuarkHfExporter.h"
@@ -32,21 +33,22 @@ std::string ExporterRegistry::canonical(const std::string& n, const std::string&
 std::vector<std::string> ExporterRegistry::problems(const std::string& format, const Recipe& recipe,
                                                     const ModuleNode& tree,
                                                     const std::vector<std::string>& skipped,
-                                                    bool loaderLimits, const ModelConfig* model) {
+                                                    bool loaderLimits, const ModelConfig* model,
+                                                    std::optional<GgmlType> ggufType) {
     const ExportFormat* f = find(format);
     if (!f)
         return {"unknown export format '" + format + "'"};
     if (!f->available)
         return {"this build does not write " + f->name + " yet"};
-    if (f->name == "fake" || f->name == "gguf")
-        return {}; // float values (GGUF: requantized by ggml's reference quantizer)
+    if (f->name == "fake")
+        return {}; // float values
     std::set<std::string> unquantized;
     for (const std::string& s : skipped)
         unquantized.insert(s.substr(0, s.find(':')));
     std::vector<const ModuleNode*> linears;
     tree.collect("linear", linears);
     std::vector<std::string> out;
-    const bool onnx = f->name == "onnx";
+    const bool onnx = f->name == "onnx", gguf = f->name == "gguf";
     if (onnx && model)
         if (const std::string r = OnnxExporter::modelReason(*model); !r.empty())
             return {"model: " + r};
@@ -58,6 +60,12 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
         const std::optional<quant::QuantSpec> kv = recipe.kvOutputFor(n->name, kind);
         if (!scheme && !kv)
             continue;
+        if (gguf) { // GGUF holds weights only: activation and KV-cache specs are not written
+            if (scheme)
+                if (const std::string r = ggufUnfitReason(*scheme, n->shape, ggufType); !r.empty())
+                    out.push_back(n->name + ": " + r);
+            continue;
+        }
         if (scheme && kv)
             scheme->output = kv; // the KV-cache spec replaces the scheme's output spec
         const std::string reason =

@@ -28,12 +28,12 @@ public:
     // `skipped` lists layers the planner leaves unquantized ("name: reason"). `loaderLimits`:
     // include layouts the format holds but its consumers cannot load. `model`: the model's
     // config, for formats that write only some families (onnx); nullptr skips those
-    // checks (the exporter's constructor repeats them).
-    static std::vector<std::string> problems(const std::string& format, const Recipe& recipe,
-                                             const ModuleNode& tree,
-                                             const std::vector<std::string>& skipped,
-                                             bool loaderLimits = true,
-                                             const ModelConfig* model = nullptr);
+    // checks (the exporter's constructor repeats them). `ggufType`: GGUF's --gguf-type
+    // (nullopt: auto), which decides which quantized layers GGUF holds without re-rounding.
+    static std::vector<std::string>
+    problems(const std::string& format, const Recipe& recipe, const ModuleNode& tree,
+             const std::vector<std::string>& skipped, bool loaderLimits = true,
+             const ModelConfig* model = nullptr, std::optional<GgmlType> ggufType = std::nullopt);
 
     static std::unique_ptr<Exporter> create(const std::string& format,
                                             const ExportContext& context);

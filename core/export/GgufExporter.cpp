@@ -1,5 +1,7 @@
 #include "export/GgufExporter.h"
 #include "export/ExportFormat.h"
+#include "export/GgmlKQuants.h"
+#include "export/GgufCodeBlocks.h"
 #include "io/TensorDType.h"
 
 #include "export/TensorBlocks.h"
@@ -155,26 +157,85 @@ at::Tensor permuteForRope(const at::Tensor& w, int64_t heads) {
         .contiguous();
 }
 
+// llama_ftype of the file: the type most 2-D weight elements have (informational: llama.cpp
+// reads each tensor's own type). Q4_K as LLAMA_FTYPE_MOSTLY_Q4_K_S: no tensor is promoted
+// to a wider type, unlike llama-quantize's Q4_K_M mixture.
+uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
+    std::map<GgmlType, int64_t> elements;
+    for (const GgufExporter::Entry& e : entries)
+        if (e.shape.size() == 2)
+            elements[e.type] += e.shape[0] * e.shape[1];
+    GgmlType dominant = GgmlType::F32;
+    int64_t most = -1;
+    for (const auto& [type, n] : elements)
+        if (n > most) {
+            most = n;
+            dominant = type;
+        }
+    switch (dominant) {
+    case GgmlType::F32:
+        return 0;
+    case GgmlType::F16:
+        return 1;
+    case GgmlType::Q4_0:
+        return 2;
+    case GgmlType::Q4_1:
+        return 3;
+    case GgmlType::Q8_0:
+        return 7;
+    case GgmlType::Q5_0:
+        return 8;
+    case GgmlType::Q4_K:
+        return 14;
+    case GgmlType::Q6_K:
+        return 18;
+    }
+    return 0;
+}
+
+const std::vector<std::pair<std::string, GgmlType>>& typeNames() {
+    static const std::vector<std::pair<std::string, GgmlType>> names = {
+        {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"q4_0", GgmlType::Q4_0},
+        {"q4_1", GgmlType::Q4_1}, {"q5_0", GgmlType::Q5_0}, {"q8_0", GgmlType::Q8_0},
+        {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K}};
+    return names;
+}
+
+bool isKQuant(GgmlType t) {
+    return t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+}
+
 } // namespace
 
-GgmlType ggmlTypeFromName(const std::string& name) {
+std::optional<GgmlType> ggufTypeFromName(const std::string& name) {
     std::string n = name;
     std::transform(n.begin(), n.end(), n.begin(),
                    [](unsigned char ch) { return std::tolower(ch); });
-    if (n == "f32")
-        return GgmlType::F32;
-    if (n == "f16")
-        return GgmlType::F16;
-    if (n == "q8_0")
-        return GgmlType::Q8_0;
-    if (n == "q4_0")
-        return GgmlType::Q4_0;
-    if (n == "q4_1")
-        return GgmlType::Q4_1;
+    const std::vector<std::string>& offered = ggufTypeNames();
+    if (std::find(offered.begin(), offered.end(), n) != offered.end()) {
+        if (n == "auto")
+            return std::nullopt;
+        for (const auto& [text, type] : typeNames())
+            if (text == n)
+                return type;
+    }
     std::string known;
-    for (const std::string& t : ggufTypeNames())
+    for (const std::string& t : offered)
         known += (known.empty() ? "" : ", ") + t;
     throw Error("--gguf-type", name, "unknown GGUF type (" + known + ")");
+}
+
+GgmlType ggmlTypeFromName(const std::string& name) {
+    if (const std::optional<GgmlType> t = ggufTypeFromName(name))
+        return *t;
+    throw Error("--gguf-type", name, "'auto' picks a type per layer; a single type is needed here");
+}
+
+std::string ggmlTypeName(GgmlType type) {
+    for (const auto& [text, t] : typeNames())
+        if (t == type)
+            return text;
+    return "type " + std::to_string(uint32_t(type));
 }
 
 uint64_t ggmlRowBytes(int64_t n, GgmlType type) {
@@ -189,8 +250,22 @@ uint64_t ggmlRowBytes(int64_t n, GgmlType type) {
         return uint64_t(n / 32) * 18;
     case GgmlType::Q4_1:
         return uint64_t(n / 32) * 20;
+    case GgmlType::Q5_0:
+        return uint64_t(n / 32) * 22;
+    case GgmlType::Q4_K:
+        return uint64_t(n / kGgmlSuperBlock) * kQ4KBlockBytes;
+    case GgmlType::Q6_K:
+        return uint64_t(n / kGgmlSuperBlock) * kQ6KBlockBytes;
     }
     return 0;
+}
+
+GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
+    if (asked == GgmlType::F32 || asked == GgmlType::F16)
+        return asked;
+    if (isKQuant(asked) && rowLength % kGgmlSuperBlock != 0)
+        asked = asked == GgmlType::Q4_K ? GgmlType::Q5_0 : GgmlType::Q8_0;
+    return rowLength % 32 == 0 ? asked : GgmlType::F32;
 }
 
 std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type) {
@@ -205,6 +280,15 @@ std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type) {
             putHalf(out, x[i]);
         return out;
     }
+    if (isKQuant(type)) {
+        out.resize(ggmlRowBytes(n, type));
+        auto* bytes = reinterpret_cast<uint8_t*>(out.data());
+        if (type == GgmlType::Q4_K)
+            ggmlQuantizeQ4KRow(x, n, bytes);
+        else
+            ggmlQuantizeQ6KRow(x, n, bytes);
+        return out;
+    }
     for (int64_t b = 0; b < n / 32; ++b) {
         const float* v = x + b * 32;
         if (type == GgmlType::Q8_0) {
@@ -216,6 +300,27 @@ std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type) {
             putHalf(out, d);
             for (int j = 0; j < 32; ++j)
                 out.push_back(char(int8_t(std::roundf(v[j] * id))));
+        } else if (type == GgmlType::Q5_0) {
+            float amax = 0.0f, max = 0.0f;
+            for (int j = 0; j < 32; ++j)
+                if (amax < std::fabs(v[j])) {
+                    amax = std::fabs(v[j]);
+                    max = v[j];
+                }
+            const float d = max / -16;
+            const float id = d ? 1.0f / d : 0.0f;
+            putHalf(out, d);
+            uint32_t high = 0; // bit j: the fifth bit of code j
+            std::string low(16, '\0');
+            for (int j = 0; j < 16; ++j) {
+                const uint8_t a = std::min<uint8_t>(31, uint8_t(int8_t(v[j] * id + 16.5f)));
+                const uint8_t c = std::min<uint8_t>(31, uint8_t(int8_t(v[16 + j] * id + 16.5f)));
+                low[size_t(j)] = char((a & 0xF) | ((c & 0xF) << 4));
+                high |= uint32_t((a & 0x10) >> 4) << j;
+                high |= uint32_t((c & 0x10) >> 4) << (j + 16);
+            }
+            out.append(reinterpret_cast<const char*>(&high), 4);
+            out += low;
         } else if (type == GgmlType::Q4_0) {
             float amax = 0.0f, max = 0.0f;
             for (int j = 0; j < 32; ++j)
@@ -275,7 +380,7 @@ std::string GgufExporter::ggufName(const std::string& n) {
     return {};
 }
 
-GgufExporter::GgufExporter(const ExportContext& context, GgmlType type)
+GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType> type)
     : m_context(context), m_type(type), m_folder(context.outDir) {
     std::ifstream in(context.sourceDir + "/config.json");
     const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
@@ -302,24 +407,66 @@ GgufExporter::GgufExporter(const ExportContext& context, GgmlType type)
 
 GgufExporter::~GgufExporter() = default;
 
-void GgufExporter::add(const std::string& hfName, const at::Tensor& t) {
+void GgufExporter::spool(Entry e, const std::string& bytes) {
+    if (m_spool.write(bytes.data(), qint64(bytes.size())) != qint64(bytes.size()))
+        throw Error(m_context.outDir, e.name, m_spool.errorString().toStdString());
+    e.size = bytes.size();
+    m_entries.push_back(std::move(e));
+}
+
+void GgufExporter::add(const std::string& hfName, const at::Tensor& t,
+                       std::optional<GgmlType> forced) {
     at::Tensor w = toHost(t).to(at::kFloat).contiguous();
     if (hfName.find("self_attn.q_proj.weight") != std::string::npos)
         w = permuteForRope(w, m_heads);
     else if (hfName.find("self_attn.k_proj.weight") != std::string::npos)
         w = permuteForRope(w, m_kvHeads);
     const int64_t rowLen = w.dim() == 0 ? 1 : w.size(-1);
-    const GgmlType type = (w.dim() == 2 && rowLen % 32 == 0) ? m_type : GgmlType::F32;
+    GgmlType type = GgmlType::F32;
+    if (forced)
+        type = *forced;
+    else if (w.dim() == 2 && m_type)
+        type = ggmlTypeForRow(*m_type, rowLen);
+    else if (w.dim() == 2 && m_context.source->contains(hfName) &&
+             m_context.source->info(hfName).dtype == DType::F16)
+        type = GgmlType::F16; // auto: the source's precision
     Entry e{ggufName(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
     const float* p = w.data_ptr<float>();
     const int64_t rows = w.numel() / rowLen;
-    for (int64_t r = 0; r < rows; ++r) {
-        const std::string bytes = ggmlQuantizeRow(p + r * rowLen, rowLen, type);
-        if (m_spool.write(bytes.data(), qint64(bytes.size())) != qint64(bytes.size()))
-            throw Error(m_context.outDir, e.name, m_spool.errorString().toStdString());
-        e.size += bytes.size();
+    std::string bytes;
+    for (int64_t r = 0; r < rows; ++r)
+        bytes += ggmlQuantizeRow(p + r * rowLen, rowLen, type);
+    spool(std::move(e), bytes);
+}
+
+void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
+                            const at::Tensor& weight) {
+    if (const std::string r = ggufUnfitReason(*plan.scheme, plan.shape, m_type); !r.empty())
+        throw Error(m_context.outDir, plan.name, r); // checked before the run; kept as a guard
+    const int64_t out = plan.shape[0], in = plan.shape[1];
+    if (in % 32 != 0) { // no 32-blocks: F32 holds the dequantized weight exactly
+        add(hfName, weight, GgmlType::F32);
+        return;
     }
-    m_entries.push_back(std::move(e));
+    const GgmlType type = m_type ? *m_type : *ggufCodeBlockType(*plan.scheme, nullptr);
+    CodeBlockRows rows = codeBlockRows(*plan.weight.codes, plan.scheme->weight, plan.shape);
+    const int64_t heads = hfName.find("self_attn.q_proj.weight") != std::string::npos   ? m_heads
+                          : hfName.find("self_attn.k_proj.weight") != std::string::npos ? m_kvHeads
+                                                                                        : 0;
+    if (heads) { // the same row order as the float path
+        rows.codes = permuteForRope(rows.codes, heads);
+        rows.scale = permuteForRope(rows.scale, heads);
+        rows.zeroPoint = permuteForRope(rows.zeroPoint, heads);
+    }
+    Entry e{ggufName(hfName), {out, in}, type, uint64_t(m_spool.pos()), 0};
+    const int64_t blocks = in / 32;
+    std::string bytes;
+    bytes.reserve(size_t(ggmlRowBytes(in, type) * uint64_t(out)));
+    for (int64_t r = 0; r < out; ++r)
+        bytes += codeBlockRow(
+            rows.codes.data_ptr<int32_t>() + r * in, rows.scale.data_ptr<float>() + r * blocks,
+            rows.zeroPoint.data_ptr<int32_t>() + r * blocks, in, rows.dtype, type, plan.name);
+    spool(std::move(e), bytes);
 }
 
 void GgufExporter::copyUntil(int blockLimit) {
@@ -336,10 +483,19 @@ void GgufExporter::writeLeading() {
 void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) {
     copyUntil(index);
     const std::map<std::string, const at::Tensor*> weights = blockTensors(block, plans);
+    std::map<std::string, const LayerPlan*> planOf; // "<linear>.weight" -> plan
+    for (const LayerPlan& p : plans)
+        planOf[p.name + ".weight"] = &p;
+    const bool floatOnly = m_type == GgmlType::F32 || m_type == GgmlType::F16;
     while (m_next < m_names.size() && m_blockOf[m_next] == index) {
         const std::string& n = m_names[m_next++];
         const auto it = weights.find(n);
-        add(n, it != weights.end() ? *it->second : floatOf(*m_context.source, n));
+        const auto plan = planOf.find(n);
+        if (it != weights.end() && plan != planOf.end() && plan->second->scheme &&
+            plan->second->weight.codes && !floatOnly)
+            addCodes(n, *plan->second, *it->second);
+        else
+            add(n, it != weights.end() ? *it->second : floatOf(*m_context.source, n));
     }
 }
 
@@ -359,11 +515,7 @@ void GgufExporter::commit(const std::string& recipeJson) {
     kv.string("general.name",
               QFileInfo(QString::fromStdString(m_context.sourceDir)).fileName().toStdString());
     kv.u32("general.alignment", uint32_t(kAlignment));
-    kv.u32("general.file_type", m_type == GgmlType::F32    ? 0
-                                : m_type == GgmlType::F16  ? 1
-                                : m_type == GgmlType::Q4_0 ? 2
-                                : m_type == GgmlType::Q4_1 ? 3
-                                                           : 7);
+    kv.u32("general.file_type", fileTypeOf(m_entries));
     kv.u32("llama.context_length", uint32_t(cfg.value("max_position_embeddings", 2048)));
     kv.u32("llama.embedding_length", uint32_t(hidden));
     kv.u32("llama.feed_forward_length", uint32_t(cfg.value("intermediate_size", 0)));

@@ -6,31 +6,50 @@
 #include <QFile>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace qs {
 
-// ggml's reference quantizers (ggml-quants.c quantize_row_*_ref), one row of n (multiple of
-// 32) floats to blocks: Q8_0 {f16 d = amax/127; int8 q = round(x/d)}, Q4_0 {f16 d = max/-8
-// (max = the signed value of largest magnitude); q = min(15, (int8)(x/d + 8.5))}, Q4_1
-// {f16 d = (max-min)/15, f16 m = min; q = min(15, (int8)((x-min)/d + 0.5))}; F16 round to
-// nearest even. The multiplications by the reciprocal and the casts are ggml's, in its order.
+// ggml's reference quantizers (ggml-quants.c quantize_row_*_ref), one row of n floats to blocks:
+// Q8_0 {f16 d = amax/127; int8 q = round(x/d)}, Q4_0 {f16 d = max/-8 (max = the signed value
+// of largest magnitude); q = min(15, (int8)(x/d + 8.5))}, Q4_1 {f16 d = (max-min)/15, f16 m =
+// min; q = min(15, (int8)((x-min)/d + 0.5))}, Q5_0 {f16 d = max/-16; 5-bit q = min(31,
+// (int8)(x/d + 16.5)), high bits in a 32-bit mask}, Q4_K and Q6_K (GgmlKQuants.h; n a multiple
+// of 256, the others of 32); F16 round to nearest even. The multiplications by the reciprocal
+// and the casts are ggml's, in its order.
 std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type);
-// "f32", "f16", "q8_0", "q4_0", "q4_1" (case-insensitive); qs::Error naming --gguf-type.
+// "f32", "f16", "q8_0", "q4_0", "q4_1", "q4_k", "q6_k" (case-insensitive); qs::Error naming
+// --gguf-type. ggufTypeFromName also takes "auto" (nullopt).
 GgmlType ggmlTypeFromName(const std::string& name);
+std::optional<GgmlType> ggufTypeFromName(const std::string& name);
+std::string ggmlTypeName(GgmlType type); // "q4_0", ...
 // Bytes of one row of n elements.
 uint64_t ggmlRowBytes(int64_t n, GgmlType type);
+// The type a float row of `rowLength` gets when `asked` does not fit it, llama.cpp's rules
+// (llama-quant.cpp): a K-quant needs rows that are a multiple of 256 and falls back to Q5_0
+// (Q4_K) or Q8_0 (Q6_K); a 32-block type needs a multiple of 32, else F32 (llama.cpp's last
+// resort is F16; F32 keeps these few small tensors exact).
+GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength);
 
 // GGUF v3 for the Llama family (llama.cpp's converter layout): llama.* metadata from
 // config.json, sentencepiece tokenizer metadata from tokenizer.model (tokens, scores, types),
 // tensors renamed (token_embd, blk.N.attn_q, ..., output_norm, output) with q/k rows permuted
-// back to llama.cpp's RoPE layout. 2-D weights whose rows are a multiple of 32 take `type`,
-// everything else F32 (llama.cpp's own fallback). Weights come from the block as the pipeline
-// left them (fake-quantized values), then ggml's reference quantizer rounds them.
+// back to llama.cpp's RoPE layout.
+//
+// Quantized linears (a plan with integer codes) are written from the codes, never re-rounded
+// (GgufCodeBlocks.h): with --gguf-type auto each in the block its plan maps to (int4 sym ->
+// Q4_0, 4-bit asym -> Q4_1, int8 sym -> Q8_0); an explicit q4_0/q4_1/q8_0 must hold the plan's
+// codes exactly (Q4_1 and Q8_0 also hold narrower 4-bit codes), else ExporterRegistry::problems
+// refuses the run before any block, naming the layer. K-quants hold no plan's codes. f32 writes
+// the engine's dequantized weights exactly, f16 rounds them. Everything else (unquantized
+// linears, embeddings, head) is float: ggml's reference quantizer of the asked type (rows that
+// do not fit it: ggmlTypeForRow), or with auto the source's precision (F16 if stored as F16,
+// else F32). 1-D tensors are F32.
 class GgufExporter : public Exporter {
 public:
-    GgufExporter(const ExportContext& context, GgmlType type);
+    GgufExporter(const ExportContext& context, std::optional<GgmlType> type);
     ~GgufExporter() override;
     std::string format() const override { return "gguf"; }
     void writeLeading() override;
@@ -39,18 +58,23 @@ public:
 
     static std::string ggufName(const std::string& hfName); // empty: not exported
 
-private:
+    // One tensor of the file as spooled.
     struct Entry {
         std::string name;
         std::vector<int64_t> shape; // [out, in] (GGUF dims reversed on write)
         GgmlType type;
         uint64_t begin, size; // in the spool
     };
-    void add(const std::string& hfName, const at::Tensor& floatTensor);
+
+private:
+    void add(const std::string& hfName, const at::Tensor& floatTensor,
+             std::optional<GgmlType> forced = std::nullopt);
+    void addCodes(const std::string& hfName, const LayerPlan& plan, const at::Tensor& weight);
+    void spool(Entry entry, const std::string& bytes);
     void copyUntil(int blockLimit);
 
     ExportContext m_context;
-    GgmlType m_type;
+    std::optional<GgmlType> m_type; // nullopt: auto
     ExportFolder m_folder;
     std::vector<std::string> m_names;
     std::vector<int> m_blockOf;

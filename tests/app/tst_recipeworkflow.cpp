@@ -287,8 +287,9 @@ private Q_SLOTS:
         qs::ExportDialog* dialog = window.openExportDialog();
         QVERIFY(dialog);
         dialog->setExportTargets({"quark", "gguf"});
+        // q8_0 holds the int8 recipe's codes as they are (q4_0 cannot and is refused).
         dialog->ggufTypeBox()->setCurrentIndex(
-            dialog->ggufTypeBox()->findData(QStringLiteral("q4_0")));
+            dialog->ggufTypeBox()->findData(QStringLiteral("q8_0")));
         const QString out = m_work + QStringLiteral("/exported-formats");
         dialog->setOutputDirectory(out);
         QSignalSpy finished(&window, &qs::MainWindow::runFinished);

@@ -1,18 +1,29 @@
 // The GGUF exporter against llama.cpp's own converter output for stories260K
 // (../shared/models/stories260K-gguf): every F32 tensor byte-identical (names, dims, q/k row
 // permutation) and the sentencepiece tokenizer arrays equal; ggml's block formulas for
-// Q8_0/Q4_0/Q4_1 checked element by element.
+// Q8_0/Q4_0/Q4_1 checked element by element. Quantized layers: the file's codes are the
+// engine's bit for bit (round to nearest and GPTQ), scales differ by f16 rounding only; plans a
+// type cannot hold are refused before any work. K-quants on a synthetic Llama whose rows are
+// multiples of 256, with llama.cpp's fallbacks for the rows that are not.
 #include "TestSupport.h"
 
 #include "calib/QuantizationRun.h"
 #include "export/ExportFormat.h"
+#include "export/GgmlKQuants.h"
 #include "export/GgufExporter.h"
+#include "io/Checkpoint.h"
+#include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
+#include <ATen/ATen.h>
 #include <c10/util/Half.h>
+#include <nlohmann/json.hpp>
 
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QtTest>
 
 #include <cmath>
@@ -114,6 +125,121 @@ class TestGgufExport : public QObject {
     Q_OBJECT
 
 private:
+    // stories260K quantized with `recipe` (calibration from the shared data), plans kept.
+    qs::QuantizationOutcome quantize(qs::Recipe recipe, const std::string& type,
+                                     const QString& out) {
+        recipe.calibration.dataPath =
+            qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        recipe.calibration.numSamples = 4;
+        recipe.calibration.seqLen = 128;
+        qs::QuantizationRequest req;
+        req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
+        req.recipe = recipe;
+        req.outDir = out.toStdString();
+        req.exportFormats = {"gguf"};
+        req.ggufType = type;
+        req.keepPlans = true;
+        return qs::runQuantization(req);
+    }
+
+    // One quantized linear of the file against the engine's plan. Codes: equal to the engine's
+    // (shifted by the block's offset) element by element. d (and Q4_1's m) are the f16 of the
+    // engine's scale (and of -(zp + o) * scale): f16 round to nearest moves a value by at most
+    // 2^-11 of it (normal halves) or 2^-25 (subnormal spacing 2^-24 below 2^-14). The
+    // dequantized values then differ from the engine's by |q'| * |d16 - s| + |m16 - m| plus
+    // one fp32 rounding (2^-24 relative) per product or sum on either side. `worst`: the largest
+    // difference relative to the block's scale.
+    void checkCodes(const Gguf& g, const qs::LayerPlan& plan, int64_t heads, uint32_t type,
+                    double& worst) {
+        const std::string name = qs::GgufExporter::ggufName(plan.name + ".weight");
+        const Gguf::Tensor& t = g.tensors.at(name);
+        const int64_t out = plan.shape[0], in = plan.shape[1];
+        QCOMPARE(t.type, type);
+        const qs::quant::QuantizedTensor& q = *plan.weight.codes;
+        const at::Tensor codes = q.codes.to(at::kInt).reshape({out, in}).contiguous();
+        const at::Tensor scale = q.params.scale.to(at::kFloat).reshape({-1}).contiguous();
+        const at::Tensor zp = q.params.zeroPoint.defined()
+                                  ? q.params.zeroPoint.to(at::kInt).reshape({-1}).contiguous()
+                                  : at::zeros_like(scale, at::kInt);
+        const at::Tensor deq = plan.weight.dequantized.to(at::kFloat).contiguous();
+        at::Tensor rowOf = at::arange(out, at::kLong); // file row -> engine row
+        if (heads)
+            rowOf = rowOf.reshape({heads, 2, out / heads / 2}).transpose(1, 2).reshape({-1});
+        const int64_t perRow = scale.numel() == 1 ? 0 : scale.numel() / out;
+        const int offset = plan.scheme->weight.dtype == qs::quant::DataType::Int4 ? 8 : 0;
+        const uint64_t blockBytes = type == 8 ? 34 : type == 2 ? 18 : 20;
+        const char* data = g.data(name);
+        auto f16Bound = [](float v) { return std::max(std::ldexp(std::fabs(v), -11), 0x1p-25f); };
+        for (int64_t r = 0; r < out; ++r) {
+            const int64_t er = rowOf[r].item<int64_t>();
+            for (int64_t c = 0; c < in; ++c) {
+                const int64_t si = perRow == 0 ? 0 : er * perRow + c / (in / perRow);
+                const float s = scale[si].item<float>();
+                const int z = zp[si].item<int>();
+                const int code = codes[er][c].item<int>();
+                const char* block = data + (r * (in / 32) + c / 32) * blockBytes;
+                const float d16 = half(block);
+                if (c % 32 == 0) {
+                    QCOMPARE(uint16_t(c10::Half(s).x), *reinterpret_cast<const uint16_t*>(block));
+                    QVERIFY(std::fabs(d16 - s) <= f16Bound(s));
+                }
+                int stored, shifted; // the file's code; the engine's (code - zp) it stands for
+                float fileValue, m32 = 0, m16 = 0;
+                if (type == 8) {
+                    stored = int8_t(block[2 + c % 32]);
+                    QCOMPARE(stored, code - z);
+                    shifted = stored;
+                    fileValue = stored * d16;
+                } else {
+                    const uint8_t byte = uint8_t(block[(type == 2 ? 2 : 4) + c % 16]);
+                    stored = c % 32 < 16 ? (byte & 15) : (byte >> 4);
+                    QCOMPARE(stored, type == 2 ? code - z + 8 : code + offset);
+                    shifted = type == 2 ? stored - 8 : stored;
+                    if (type == 3) {
+                        m32 = -(float(z + offset) * s);
+                        m16 = half(block + 2);
+                        QVERIFY(std::fabs(m16 - m32) <= f16Bound(m32));
+                        fileValue = stored * d16 + m16;
+                    } else {
+                        fileValue = shifted * d16;
+                    }
+                }
+                const float engine = deq[er][c].item<float>();
+                const double bound = std::abs(shifted) * std::fabs(d16 - s) + std::fabs(m16 - m32) +
+                                     0x1p-24 * (std::fabs(m32) + std::fabs(shifted * d16) +
+                                                std::fabs(fileValue) + std::fabs(engine));
+                const double diff = std::fabs(double(fileValue) - engine);
+                if (diff > bound)
+                    qFatal("%s[%lld, %lld]: file %.9g, engine %.9g, bound %.3g", name.c_str(),
+                           (long long)r, (long long)c, fileValue, engine, bound);
+                worst = std::max(worst, diff / std::fabs(s));
+            }
+        }
+    }
+
+    // Every quantized linear of the outcome checked, counted in `checked`.
+    void checkAll(const Gguf& g, const qs::QuantizationOutcome& o, uint32_t type, int& checked,
+                  double& worst) {
+        checked = 0;
+        for (const auto& block : o.plans)
+            for (const qs::LayerPlan& p : block) {
+                if (!p.weight.codes)
+                    continue;
+                const std::string n = qs::GgufExporter::ggufName(p.name + ".weight");
+                if (p.shape[1] % 32 != 0) { // ffn_down of stories260K (172): F32, exact values
+                    QCOMPARE(g.tensors.at(n).type, 0u);
+                    const at::Tensor d = p.weight.dequantized.to(at::kFloat).contiguous();
+                    QVERIFY(std::memcmp(g.data(n), d.data_ptr<float>(), d.nbytes()) == 0);
+                    continue;
+                }
+                const int64_t heads = p.kind == "q_proj" ? 8 : p.kind == "k_proj" ? 4 : 0;
+                checkCodes(g, p, heads, type, worst);
+                if (QTest::currentTestFailed())
+                    return;
+                ++checked;
+            }
+    }
+
     QString exportModel(const std::string& type) {
         qs::QuantFlags flags;
         flags.quantScheme = "uint4_wo_32";
@@ -220,9 +346,201 @@ private Q_SLOTS:
         QCOMPARE(q.tensors.at("blk.0.ffn_down.weight").type, 0u); // 172 per row: F32 fallback
         QCOMPARE(q.tensors.at("blk.0.attn_norm.weight").type, 0u);
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::ggmlTypeFromName("q5_k"));
+        QVERIFY_THROWS_EXCEPTION(qs::Error, qs::ggufTypeFromName("q5_0")); // fallback only
         // The names the GUI and the CLI help offer are the ones the exporter takes.
         for (const std::string& name : qs::ggufTypeNames())
-            qs::ggmlTypeFromName(name);
+            qs::ggufTypeFromName(name);
+        QCOMPARE(qs::ggufTypeNames().front(), std::string("auto"));
+        QVERIFY(!qs::ggufTypeFromName("AUTO"));
+    }
+
+    // int4 symmetric per group of 32, round to nearest: auto writes Q4_0 with the engine's codes;
+    // q4_1 (m = -8 d) and q8_0 (code - zp as int8) hold the same codes exactly too.
+    void int4SymmetricCodesAsTheEngineChose() {
+        qs::Recipe recipe;
+        recipe.global = qs::quant::resolveScheme("int4_wo_32");
+        recipe.exclude = {"*down_proj"}; // 172 inputs: no groups of 32 (float, F32 in the file)
+        for (const auto& [type, ggml] : std::vector<std::pair<std::string, uint32_t>>{
+                 {"auto", 2}, {"q4_0", 2}, {"q4_1", 3}, {"q8_0", 8}}) {
+            const QString out = qs::test::tempDir(QString::fromStdString("codes-" + type));
+            const qs::QuantizationOutcome o = quantize(recipe, type, out + "/gguf");
+            const Gguf g(out + "/gguf/model.gguf");
+            int checked = 0;
+            double worst = 0;
+            checkAll(g, o, ggml, checked, worst);
+            if (QTest::currentTestFailed())
+                return;
+            QCOMPARE(checked, 5 * 6); // q, k, v, o, gate, up of 5 blocks
+            qInfo("%s: largest |file - engine| / scale = %.3g", type.c_str(), worst);
+            QCOMPARE(g.kv.at("general.file_type").size(), size_t(4));
+        }
+    }
+
+    // GPTQ's and AWQ's codes (uint4 asymmetric, groups of 64) go through the same path: Q4_1
+    // with m = -zp * scale (AWQ: the codes of the rescaled weight, whose 1/s went into the norms
+    // the file holds).
+    void algorithmCodesAsQ41() {
+        for (const std::string algo : {"gptq", "awq"}) {
+            qs::Recipe recipe;
+            recipe.global = qs::quant::resolveScheme("uint4_wo_64");
+            recipe.exclude = {"*down_proj"};
+            if (algo == "gptq")
+                recipe.algorithms.push_back(
+                    {"gptq", {{"desc_act", false}, {"static_groups", false}}});
+            else
+                recipe.algorithms.push_back({"awq", nlohmann::json::object()});
+            const QString out = qs::test::tempDir(QString::fromStdString("codes-" + algo));
+            const qs::QuantizationOutcome o = quantize(recipe, "auto", out + "/gguf");
+            int transformed = 0;
+            for (const auto& block : o.plans)
+                for (const qs::LayerPlan& p : block)
+                    transformed += !p.transforms.empty();
+            QVERIFY2(transformed >= 5 * 6, algo.c_str());
+            const Gguf g(out + "/gguf/model.gguf");
+            int checked = 0;
+            double worst = 0;
+            checkAll(g, o, 3, checked, worst);
+            if (QTest::currentTestFailed())
+                return;
+            QCOMPARE(checked, 5 * 6);
+            qInfo("%s uint4 q4_1: largest |file - engine| / scale = %.3g", algo.c_str(), worst);
+        }
+    }
+
+    // int8 symmetric per output channel: Q8_0, the channel's scale in each of its blocks.
+    void int8PerChannelAsQ80() {
+        qs::Recipe recipe;
+        qs::quant::QuantScheme scheme;
+        scheme.weight.dtype = qs::quant::DataType::Int8;
+        scheme.weight.granularity = qs::quant::Granularity::PerChannel;
+        scheme.weight.chAxis = 0;
+        scheme.weight.symmetric = true;
+        recipe.global = scheme;
+        const QString out = qs::test::tempDir("codes-int8");
+        const qs::QuantizationOutcome o = quantize(recipe, "auto", out + "/gguf");
+        const Gguf g(out + "/gguf/model.gguf");
+        int checked = 0;
+        double worst = 0;
+        checkAll(g, o, 8, checked, worst);
+        if (QTest::currentTestFailed())
+            return;
+        QCOMPARE(checked, 5 * 6); // down_proj (172 inputs, per channel): F32, checked apart
+        // Unquantized tensors under auto keep the source's precision (F32 here).
+        QCOMPARE(g.tensors.at("token_embd.weight").type, 0u);
+    }
+
+    // A plan the asked type cannot hold without re-rounding is refused before any block runs,
+    // naming the layer, the reason and the fix; nothing is written.
+    void mismatchRefusedBeforeWork() {
+        struct Case {
+            std::string scheme;
+            int group; // legacy schemes' group size
+            std::string type, expect;
+        };
+        for (const Case& c :
+             std::vector<Case>{{"uint4_wo_32", 0, "q4_0", "no exact q4_0 form"},
+                               {"int4_wo_32", 0, "q4_k", "no exact q4_k form"},
+                               {"w_int4_per_group_sym", 16, "auto", "groups of 16"}}) {
+            qs::Recipe recipe;
+            recipe.global = qs::quant::resolveScheme(c.scheme, c.group);
+            recipe.exclude = {"*down_proj"};
+            const QString out =
+                qs::test::tempDir(QString::fromStdString("refused-" + c.scheme)) + "/gguf";
+            try {
+                quantize(recipe, c.type, out);
+                QFAIL(("wrote " + c.scheme + " as " + c.type).c_str());
+            } catch (const qs::Error& e) {
+                const std::string what = e.what();
+                QVERIFY2(what.find("model.layers.0.self_attn.q_proj") != std::string::npos,
+                         e.what());
+                QVERIFY2(what.find(c.expect) != std::string::npos, e.what());
+                QVERIFY2(what.find("--gguf-type") != std::string::npos, e.what());
+            }
+            QVERIFY(!QFileInfo::exists(out));
+        }
+    }
+
+    // K-quants on a synthetic Llama (hidden 256): every 2-D weight with rows of 256 is Q4_K /
+    // Q6_K; ffn_down's rows (intermediate 544 = 2*256 + 32) take llama.cpp's fallback (Q5_0 /
+    // Q8_0); norms F32. Sizes: rows x the type's row bytes, at 32-byte aligned offsets. The
+    // bytes of an unpermuted weight equal the K-quantizer's on the source row.
+    void kQuantsOnSyntheticLlama() {
+        qs::SyntheticModelOptions opt;
+        opt.outDir = (qs::test::tempDir("gguf-kquant") + "/model").toStdString();
+        opt.hiddenSize = 256;
+        opt.intermediateSize = 544;
+        opt.numLayers = 2;
+        opt.numHeads = 4;
+        opt.numKvHeads = 2;
+        opt.vocabSize = 512; // stories260K's sentencepiece model: GGUF needs tokenizer.model
+        opt.maxPositions = 128;
+        qs::writeSyntheticModel(opt);
+        QVERIFY(QFile::copy(qs::test::sharedPath("models/stories260K/tokenizer.model"),
+                            QString::fromStdString(opt.outDir) + "/tokenizer.model"));
+        for (const auto& [type, main, fallback] :
+             std::vector<std::tuple<std::string, qs::GgmlType, qs::GgmlType>>{
+                 {"q4_k", qs::GgmlType::Q4_K, qs::GgmlType::Q5_0},
+                 {"q6_k", qs::GgmlType::Q6_K, qs::GgmlType::Q8_0}}) {
+            qs::QuantFlags flags;
+            flags.quantScheme = "uint4_wo_32";
+            flags.excludeLayers = {"*"}; // nothing quantized by the engine: ggml's K-quants
+            qs::QuantizationRequest req;
+            req.modelDir = opt.outDir;
+            req.recipe = qs::recipeFromFlags(flags);
+            const QString out = qs::test::tempDir(QString::fromStdString("kq-" + type)) + "/gguf";
+            req.outDir = out.toStdString();
+            req.exportFormats = {"gguf"};
+            req.ggufType = type;
+            qs::runQuantization(req);
+            const Gguf g(out + "/model.gguf");
+            QCOMPARE(int(g.tensors.size()), 1 + 2 * 9 + 2); // embd, 9 per block, norm, output
+            std::map<uint64_t, std::pair<std::string, uint64_t>> byOffset; // offset -> bytes
+            for (const auto& [name, t] : g.tensors) {
+                uint64_t rows = 1;
+                for (size_t i = 1; i < t.dims.size(); ++i)
+                    rows *= t.dims[i];
+                qs::GgmlType expect = qs::GgmlType::F32;
+                if (t.dims.size() == 2)
+                    expect = name.find("ffn_down") != std::string::npos ? fallback : main;
+                QVERIFY2(t.type == uint32_t(expect), name.c_str());
+                QCOMPARE(t.offset % 32, uint64_t(0));
+                byOffset[t.offset] = {name, rows * qs::ggmlRowBytes(int64_t(t.dims[0]), expect)};
+            }
+            for (auto it = byOffset.begin(); std::next(it) != byOffset.end(); ++it) {
+                const uint64_t padded = (it->second.second + 31) / 32 * 32;
+                QVERIFY2(std::next(it)->first - it->first == padded, it->second.first.c_str());
+            }
+            const auto last = std::prev(byOffset.end());
+            QCOMPARE(uint64_t(g.bytes.size()) - g.dataStart - last->first,
+                     (last->second.second + 31) / 32 * 32);
+            QCOMPARE(g.tensors.at("blk.1.ffn_up.weight").dims, (std::vector<uint64_t>{256, 544}));
+            // ffn_up [544, 256] (not permuted): each row is the K-quantizer's bytes of the
+            // source row (F32 synthetic checkpoint).
+            const auto source = qs::Checkpoint::open(opt.outDir);
+            const qs::TensorInfo& info = source->info("model.layers.1.mlp.up_proj.weight");
+            const auto* w = reinterpret_cast<const float*>(
+                source->fileOf("model.layers.1.mlp.up_proj.weight").data(info));
+            const uint64_t rowBytes = qs::ggmlRowBytes(256, main);
+            for (int r = 0; r < 544; r += 97) {
+                const std::string expect = qs::ggmlQuantizeRow(w + r * 256, 256, main);
+                QVERIFY(std::memcmp(g.data("blk.1.ffn_up.weight") + r * rowBytes, expect.data(),
+                                    rowBytes) == 0);
+            }
+            // general.file_type: LLAMA_FTYPE_MOSTLY_Q4_K_S (14) / Q6_K (18).
+            uint32_t ftype;
+            std::memcpy(&ftype, g.kv.at("general.file_type").data(), 4);
+            QCOMPARE(ftype, main == qs::GgmlType::Q4_K ? 14u : 18u);
+        }
+    }
+
+    // stories260K (dim 64) has no row K-quants fit: rows of 64 take the fallback, 172 F32.
+    void kQuantsFallBackOnStories() {
+        const Gguf q(exportModel("q4_k"));
+        QCOMPARE(q.tensors.at("blk.0.attn_q.weight").type, 6u);   // Q5_0
+        QCOMPARE(q.tensors.at("token_embd.weight").type, 6u);     // rows of 64
+        QCOMPARE(q.tensors.at("blk.0.ffn_down.weight").type, 0u); // 172: F32
+        const Gguf q6(exportModel("q6_k"));
+        QCOMPARE(q6.tensors.at("blk.0.attn_q.weight").type, 8u); // Q8_0
     }
 };
 
