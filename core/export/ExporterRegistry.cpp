@@ -47,7 +47,17 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
         unquantized.insert(s.substr(0, s.find(':')));
     std::vector<const ModuleNode*> linears;
     tree.collect("linear", linears);
-    std::vector<std::string> out;
+    // Layers grouped by reason, in the model's order: one line per reason, not 64 repeats of
+    // the same sentence for a 32-block model.
+    std::vector<std::pair<std::string, std::vector<std::string>>> byReason;
+    auto add = [&byReason](const std::string& layer, const std::string& reason) {
+        for (auto& [r, layers] : byReason)
+            if (r == reason) {
+                layers.push_back(layer);
+                return;
+            }
+        byReason.push_back({reason, {layer}});
+    };
     const bool onnx = f->name == "onnx", gguf = f->name == "gguf";
     if (onnx && model)
         if (const std::string r = OnnxExporter::modelReason(*model); !r.empty())
@@ -63,7 +73,7 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
         if (gguf) { // GGUF holds weights only: activation and KV-cache specs are not written
             if (scheme)
                 if (const std::string r = ggufUnfitReason(*scheme, n->shape, ggufType); !r.empty())
-                    out.push_back(n->name + ": " + r);
+                    add(n->name, r);
             continue;
         }
         if (scheme && kv)
@@ -74,7 +84,17 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
             : scheme ? QuarkHfExporter::unfitReason(*scheme, n->shape, loaderLimits)
                      : QuarkHfExporter::outputReason(*kv);
         if (!reason.empty())
-            out.push_back(n->name + ": " + reason);
+            add(n->name, reason);
+    }
+    constexpr size_t NamesShown = 4; // the rest are counted: the reason says what they share
+    std::vector<std::string> out;
+    for (const auto& [reason, layers] : byReason) {
+        std::string names;
+        for (size_t i = 0; i < layers.size() && i < NamesShown; ++i)
+            names += (i ? ", " : "") + layers[i];
+        if (layers.size() > NamesShown)
+            names += " and " + std::to_string(layers.size() - NamesShown) + " more layers";
+        out.push_back(names + ": " + reason);
     }
     return out;
 }

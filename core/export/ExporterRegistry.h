@@ -24,7 +24,8 @@ public:
 
     // Everything that stops `format` from holding the recipe on this model, checked from the
     // headers before any block is read: a format this build does not write, and each quantized
-    // linear whose scheme or shape the format cannot hold ("layer: reason", with the fix).
+    // linear whose scheme or shape the format cannot hold, one line per reason ("layer, layer
+    // and N more layers: reason", with the fix).
     // `skipped` lists layers the planner leaves unquantized ("name: reason"). `loaderLimits`:
     // include layouts the format holds but its consumers cannot load. `model`: the model's
     // config, for formats that write only some families (onnx); nullptr skips those
