@@ -1,6 +1,7 @@
 // Cancellation inside an algorithm within one block: a run quantizing stories260K with GPTQ or
 // AWQ is cancelled from another thread while the algorithm is working on block 0, and must stop
 // there (a Cancelled outcome, no further progress, nothing written), not at the end of the block.
+#include "StoriesRequest.h"
 #include "TestSupport.h"
 
 #include "algo/Gptq.h"
@@ -86,16 +87,9 @@ CancelledRun cancelInside(QuantizationRequest req, const std::string& algorithm,
 
 QuantizationRequest storiesRequest(const std::string& scheme, const std::string& algorithm,
                                    const QString& outDir) {
-    Recipe recipe;
-    recipe.global = quant::resolveScheme(scheme);
-    recipe.exclude = {"*down_proj", "*lm_head"}; // 172 inputs: no groups of 32
-    recipe.algorithms.push_back({algorithm, nlohmann::json::object()});
-    recipe.calibration.dataPath = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-    recipe.calibration.numSamples = 4;
-    recipe.calibration.seqLen = 128;
-    QuantizationRequest req;
-    req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
-    req.recipe = recipe;
+    QuantizationRequest req =
+        qs::test::storiesRequest(scheme, {"*down_proj", "*lm_head"}, // 172 inputs: no groups of 32
+                                 {{algorithm, nlohmann::json::object()}}, {4, 128});
     req.outDir = outDir.toStdString();
     return req;
 }

@@ -4,6 +4,7 @@
 // tested once for all scaling algorithms in tst_smoothquant.cpp (bit for bit with power-of-two
 // scales, to 1e-5 with SmoothQuant's).
 #include "ScalingTestHarness.h"
+#include "StoriesRequest.h"
 
 #include "algo/AwqTransform.h"
 #include "algo/GroupOutputProbe.h"
@@ -184,17 +185,9 @@ private Q_SLOTS:
     // the layers after it see the clipped v_proj.) Over the whole model AWQ's layers must beat
     // that baseline: what it rescued.
     void analysisShowsRoundToNearestBeside() {
-        Recipe recipe;
-        recipe.global = quant::resolveScheme("uint4_wo_32");
-        recipe.exclude = {"*down_proj", "*lm_head"};
-        recipe.calibration.dataPath =
-            qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-        recipe.calibration.numSamples = 4;
-        recipe.calibration.seqLen = 128;
-        QuantizationRequest req;
-        req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
+        QuantizationRequest req =
+            qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"}, {}, {4, 128});
         req.analyze = true;
-        req.recipe = recipe;
         const QuantizationOutcome rtn = runQuantization(req, {});
         req.recipe.algorithms.push_back({"awq", nlohmann::json::object()});
         const QuantizationOutcome awq = runQuantization(req, {});
@@ -235,23 +228,11 @@ private Q_SLOTS:
     }
 
     void stories260kPipeline() {
-        Recipe recipe;
-        recipe.global = quant::resolveScheme("uint4_wo_32");
-        recipe.exclude = {"*down_proj", "*lm_head"};
-        recipe.algorithms.push_back({"awq", nlohmann::json::object()});
-        recipe.calibration.dataPath =
-            qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
         // 4 of the 15 calibration windows: the search runs the block 20 times per group, and
         // two runs (replay) must fit the suite's time; scripts/results.sh measures all 15.
-        recipe.calibration.numSamples = 4;
-        recipe.calibration.seqLen = 256;
-        recipe.evaluation.dataPath =
-            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-        recipe.evaluation.seqLen = 256;
-        QuantizationRequest req;
-        req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
-        req.recipe = recipe;
-        req.evaluate = true;
+        const QuantizationRequest req =
+            qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
+                                     {{"awq", nlohmann::json::object()}}, {4, 256, true});
         const QuantizationOutcome a = runQuantization(req, {});
         const QuantizationOutcome b = runQuantization(req, {});
         QVERIFY(a.perplexity.has_value() && b.perplexity.has_value());

@@ -1,6 +1,7 @@
 // GPTQ against the algorithm written out column by column, against rounding to nearest on
 // correlated inputs, and through the pipeline on stories260K (codes kept, replay identical).
 #include "../quant/QuantTestHelpers.h"
+#include "StoriesRequest.h"
 #include "TestSupport.h"
 
 #include "algo/Gptq.h"
@@ -162,21 +163,9 @@ private Q_SLOTS:
     // Through the pipeline: uint4_wo_32 with down_proj and lm_head excluded, all 15 calibration
     // windows; GPTQ must beat round-to-nearest's perplexity and replay to the same weights.
     void stories260kPipeline() {
-        Recipe recipe;
-        recipe.global = resolveScheme("uint4_wo_32");
-        recipe.exclude = {"*down_proj", "*lm_head"};
-        recipe.algorithms.push_back({"gptq", {{"desc_act", false}, {"static_groups", false}}});
-        recipe.calibration.dataPath =
-            qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-        recipe.calibration.numSamples = 15;
-        recipe.calibration.seqLen = 256;
-        recipe.evaluation.dataPath =
-            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-        recipe.evaluation.seqLen = 256;
-        QuantizationRequest req;
-        req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
-        req.recipe = recipe;
-        req.evaluate = true;
+        const QuantizationRequest req = qs::test::storiesRequest(
+            "uint4_wo_32", {"*down_proj", "*lm_head"},
+            {{"gptq", {{"desc_act", false}, {"static_groups", false}}}}, {15, 256, true});
         const QuantizationOutcome a = runQuantization(req, {});
         const QuantizationOutcome b = runQuantization(req, {});
         QVERIFY(a.perplexity.has_value() && b.perplexity.has_value());
@@ -191,17 +180,9 @@ private Q_SLOTS:
     // both runs see the same inputs (the embeddings) and the same reference weights, so GPTQ's
     // "rounding to nearest instead" equals the plain run's errors exactly.
     void analysisShowsRoundToNearestBeside() {
-        Recipe recipe;
-        recipe.global = resolveScheme("uint4_wo_32");
-        recipe.exclude = {"*down_proj", "*lm_head"};
-        recipe.calibration.dataPath =
-            qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-        recipe.calibration.numSamples = 4;
-        recipe.calibration.seqLen = 128;
-        QuantizationRequest req;
-        req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
+        QuantizationRequest req =
+            qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"}, {}, {4, 128});
         req.analyze = true;
-        req.recipe = recipe;
         const QuantizationOutcome rtn = runQuantization(req, {});
         req.recipe.algorithms.push_back({"gptq", {{"desc_act", false}, {"static_groups", false}}});
         const QuantizationOutcome gptq = runQuantization(req, {});
@@ -240,17 +221,9 @@ private Q_SLOTS:
     // keeping its plans, as sensitivity does) computes and keeps none of it, for GPTQ and AWQ.
     void roundToNearestOnlyWhenAnalysing() {
         for (const char* algorithm : {"gptq", "awq"}) {
-            Recipe recipe;
-            recipe.global = resolveScheme("uint4_wo_32");
-            recipe.exclude = {"*down_proj", "*lm_head"};
-            recipe.algorithms.push_back({algorithm, nlohmann::json::object()});
-            recipe.calibration.dataPath =
-                qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-            recipe.calibration.numSamples = 2;
-            recipe.calibration.seqLen = 64;
-            QuantizationRequest req;
-            req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
-            req.recipe = recipe;
+            QuantizationRequest req =
+                qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
+                                         {{algorithm, nlohmann::json::object()}}, {2, 64});
             req.keepPlans = true;
             for (const bool analyse : {false, true}) {
                 req.analyze = analyse;

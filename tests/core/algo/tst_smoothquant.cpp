@@ -2,6 +2,7 @@
 // case, smoothed models computing the same fp32 logits, and SmoothQuant / AutoSmoothQuant
 // through the pipeline on stories260K (int8 W+A, replay identical).
 #include "ScalingTestHarness.h"
+#include "StoriesRequest.h"
 
 #include "algo/AutoSmoothQuantTransform.h"
 #include "algo/ScalingGroups.h"
@@ -79,20 +80,7 @@ public:
 };
 
 QuantizationRequest stories(const std::string& scheme, const std::vector<AlgorithmSpec>& algos) {
-    Recipe recipe;
-    recipe.global = quant::resolveScheme(scheme);
-    recipe.exclude = {"*lm_head"};
-    recipe.algorithms = algos;
-    recipe.calibration.dataPath = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-    recipe.calibration.numSamples = 15;
-    recipe.calibration.seqLen = 256;
-    recipe.evaluation.dataPath = qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-    recipe.evaluation.seqLen = 256;
-    QuantizationRequest req;
-    req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
-    req.recipe = recipe;
-    req.evaluate = true;
-    return req;
+    return qs::test::storiesRequest(scheme, {"*lm_head"}, algos, {15, 256, true});
 }
 
 } // namespace
