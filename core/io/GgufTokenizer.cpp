@@ -19,6 +19,9 @@ using nlohmann::ordered_json;
 
 // llama.cpp's token types equal sentencepiece's ModelProto.SentencePiece.Type values.
 constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6;
+// Deriving merges tries every split of every piece (quadratic in a piece's length); sentencepiece
+// pieces are a few dozen bytes, so a longer one is a corrupt or hostile vocabulary.
+constexpr size_t kMaxPieceBytes = 4096;
 
 struct Vocabulary {
     std::vector<std::string> tokens;
@@ -45,8 +48,14 @@ Vocabulary readVocabulary(const GgufHeader& h, const std::string& source, bool n
     const GgufValue& tokens = arrayOf(h, "tokenizer.ggml.tokens", GgufValueType::String, source);
     if (tokens.array.empty())
         throw Error(source, "tokenizer.ggml.tokens", "empty vocabulary");
-    for (const GgufValue& t : tokens.array)
+    for (const GgufValue& t : tokens.array) {
+        if (needScores && t.s.size() > kMaxPieceBytes)
+            throw Error(source,
+                        "tokenizer.ggml.tokens[" + std::to_string(vocab.tokens.size()) + "]",
+                        "piece of " + std::to_string(t.s.size()) + " bytes exceeds the limit of " +
+                            std::to_string(kMaxPieceBytes) + " (kMaxPieceBytes)");
         vocab.tokens.push_back(t.s);
+    }
     const size_t n = vocab.tokens.size();
     if (h.find("tokenizer.ggml.scores") || needScores) {
         const GgufValue& scores = arrayOf(h, "tokenizer.ggml.scores", GgufValueType::F32, source);
