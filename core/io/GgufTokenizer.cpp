@@ -98,6 +98,18 @@ int64_t tokenId(const GgufHeader& h, const std::string& key, size_t vocabSize,
     return id < vocabSize ? int64_t(id) : -1;
 }
 
+// JSON text of a document holding GGUF strings, which may be any bytes: JSON needs UTF-8, so
+// invalid text is refused by name (found by fuzz_gguf: nlohmann's dump threw type_error).
+template <typename Json>
+std::string dumpJson(const Json& j, int indent, const std::string& source,
+                     const std::string& field) {
+    try {
+        return j.dump(indent) + "\n";
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(source, field, std::string("not valid UTF-8 text: ") + e.what());
+    }
+}
+
 bool flag(const GgufHeader& h, const std::string& key, bool fallback) {
     const GgufValue* v = h.find(key);
     return v && v->type == GgufValueType::Bool ? v->u != 0 : fallback;
@@ -150,7 +162,7 @@ std::vector<std::string> mergesFromScores(const Vocabulary& v) {
 
 // tokenizer.json as transformers' LlamaConverter writes it (legacy Llama 2 tokenizer).
 std::string llamaTokenizerJson(const Vocabulary& v, int64_t unk, int64_t bos, bool addBos,
-                               bool addSpacePrefix) {
+                               bool addSpacePrefix, const std::string& source) {
     ordered_json added = ordered_json::array();
     for (size_t k = 0; k < v.tokens.size(); ++k)
         if (v.types[k] == kControl || v.types[k] == kUnknown || v.types[k] == 4)
@@ -210,7 +222,7 @@ std::string llamaTokenizerJson(const Vocabulary& v, int64_t unk, int64_t bos, bo
                   {"ignore_merges", false},
                   {"vocab", vocab},
                   {"merges", mergesFromScores(v)}};
-    return t.dump(1) + "\n";
+    return dumpJson(t, 1, source, "tokenizer.ggml.tokens");
 }
 
 } // namespace
@@ -277,7 +289,8 @@ GgufSpecialIds writeGgufTokenizer(const GgufHeader& h, const std::string& source
         writeFileAtomically(dir + "/tokenizer.model", sentencePieceModelProto(h, source));
         writeFileAtomically(dir + "/tokenizer.json",
                             llamaTokenizerJson(v, unk, ids.bos, addBos,
-                                               flag(h, "tokenizer.ggml.add_space_prefix", true)));
+                                               flag(h, "tokenizer.ggml.add_space_prefix", true),
+                                               source));
     } else {
         if (const GgufValue* pre = h.find("tokenizer.ggml.pre"))
             if (pre->type != GgufValueType::String || (pre->s != "default" && pre->s != "gpt2"))
@@ -292,7 +305,8 @@ GgufSpecialIds writeGgufTokenizer(const GgufHeader& h, const std::string& source
         std::string text = "#version: 0.2\n";
         for (const GgufValue& m : merges.array)
             text += m.s + "\n";
-        writeFileAtomically(dir + "/vocab.json", vocab.dump() + "\n");
+        writeFileAtomically(dir + "/vocab.json",
+                            dumpJson(vocab, -1, source, "tokenizer.ggml.tokens"));
         writeFileAtomically(dir + "/merges.txt", text);
     }
     json config = json::object();
@@ -302,7 +316,8 @@ GgufSpecialIds writeGgufTokenizer(const GgufHeader& h, const std::string& source
     config["unk_token"] = name(unk);
     config["add_bos_token"] = addBos;
     config["add_eos_token"] = flag(h, "tokenizer.ggml.add_eos_token", false);
-    writeFileAtomically(dir + "/tokenizer_config.json", config.dump(2) + "\n");
+    writeFileAtomically(dir + "/tokenizer_config.json",
+                        dumpJson(config, 2, source, "tokenizer.ggml.tokens"));
     return ids;
 }
 
