@@ -131,9 +131,14 @@ std::vector<float> unpermuteRows(const std::vector<float>& w, int64_t rows, int6
     return out;
 }
 
+// Part of the cache key: raise it when the conversion's output changes, so folders written by an
+// older build are not reused.
+constexpr int kConversionVersion = 1;
+
 QString cacheFolderFor(const QFileInfo& file) {
     QCryptographicHash h(QCryptographicHash::Sha256);
-    h.addData((file.absoluteFilePath() + QChar('\n') + QString::number(file.size()) + QChar('\n') +
+    h.addData((QString::number(kConversionVersion) + QChar('\n') + file.absoluteFilePath() +
+               QChar('\n') + QString::number(file.size()) + QChar('\n') +
                QString::number(file.lastModified().toMSecsSinceEpoch()))
                   .toUtf8());
     QString base = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);

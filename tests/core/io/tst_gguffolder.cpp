@@ -224,14 +224,15 @@ private Q_SLOTS:
         // A piece that is not UTF-8 cannot go into JSON (fuzz_gguf's first finding: nlohmann's
         // type_error escaped).
         writeFile(dir + "/utf8.gguf",
-                  gguf([&] {
-                      std::vector<std::string> kvs = llama;
-                      kvs.push_back(kvString("tokenizer.ggml.model", "gpt2"));
-                      kvs.push_back(kvStrings("tokenizer.ggml.tokens", {"a", "\xffu"}));
-                      kvs.push_back(kvStrings("tokenizer.ggml.merges", {}));
-                      return kvs;
-                  }(),
-                       {{"token_embd.weight", {32, 8}, 0, 0}}, std::string(1024, '\0')));
+                  gguf(
+                      [&] {
+                          std::vector<std::string> kvs = llama;
+                          kvs.push_back(kvString("tokenizer.ggml.model", "gpt2"));
+                          kvs.push_back(kvStrings("tokenizer.ggml.tokens", {"a", "\xffu"}));
+                          kvs.push_back(kvStrings("tokenizer.ggml.merges", {}));
+                          return kvs;
+                      }(),
+                      {{"token_embd.weight", {32, 8}, 0, 0}}, std::string(1024, '\0')));
         QVERIFY(refusal((dir + "/utf8.gguf").toStdString())
                     .rfind("tokenizer.ggml.tokens | not valid UTF-8 text", 0) == 0);
         // Nothing half-written: the cache holds only the folders of files that converted.
