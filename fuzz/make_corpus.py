@@ -83,6 +83,7 @@ def main():
     for name, config in CONFIG_SEEDS.items():
         write(out, "config", name + ".json", json.dumps(config, indent=2))
     more_seeds.write_all(out, shared, safetensors_image, CONFIG_SEEDS, write)
+    gguf_seeds.write_all(out, shared, write)
 
 
 def write(out, target, name, data):
@@ -94,4 +95,5 @@ def write(out, target, name, data):
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import more_seeds  # noqa: E402  (beside this script)
+    import gguf_seeds  # noqa: E402
     main()

@@ -41,6 +41,7 @@ table=(
     "fuzz_recipe            recipe            4096   recipe pattern files"
     "fuzz_quark_config      quark_config      8192   recipe pattern files"
     "fuzz_layer_pattern     layer_pattern     1024   pattern"
+    "fuzz_gguf              gguf              16384  gguf"
 )
 
 selected=("$@")

@@ -94,11 +94,11 @@ void StartPage::setRecentModels(const QStringList& directories) {
             QStringLiteral("%1 — %2").arg(info.fileName(), QDir::toNativeSeparators(directory)),
             m_recent);
         item->setData(DirectoryRole, directory);
-        if (info.isDir()) {
+        if (info.isDir() || info.isFile()) { // a checkpoint folder or a GGUF file
             item->setToolTip(tr("Open %1").arg(QDir::toNativeSeparators(directory)));
         } else {
             item->setFlags(item->flags() & ~Qt::ItemIsEnabled);
-            item->setToolTip(tr("Folder not found: %1").arg(QDir::toNativeSeparators(directory)));
+            item->setToolTip(tr("Not found: %1").arg(QDir::toNativeSeparators(directory)));
         }
     }
     if (directories.isEmpty()) {

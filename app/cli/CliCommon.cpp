@@ -4,6 +4,7 @@
 
 #include "ProgressLine.h"
 #include "engine/Runtime.h"
+#include "io/GgufFolder.h"
 
 #include <iostream>
 
@@ -23,7 +24,8 @@ void addRunOptions(QCommandLineParser& parser) {
 }
 
 void addModelDirOption(QCommandLineParser& parser) {
-    parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder.");
+    parser.addPositionalArgument("MODEL_DIR",
+                                 "Hugging Face checkpoint folder (or a llama GGUF file).");
     parser.addOption({{"model-dir", "model_dir"},
                       "The checkpoint folder, as Quark's --model_dir (instead of MODEL_DIR).",
                       "DIR"});
@@ -36,9 +38,18 @@ QString modelDirFromOptions(const QCommandLineParser& parser) {
             throw UsageError{"give the model folder once: MODEL_DIR or --model_dir DIR, not both "
                              "(extra argument '" +
                              pos.front().toStdString() + "')"};
-        return parser.value("model-dir");
+        return modelFolder(parser.value("model-dir"));
     }
-    return singlePositional(parser, "MODEL_DIR (or --model_dir DIR)");
+    return modelFolder(singlePositional(parser, "MODEL_DIR (or --model_dir DIR)"));
+}
+
+QString modelFolder(const QString& path) {
+    if (!isGgufPath(path.toStdString()))
+        return path;
+    const std::string folder = resolveModelFolder(path.toStdString());
+    std::fprintf(stderr, "quantscope-cli: %s opens as %s (dequantized to fp32)\n", qPrintable(path),
+                 folder.c_str());
+    return QString::fromStdString(folder);
 }
 
 void printWarnings(const std::string& command, const std::vector<std::string>& warnings) {

@@ -35,9 +35,13 @@ void printLine(const std::string& s);
 void addThreadsOption(QCommandLineParser& parser);
 void applyThreadsOption(const QCommandLineParser& parser);
 
-// The model folder: the single positional argument or Quark's --model_dir (not both).
+// The model folder: the single positional argument or Quark's --model_dir (not both); a GGUF
+// file stands for its converted folder (modelFolder).
 void addModelDirOption(QCommandLineParser& parser);
 QString modelDirFromOptions(const QCommandLineParser& parser);
+// `path` itself, or for a .gguf file the checkpoint folder it converts to (io/GgufFolder.h;
+// converted on first use, with a note on stderr).
+QString modelFolder(const QString& path);
 // --quiet (no progress) and --strict (warnings are errors) for the long-running commands.
 void addRunOptions(QCommandLineParser& parser);
 // The progress callback for a long run (ProgressLine): redrawn in place on a terminal, plain

@@ -6,7 +6,8 @@ namespace qs::cli {
 
 int runGenerate(const QStringList& args) {
     QCommandLineParser parser;
-    parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder.");
+    parser.addPositionalArgument("MODEL_DIR",
+                                 "Hugging Face checkpoint folder (or a llama GGUF file).");
     parser.addOption({"prompt", "Text to continue.", "TEXT"});
     parser.addOption({"max-new-tokens", "Tokens to generate at most.", "N", "64"});
     parser.addOption({"device", "cpu or cuda.", "DEVICE", "cpu"});
@@ -16,7 +17,7 @@ int runGenerate(const QStringList& args) {
     addThreadsOption(parser);
     if (!parseOrHelp(parser, args, "Greedy continuation of a prompt."))
         return 0;
-    const QString dir = singlePositional(parser, "MODEL_DIR");
+    const QString dir = modelFolder(singlePositional(parser, "MODEL_DIR"));
     if (!parser.isSet("prompt"))
         throw UsageError{"--prompt TEXT is required"};
     applyThreadsOption(parser);

@@ -53,13 +53,14 @@ void printTree(const ModuleNode& n, int depth) {
 
 int runInspect(const QStringList& args) {
     QCommandLineParser parser;
-    parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder.");
+    parser.addPositionalArgument("MODEL_DIR",
+                                 "Hugging Face checkpoint folder (or a llama GGUF file).");
     parser.addOption({"json", "Machine-readable output."});
     if (!parseOrHelp(parser, args,
                      "Shows a checkpoint's architecture, config and module tree with shapes and "
                      "parameter counts, from config.json and safetensors headers only."))
         return 0;
-    const QString dir = singlePositional(parser, "MODEL_DIR");
+    const QString dir = modelFolder(singlePositional(parser, "MODEL_DIR"));
     const ModelInfo info = inspectModel(dir.toStdString());
     // A Quark real-quantized export: its weights are dequantized on load; say so and list the
     // stored scheme per layer.

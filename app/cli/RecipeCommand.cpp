@@ -56,7 +56,7 @@ int runRecipe(const QStringList& args) {
         if (!recipe.isExcluded("lm_head"))
             recipe.exclude.push_back("lm_head");
         const std::vector<std::string> names =
-            parser.isSet("model") ? linearNames(parser.value("model").toStdString())
+            parser.isSet("model") ? linearNames(modelFolder(parser.value("model")).toStdString())
                                   : std::vector<std::string>{};
         text = quarkConfigFromRecipe(recipe, names).dump(2);
     }

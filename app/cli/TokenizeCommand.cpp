@@ -8,7 +8,8 @@ namespace qs::cli {
 
 int runTokenize(const QStringList& args) {
     QCommandLineParser parser;
-    parser.addPositionalArgument("MODEL_DIR", "Hugging Face checkpoint folder (its tokenizer).");
+    parser.addPositionalArgument(
+        "MODEL_DIR", "Hugging Face checkpoint folder or llama GGUF file (its tokenizer).");
     parser.addOption(
         {"data", "UTF-8 text file to tokenize as evaluation does (BOS once).", "TEXT"});
     parser.addOption({"text", "Literal text to tokenize (no BOS).", "TEXT"});
@@ -18,7 +19,7 @@ int runTokenize(const QStringList& args) {
                      "Prints the token ids of a text: with --data exactly the ids `eval` scores "
                      "(whole file, BOS prepended once), with --text the plain encoding."))
         return 0;
-    const QString dir = singlePositional(parser, "MODEL_DIR");
+    const QString dir = modelFolder(singlePositional(parser, "MODEL_DIR"));
     if (parser.isSet("data") == parser.isSet("text"))
         throw UsageError{"give exactly one of --data FILE or --text TEXT"};
     const LoadedTokenizer tok = TokenizerLoader::load(

@@ -31,6 +31,8 @@ const char* kUsage =
     "  synth --arch FAMILY --out DIR [...]     write a synthetic Hugging Face checkpoint\n"
     "  tokenize MODEL_DIR --data TEXT|--text S token ids as eval sees them\n"
     "\n"
+    "MODEL_DIR may also be a llama GGUF file: it is dequantized to fp32 once into a cached\n"
+    "checkpoint folder, which the command then opens.\n"
     "Run 'quantscope-cli <command> --help' for a command's options.\n"
     "Global: --help, --version.\n";
 

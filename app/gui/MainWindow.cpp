@@ -55,7 +55,8 @@ const char* const RecipeFileKey = "recipe/lastFile";
 constexpr int StateVersion = 1;
 constexpr int StatusMessageMs = 8000;
 
-// A folder dropped on the window (or a file inside it) names the model to open.
+// A folder dropped on the window (or a file inside it) names the model to open; a dropped
+// .gguf file is itself the model.
 QString droppedModelDirectory(const QMimeData* mime) {
     if (!mime || !mime->hasUrls() || mime->urls().size() != 1)
         return {};
@@ -63,6 +64,8 @@ QString droppedModelDirectory(const QMimeData* mime) {
     if (!url.isLocalFile())
         return {};
     const QFileInfo info(url.toLocalFile());
+    if (info.isFile() && info.suffix().compare(QLatin1String("gguf"), Qt::CaseInsensitive) == 0)
+        return info.absoluteFilePath();
     return info.isDir() ? info.absoluteFilePath() : info.isFile() ? info.absolutePath() : QString();
 }
 
@@ -136,6 +139,7 @@ void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     QAction* open = file->addAction(tr("&Open Model…"), this, &MainWindow::chooseModelFolder);
     open->setShortcut(QKeySequence::Open);
+    file->addAction(tr("Open &GGUF File…"), this, &MainWindow::chooseGgufFile);
     file->addAction(tr("Open &Demo Model"), this, &MainWindow::openDemoModel);
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     QAction* close = file->addAction(tr("&Close Model"), this, &MainWindow::closeModel);
@@ -244,6 +248,18 @@ void MainWindow::chooseModelFolder() {
     dialog->open(); // window-modal, but the event loop (and the engine's results) keep running
 }
 
+// A llama.cpp GGUF file: the engine dequantizes it once into a cached checkpoint folder.
+void MainWindow::chooseGgufFile() {
+    const QString start =
+        m_modelDirectory.isEmpty() ? QDir::homePath() : QFileInfo(m_modelDirectory).absolutePath();
+    auto* dialog = new QFileDialog(this, tr("Open GGUF File"), start,
+                                   tr("GGUF models (*.gguf);;All files (*)"));
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setFileMode(QFileDialog::ExistingFile);
+    connect(dialog, &QFileDialog::fileSelected, this, &MainWindow::openModel);
+    dialog->open();
+}
+
 void MainWindow::closeModel() {
     if (m_evalJob >= 0)
         m_engine->cancel(m_evalJob);
@@ -294,7 +310,7 @@ void MainWindow::updateRecentMenu() {
     const QStringList recent = recentModels();
     for (const QString& directory : recent) {
         QAction* action = m_recentMenu->addAction(QDir::toNativeSeparators(directory));
-        action->setEnabled(QFileInfo(directory).isDir());
+        action->setEnabled(QFileInfo(directory).isDir() || QFileInfo(directory).isFile());
         connect(action, &QAction::triggered, this, [this, directory] { openModel(directory); });
     }
     if (!recent.isEmpty())
@@ -670,10 +686,13 @@ void MainWindow::onModelOpened(int job, const ModelInfo& info) {
     m_recipePanel->setModelInfo(info);
     m_runPanel->setModelLoaded(true);
     showWorkbench(true);
-    addRecentModel(m_modelDirectory);
-    setWindowTitle(tr("%1 — Quantscope").arg(QFileInfo(m_modelDirectory).fileName()));
+    // A GGUF file is remembered and titled as itself, not as its cache folder.
+    const QString opened =
+        info.sourceFile.empty() ? m_modelDirectory : QString::fromStdString(info.sourceFile);
+    addRecentModel(opened);
+    setWindowTitle(tr("%1 — Quantscope").arg(QFileInfo(opened).fileName()));
     statusBar()->showMessage(tr("Opened %1: %2, %3 parameters")
-                                 .arg(QDir::toNativeSeparators(m_modelDirectory),
+                                 .arg(QDir::toNativeSeparators(opened),
                                       QString::fromStdString(info.architecture),
                                       display::compactCount(info.totalParameters)),
                              StatusMessageMs);

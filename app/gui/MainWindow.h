@@ -107,6 +107,7 @@ private:
     void createStatusBar();
     void connectEngine();
     void chooseModelFolder();
+    void chooseGgufFile();
     void addRecentModel(const QString& directory);
     void setRecentModels(const QStringList& directories);
     void updateRecentMenu();

@@ -3,6 +3,7 @@
 #include "calib/QuantizationRun.h"
 #include "calib/SensitivityRun.h"
 #include "engine/Runtime.h"
+#include "io/GgufFolder.h"
 #include "util/Error.h"
 #include "util/ErrorText.h"
 
@@ -148,9 +149,17 @@ int Engine::submit(const QString& title, std::function<void(int, const ProgressF
 int Engine::openModel(const QString& directory) {
     return submit(tr("Open %1").arg(QFileInfo(directory).fileName()),
                   [this, directory](int job, const ProgressFn& report) {
-                      report(0.0, "reading headers of " + directory.toStdString());
-                      ModelInfo info = inspectModel(directory.toStdString());
-                      d->modelDir = directory;
+                      // A GGUF file converts once into a cached checkpoint folder (minutes
+                      // for a large model, hence here on the engine's thread).
+                      const bool gguf = isGgufPath(directory.toStdString());
+                      if (gguf)
+                          report(0.0, "dequantizing " + directory.toStdString() + " to fp32");
+                      const std::string folder = resolveModelFolder(directory.toStdString());
+                      report(0.0, "reading headers of " + folder);
+                      ModelInfo info = inspectModel(folder);
+                      if (gguf)
+                          info.sourceFile = directory.toStdString();
+                      d->modelDir = QString::fromStdString(folder);
                       report(1.0, "opened " + directory.toStdString());
                       Q_EMIT modelOpened(job, info);
                   });

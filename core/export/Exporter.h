@@ -2,6 +2,7 @@
 
 #include "calib/LayerPlan.h"
 #include "io/Checkpoint.h"
+#include "io/GgmlType.h"
 #include "model/DecoderModel.h"
 #include "recipe/Recipe.h"
 
@@ -12,19 +13,6 @@
 #include <vector>
 
 namespace qs {
-
-// GGML tensor types the GGUF exporter writes (values as in ggml.h). Q5_0 only as llama.cpp's
-// fallback for Q4_K rows that are not a multiple of 256 long.
-enum class GgmlType : uint32_t {
-    F32 = 0,
-    F16 = 1,
-    Q4_0 = 2,
-    Q4_1 = 3,
-    Q5_0 = 6,
-    Q8_0 = 8,
-    Q4_K = 12,
-    Q6_K = 14
-};
 
 // What an exporter knows before the first block: the source checkpoint (tensors it copies as
 // they are), the recipe as run, the model's quantizable linears and where to write.

@@ -11,7 +11,8 @@ namespace qs {
 // What `inspect` shows and what the GUI's layer tree starts from: everything about a checkpoint
 // that can be learned from config.json and safetensors headers, without reading any weight.
 struct ModelInfo {
-    std::string directory;
+    std::string directory;    // the checkpoint folder the model computes with
+    std::string sourceFile;   // the GGUF file `directory` was converted from; empty for a folder
     std::string family;       // registry family, e.g. "llama", "opt"
     std::string architecture; // config.json "architectures"[0]
     std::vector<std::pair<std::string, std::string>> configSummary; // ordered key → value text

@@ -171,6 +171,40 @@ private Q_SLOTS:
                  QStringLiteral("[64, 64]"));
     }
 
+    // File > Open GGUF File… opens a llama.cpp GGUF through the engine (converted off the GUI
+    // thread into the cache); the window and Open Recent name the .gguf, not its cache folder.
+    // A file that is not GGUF shows the reader's error in the dialog.
+    void ggufFileOpens() {
+        qputenv("XDG_CACHE_HOME", QFile::encodeName(qs::test::tempDir(QStringLiteral("cache"))));
+        const QString gguf =
+            qs::test::sharedPath(QStringLiteral("models/stories260K-gguf/stories260K.gguf"));
+        qs::MainWindow window;
+        window.show();
+        QVERIFY(menuAction(window, QStringLiteral("Open GGUF File…")));
+        QSignalSpy failed(&window, &qs::MainWindow::modelOpenFailed);
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        const QString bogus = qs::test::tempDir(QStringLiteral("bogus")) + "/bogus.gguf";
+        QFile f(bogus);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("GGUF\x01\x00\x00\x00 not really, version 1 and too short");
+        f.close();
+        window.openModel(bogus);
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
+        QTRY_VERIFY(visibleBox(window, QStringLiteral("errorBox")) != nullptr);
+        QMessageBox* box = visibleBox(window, QStringLiteral("errorBox"));
+        QVERIFY2(box->text().contains(QStringLiteral("bogus.gguf")), qPrintable(box->text()));
+        box->accept();
+        StallMeter stalls;
+        window.openModel(gguf);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+        QCOMPARE(shapeOf(window, QStringLiteral("model.layers.0.self_attn.k_proj")),
+                 QStringLiteral("[32, 64]"));
+        QCOMPARE(window.recentModels().value(0), QDir::cleanPath(gguf));
+        QVERIFY(window.windowTitle().startsWith(QStringLiteral("stories260K.gguf")));
+        QVERIFY2(stalls.longestMs() < 1000,
+                 qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(stalls.longestMs())));
+    }
+
     void evaluationMatchesTheReference() {
         qs::MainWindow window;
         window.show();
