@@ -55,8 +55,7 @@ const char* const RecipeFileKey = "recipe/lastFile";
 constexpr int StateVersion = 1;
 constexpr int StatusMessageMs = 8000;
 
-// A folder dropped on the window (or a file inside it) names the model to open; a dropped
-// .gguf file is itself the model.
+// A dropped folder (or a file in it) names the model to open; a dropped .gguf file is the model.
 QString droppedModelDirectory(const QMimeData* mime) {
     if (!mime || !mime->hasUrls() || mime->urls().size() != 1)
         return {};
@@ -248,8 +247,7 @@ void MainWindow::chooseModelFolder() {
     dialog->open(); // window-modal, but the event loop (and the engine's results) keep running
 }
 
-// A llama.cpp GGUF file: the engine dequantizes it once into a cached checkpoint folder.
-void MainWindow::chooseGgufFile() {
+void MainWindow::chooseGgufFile() { // the engine dequantizes it once into a cached folder
     const QString start =
         m_modelDirectory.isEmpty() ? QDir::homePath() : QFileInfo(m_modelDirectory).absolutePath();
     auto* dialog = new QFileDialog(this, tr("Open GGUF File"), start,
@@ -310,7 +308,7 @@ void MainWindow::updateRecentMenu() {
     const QStringList recent = recentModels();
     for (const QString& directory : recent) {
         QAction* action = m_recentMenu->addAction(QDir::toNativeSeparators(directory));
-        action->setEnabled(QFileInfo(directory).isDir() || QFileInfo(directory).isFile());
+        action->setEnabled(QFileInfo::exists(directory)); // a folder, or a .gguf file
         connect(action, &QAction::triggered, this, [this, directory] { openModel(directory); });
     }
     if (!recent.isEmpty())

@@ -23,9 +23,11 @@ fi
 if grep -q '^QS_BUILD_MANPAGES:BOOL=ON' "$build/CMakeCache.txt"; then
   page=$prefix/share/man/man1/quantscope-cli.1.gz
   [ -f "$page" ] || fail "no man page"
-  # Every command the CLI's help lists has its section in the page.
+  # Every command the CLI's help lists has its section in the page. The page is read once:
+  # `zcat | grep -q` under pipefail fails when grep stops reading before zcat is done.
+  sections=$(zcat "$page" | grep '^\.SS ')
   for cmd in $("$cli" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p'); do
-    zcat "$page" | grep -qx "\.SS $cmd" || fail "man page lacks the '$cmd' command"
+    grep -qx "\.SS $cmd" <<<"$sections" || fail "man page lacks the '$cmd' command"
   done
 fi
 if grep -q '^QS_BUILD_GUI:BOOL=ON' "$build/CMakeCache.txt"; then

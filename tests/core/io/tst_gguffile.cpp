@@ -133,9 +133,9 @@ private Q_SLOTS:
         QCOMPARE(int(h.tensors.size()), 47);
         for (const qs::GgufTensorInfo& t : h.tensors) {
             QCOMPARE(t.offset % 32, uint64_t(0));
-            // 2-D weights whose rows split into blocks of 32 take the type, the rest F32 (the
-            // exporter's rule); ffn_down rows are 172 long.
-            const bool typed = t.dims.size() == 2 && t.dims[0] % 32 == 0;
+            // 2-D weights take the type when their rows split into its blocks (32; F16 has
+            // none), the rest F32 (the exporter's rule); ffn_down rows are 172 long.
+            const bool typed = t.dims.size() == 2 && (ggml == 1u || t.dims[0] % 32 == 0);
             QVERIFY2(t.type == (typed ? ggml : 0u), t.name.c_str());
         }
         QCOMPARE(file->find("blk.0.ffn_down.weight")->dims, (std::vector<int64_t>{172, 64}));
@@ -454,20 +454,20 @@ private Q_SLOTS:
     // refused by name when its values are asked for.
     void unsupportedTypeRefusedByName() {
         const std::string bytes =
-            gguf({}, {{"blk.0.attn_q.weight", {256, 1}, 12, 0}}, std::string(144, '\0'));
+            gguf({}, {{"blk.0.attn_q.weight", {256, 1}, 13, 0}}, std::string(176, '\0'));
         const QString path = qs::test::tempDir("k") + "/k.gguf";
         QFile f(path);
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write(bytes.data(), qint64(bytes.size()));
         f.close();
         const auto file = qs::GgufFile::open(path.toStdString());
-        QCOMPARE(file->header().tensors[0].byteSize, uint64_t(144));
+        QCOMPARE(file->header().tensors[0].byteSize, uint64_t(176));
         try {
             file->dequantize(file->header().tensors[0]);
-            QFAIL("Q4_K decoded");
+            QFAIL("Q5_K decoded");
         } catch (const qs::Error& e) {
             QCOMPARE(e.field(), std::string("blk.0.attn_q.weight"));
-            QCOMPARE(e.reason(), std::string("ggml type 12 (Q4_K) not supported"));
+            QCOMPARE(e.reason(), std::string("ggml type 13 (Q5_K) not supported"));
         }
     }
 };

@@ -207,10 +207,10 @@ private Q_SLOTS:
                              "GGUF (the Llama family, \"llama\", is)"));
         writeFile(dir + "/k.gguf", gguf(llama,
                                         {{"token_embd.weight", {32, 8}, 0, 0},
-                                         {"blk.0.attn_q.weight", {256, 1}, 12, 1024}},
-                                        std::string(1024 + 144, '\0')));
+                                         {"blk.0.attn_q.weight", {256, 1}, 13, 1024}},
+                                        std::string(1024 + 176, '\0')));
         QCOMPARE(refusal((dir + "/k.gguf").toStdString()),
-                 std::string("blk.0.attn_q.weight | ggml type 12 (Q4_K) not supported"));
+                 std::string("blk.0.attn_q.weight | ggml type 13 (Q5_K) not supported"));
         writeFile(dir + "/extra.gguf",
                   gguf(llama,
                        {{"token_embd.weight", {32, 8}, 0, 0}, {"rope_freqs.weight", {8}, 0, 1024}},
