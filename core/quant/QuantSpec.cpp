@@ -440,7 +440,11 @@ QuantSpec QuantSpec::fromJson(const json& jin, TensorRole role, const std::strin
         throw Error(source, "qscheme",
                     "unknown '" + qscheme + "' (known: " + joinNames(granularityNames()) + ")");
     s.granularity = *granularity;
-    s.chAxis = r.has("ch_axis") ? r.integer("ch_axis") : 0;
+    // Quark ignores ch_axis for per_tensor and per_token; keeping a stray value would make two
+    // equal schemes compare unequal (and not survive the recipe round trip, which writes none).
+    const bool usesAxis =
+        s.granularity == Granularity::PerChannel || s.granularity == Granularity::PerGroup;
+    s.chAxis = usesAxis && r.has("ch_axis") ? r.integer("ch_axis") : 0;
     s.groupSize = r.has("group_size") ? r.integer("group_size") : 0;
     if (s.granularity != Granularity::PerGroup && s.groupSize != 0)
         throw Error(source, "group_size", "only per_group uses a group size");

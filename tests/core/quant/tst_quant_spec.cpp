@@ -249,6 +249,15 @@ private Q_SLOTS:
         QCOMPARE(QuantSpec::fromJson(ptpcInput, TensorRole::Weight).granularity,
                  Granularity::PerChannel);
 
+        // A ch_axis beside per_tensor means nothing to Quark; it must not make the spec differ
+        // from the same scheme without it (fuzz_quark_config's finding: the recipe round trip,
+        // which writes no axis for per_tensor, changed the spec).
+        const json perTensorWithAxis = json::parse(R"({"dtype": "fp8_e4m3", "qscheme":
+            "per_tensor", "ch_axis": 7111, "group_size": null, "is_dynamic": false})");
+        const QuantSpec pt = QuantSpec::fromJson(perTensorWithAxis, TensorRole::Output);
+        QCOMPARE(pt, QuantSpec::defaults(DataType::Fp8E4M3));
+        QCOMPARE(QuantSpec::fromJson(pt.toJson(), TensorRole::Output), pt);
+
         // Strictness: each bad value names its key.
         json bad = uint4;
         bad["dtype"] = "int5";
