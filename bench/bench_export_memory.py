@@ -86,7 +86,7 @@ def main():
         shutil.rmtree(out, ignore_errors=True)
         cmd = [cli, "quantize", model, "--quant-scheme", a.scheme, "--format", fmt, "--out", out]
         if fmt == "gguf":
-            cmd += ["--gguf-type", "q4_0"]
+            cmd += ["--gguf-type", "auto"]  # the exact GGUF form of the scheme's codes
         wall, rss, _ = peak_rss_mib(cmd)
         size = folder_bytes(out) / 2**30
         print(f"{fmt:<8}{a.scheme:<16}{wall:>9.1f}{rss:>14.0f}{size:>12.2f}"

@@ -196,6 +196,8 @@ void quantizeWeights(BlockRun& run) {
         if (!p.weight.dequantized.defined())
             p.quantizeWeight(run.linears[i]->weight);
         p.keepRoundToNearest(); // only where an analysed run kept a baseline
+        if (run.releaseFloatWeights && p.releaseFloatWeights())
+            run.linears[i]->weight = at::Tensor(); // setWeights skips it (no reference)
 
         p.createActivationQuantizers();
         LayerReport& rep = p.report;

@@ -60,6 +60,10 @@ struct BlockRun {
     // algorithms with (each changed layer's weight before a code-choosing algorithm, its ranges
     // before a range-moving one); nothing of it otherwise.
     bool analyse = false;
+    // The run reads the block no further than its codes (no forward pass, an exporter that
+    // reads only codes): quantizeWeights releases each layer's float weights once its codes
+    // exist, so a block's full-precision weights and their fake-quantized copy never coexist.
+    bool releaseFloatWeights = false;
 };
 
 namespace pass {

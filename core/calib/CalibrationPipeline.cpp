@@ -2,6 +2,7 @@
 
 #include "eval/Perplexity.h"
 #include "util/Error.h"
+#include "util/LargeTensor.h"
 
 #include <chrono>
 
@@ -61,12 +62,18 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
 
     for (int bi = 0; bi < blocks; ++bi) {
         const auto t0 = std::chrono::steady_clock::now();
+        // The previous block's weights are freed by now; their pages go back before the next
+        // block's are allocated, so a run holds about one block, not a heap of all of them.
+        if (bi > 0)
+            releaseFreedHeapMemory();
         progress.report(bi, 0.0, "loading");
         std::unique_ptr<DecoderBlock> block = m_model.loadBlock(bi);
         std::vector<LayerPlan> plans = m_planner.planBlock(*block);
         BlockQuantHook hook(plans);
         BlockRun run(*block, plans, hook, progress, m_options.maxBatchTokens);
         run.analyse = analyze && hasCalibration;
+        run.releaseFloatWeights = m_options.sinkReadsOnlyCodes && sink && !hasCalibration &&
+                                  !evalStream.defined() && !analyze && !m_options.keepPlans;
         const at::Tensor& observed = floatCalibration ? ref : quant;
 
         // Capture and transforms see the full-precision block.
@@ -139,6 +146,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         result.blockSeconds.push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } // the block (and, unless kept, its plans) is released here
+    releaseFreedHeapMemory();
     result.skipped = m_planner.skipped();
 
     if (evalStream.defined()) {

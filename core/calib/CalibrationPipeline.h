@@ -30,6 +30,10 @@ struct PipelineOptions {
     std::vector<std::shared_ptr<BlockTransform>> transforms;
     // Called after each block with its layers' reports, so views can fill in as blocks finish.
     std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
+    // The sink reads quantized linears only through their codes (Exporter::readsOnlyCodes):
+    // a run with no forward pass (no calibration, evaluation or analysis) and no kept plans
+    // then releases each linear's float weights as soon as its codes exist.
+    bool sinkReadsOnlyCodes = false;
 };
 
 struct PipelineResult {

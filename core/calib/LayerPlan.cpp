@@ -74,6 +74,20 @@ void LayerPlan::quantizeWeight(const at::Tensor& w) {
         weight.codes = quant::quantize(w, s.weight, params);
 }
 
+bool LayerPlan::releaseFloatWeights() {
+    if (!scheme || !weight.codes)
+        return false;
+    weight.reference = at::Tensor();
+    weight.dequantized = at::Tensor();
+    at::Tensor& codes = weight.codes->codes;
+    const quant::TypeTraits& t = quant::traits(weight.codes->dtype);
+    // Integer codes lie in [qmin, qmax]; both 8-bit ranges hold every int4/uint4/int8/uint8 code.
+    if (t.encoding == quant::Encoding::Int && !codes.is_floating_point() && t.qmin >= -128 &&
+        t.qmax <= 255 && codes.element_size() > 1)
+        codes = codes.to(t.qmin < 0 ? at::kChar : at::kByte);
+    return true;
+}
+
 void LayerPlan::createActivationQuantizers() {
     input.reset();
     output.reset();

@@ -91,6 +91,11 @@ struct LayerPlan {
     // reference) from `baseline`, then releases the baseline. Nothing without a baseline: only
     // an analysed run takes one (pass::applyTransforms).
     void keepRoundToNearest();
+    // Drops the full-precision and fake-quantized weights of a layer that has codes and stores
+    // integer codes in the narrowest dtype that holds their range (int8 or uint8 instead of
+    // int32), for runs that only export the codes (Exporter::readsOnlyCodes). False, changing
+    // nothing, when the layer has no codes.
+    bool releaseFloatWeights();
     // Creates the input/output quantizers of the scheme (after the weight, before observation).
     void createActivationQuantizers();
 

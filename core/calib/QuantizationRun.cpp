@@ -266,7 +266,6 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     options.keepPlans = req.keepPlans;
     options.transforms = prep.transforms;
     options.onBlockReports = req.onBlockReports;
-    CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
 
     std::vector<std::unique_ptr<Exporter>> exporters;
     ExportContext context;
@@ -291,6 +290,10 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
         exporters.push_back(ExporterRegistry::create(f, context));
         exporters.back()->writeLeading();
     }
+    options.sinkReadsOnlyCodes = !exporters.empty();
+    for (const auto& e : exporters)
+        options.sinkReadsOnlyCodes = options.sinkReadsOnlyCodes && e->readsOnlyCodes();
+    CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
     BlockSink sink;
     if (!exporters.empty())
         sink = [&exporters](int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) {

@@ -46,6 +46,12 @@ public:
                             const std::vector<LayerPlan>& plans) = 0;
     // Remaining tensors, side files, `recipeJson` as quantscope_recipe.json; then the rename.
     virtual void commit(const std::string& recipeJson) = 0;
+    // True when writeBlock reads a quantized linear only through its codes, scales and zero
+    // points (never its float or fake-quantized weight) and takes the codes in any integer
+    // dtype. A run that runs no forward pass may then release the float weights as soon as the
+    // codes exist and narrow the codes (LayerPlan::releaseFloatWeights), which is what keeps a
+    // weight-only export within about one block of memory.
+    virtual bool readsOnlyCodes() const { return false; }
 };
 
 } // namespace qs

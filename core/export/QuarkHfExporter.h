@@ -36,6 +36,8 @@ public:
     void writeLeading() override;
     void writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) override;
     void commit(const std::string& recipeJson) override;
+    // writeLinear packs the codes through packInt4 / .to(kChar|kByte), whatever their dtype.
+    bool readsOnlyCodes() const override { return true; }
 
     // Why a linear of `shape` [out, in] with `scheme` cannot be written, with what works
     // instead; empty when it can. `loaderLimits`: also refuse layouts Quark writes but its

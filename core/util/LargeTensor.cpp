@@ -6,6 +6,9 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace qs {
 
@@ -22,6 +25,12 @@ at::Tensor emptyLargeCpu(const std::vector<int64_t>& sizes, at::ScalarType dtype
         madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 #endif
     return t;
+}
+
+void releaseFreedHeapMemory() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
 }
 
 } // namespace qs

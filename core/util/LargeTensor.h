@@ -15,4 +15,11 @@ namespace qs {
 // large enough to have any (Linux; elsewhere, and for small sizes, plain at::empty).
 at::Tensor emptyLargeCpu(const std::vector<int64_t>& sizes, at::ScalarType dtype);
 
+// Hands the free pages of the C heap back to the system (glibc malloc_trim; nothing elsewhere).
+// Block-sized tensors are often carved out of free heap chunks rather than mmapped, and a live
+// allocation above them keeps glibc from shrinking the heap, so without this the heap of a
+// block-by-block run kept every block's freed pages resident: a 7B-shaped quantize grew by
+// ~120 MiB a block to 3-5 GB (bench/bench_export_memory.py, /proc/PID/smaps: all in [heap]).
+void releaseFreedHeapMemory();
+
 } // namespace qs

@@ -145,6 +145,58 @@ private Q_SLOTS:
         QVERIFY(r.plans.at(1).at(0).transforms.empty());
     }
 
+    // A weight-only run whose sink reads only codes (the Quark exporter) releases each
+    // linear's float weights once its codes exist and keeps uint8 codes; the codes are the
+    // ones a run keeping everything computes (exact: the same round-to-nearest, narrowed).
+    void codesOnlySinkReleasesFloatWeights() {
+        c10::InferenceMode guard;
+        const qs::ModelHandle h = qs::openModelHandle(m_model.toStdString());
+        auto model = h.instantiate({});
+        qs::Recipe recipe;
+        recipe.global = qs::quant::resolveScheme("uint4_wo_32");
+        const at::Tensor none = at::zeros({0, 2}, at::kLong);
+
+        qs::LayerPlanner keptPlanner = qs::LayerPlanner::forRecipe(recipe);
+        qs::PipelineOptions kept;
+        kept.keepPlans = true;
+        const qs::PipelineResult full =
+            qs::CalibrationPipeline(*model, keptPlanner, kept).run(none, {});
+
+        qs::LayerPlanner planner = qs::LayerPlanner::forRecipe(recipe);
+        qs::PipelineOptions options;
+        options.sinkReadsOnlyCodes = true;
+        int blocks = 0;
+        const qs::BlockSink sink = [&](int index, qs::DecoderBlock& block,
+                                       const std::vector<qs::LayerPlan>& plans) {
+            ++blocks;
+            const std::vector<qs::LinearLayer*> linears = block.linears();
+            for (size_t i = 0; i < plans.size(); ++i) {
+                const qs::LayerPlan& p = plans[i];
+                QVERIFY(!p.weight.reference.defined());
+                QVERIFY(!p.weight.dequantized.defined());
+                QVERIFY(!linears[i]->weight.defined());
+                QCOMPARE(p.weight.codes->codes.scalar_type(), at::kByte);
+                const qs::LayerPlan& f = full.plans.at(size_t(index)).at(i);
+                QVERIFY(at::equal(p.weight.codes->codes.to(at::kInt), f.weight.codes->codes));
+                QVERIFY(at::equal(p.weight.codes->params.scale, f.weight.codes->params.scale));
+            }
+        };
+        qs::CalibrationPipeline(*model, planner, options).run(none, {}, {}, sink);
+        QCOMPARE(blocks, 3);
+
+        // With calibration the forward passes need the weights: nothing is released.
+        qs::LayerPlanner calibPlanner = qs::LayerPlanner::forRecipe(recipe);
+        bool released = false;
+        const qs::BlockSink check = [&](int, qs::DecoderBlock&,
+                                        const std::vector<qs::LayerPlan>& plans) {
+            for (const qs::LayerPlan& p : plans)
+                released = released || !p.weight.reference.defined();
+        };
+        qs::CalibrationPipeline(*model, calibPlanner, options)
+            .run(at::randint(0, 512, {2, 16}, at::kLong), {}, {}, check);
+        QVERIFY(!released);
+    }
+
     void weightsChosenByATransformAreKept() {
         const qs::PipelineResult r = runWithTransform(std::make_shared<CodeChoosingTransform>(),
                                                       at::zeros({0, 2}, at::kLong));
