@@ -14,7 +14,7 @@
 # - tokens: the prompt's ids with BOS, llama.cpp's tokenizer (from the file's tokenizer.ggml.*)
 #   against Quantscope's (`generate --json` prompt_ids): must be equal.
 # - F32 files, which hold the fp32 weights exactly: llama.cpp's reference stories260K.gguf (made by
-#   llama2.c's converter, not by us) and our `--gguf-type f32` export, each against
+#   llama.cpp's converter, not by Quantscope) and our `--gguf-type f32` export, each against
 #   `quantscope-cli generate` on the Hugging Face folder ../shared/models/stories260K. Both
 #   engines compute in fp32 (llama.cpp with an F32 KV cache, see below); the generated ids and
 #   text must be equal.
@@ -25,17 +25,20 @@
 #   writes them) and the engine's own codes (int8 symmetric per group of 32 -> Q8_0, int4_wo_32
 #   -> Q4_0, down_proj excluded: its 172 inputs are no multiple of 32, so it is F32 in every file).
 #   The arithmetic is not the same in one documented place: ggml's CPU matmul of a Q8_0 or Q4_0
-#   weight first rounds the activations to Q8_0 blocks (int8 per 32 with an f16 scale, ggml's
-#   vec_dot_type; nothing switches it off), Quantscope multiplies by fp32 activations. That
-#   moves every logit by a little, and a greedy step whose top two tokens are that close can
-#   flip. The ids must therefore be equal, or else, at the first differing step k, the flip must
-#   be measured to be such a near tie: the two tokens are the top two in both engines in
-#   opposite order, and their margin moved between the engines by no more than the top-two
-#   margin moved at any other step of the same sequence (teacher-forced along Quantscope's ids:
-#   llama.cpp's full probability table against the reference forward tests/reference/
-#   hf_reference.py on the converted fp32 checkpoint, which matches Quantscope's forward to
-#   2.5e-5 in the logits). A wrong block, scale or permutation moves margins far more than the
-#   rounding does and diverges in the first steps; see docs/exporters.md for the measured table.
+#   weight first rounds its input to Q8_0 blocks (ggml-cpu's quantize_row_q8_0: per 32 values
+#   d = amax/127 stored as f16, codes round-half-even(x * 127/amax); ggml's vec_dot_type, which
+#   nothing switches off), Quantscope multiplies by the fp32 activations. That moves the top-two
+#   margins by up to 0.26 nats here, so a greedy step whose top two tokens are that close can
+#   flip. The ids must therefore be equal or, at the first differing step k, the flip must be
+#   that rounding: teacher-forced along Quantscope's ids, the reference forward
+#   tests/reference/hf_reference.py (plain PyTorch in fp32, independent of the engine; it
+#   matches Quantscope's forward to 2.5e-5 in the logits) on the converted fp32 checkpoint of the
+#   file picks Quantscope's token at k, and the same forward with the inputs of the file's Q8_0/
+#   Q4_0 matmuls rounded as ggml does (hf_reference's rounded_inputs) picks llama.cpp's. No
+#   tolerance: either the emulated rounding reproduces llama.cpp's choice or the case fails. (The
+#   emulation is not bit-exact: an activation within fp32 summation noise of a rounding boundary
+#   can take the other code; measured in docs/exporters.md.) A wrong block, scale or permutation
+#   changes the text in the first steps, where the emulation does not follow llama.cpp.
 # - KV cache: llama.cpp's default is F16 (K and V rounded to 11 bits); the check uses F32, the
 #   engine's precision, and no flash attention. LLAMA_KV_TYPE=F16 runs the same check with the
 #   default cache (measured in docs/exporters.md).
