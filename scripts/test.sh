@@ -19,9 +19,11 @@ fi
 export QT_QPA_PLATFORM=offscreen
 ctest --preset release -j2 --timeout 900
 # The consumers of the exports, installed from the package registries into a cache folder
-# outside the repository: onnxruntime (npm onnxruntime-node) runs the ONNX exports and must agree
-# with Quantscope (fails, not skips, when it does not).
+# outside the repository: onnxruntime (npm onnxruntime-node) runs the ONNX exports and llama.cpp
+# (npm node-llama-cpp) generates from the GGUF exports; both must agree with Quantscope (they
+# fail, not skip, when they do not).
 bash scripts/check-onnx.sh build/release
+bash scripts/check-gguf.sh build/release
 # The headless configuration a GPU server builds (no Qt Widgets, no sentencepiece): it must
 # configure, build and pass too. Its objects are the release build's (ccache), so this costs
 # mostly links and the core suites a second time.

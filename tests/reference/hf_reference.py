@@ -63,7 +63,19 @@ def causal_attention(q, k, v, scale):
     return torch.softmax(s, -1) @ v
 
 
-def llama_logits(cfg, w, ids):
+def ggml_q8_0_round(x):
+    """x as llama.cpp's CPU backend feeds it to a matmul with a Q8_0 or Q4_0 weight: ggml-cpu
+    first quantizes the activation rows to Q8_0 blocks (quantize_row_q8_0, x86: per 32 values
+    d = amax/127 stored as f16, codes round-half-even(x * (127/amax))) and multiplies the integer
+    codes; the result is the dot product with codes * f16(d)."""
+    b = x.reshape(*x.shape[:-1], -1, 32)
+    amax = b.abs().amax(-1, keepdim=True)
+    inverse = torch.where(amax > 0, 127.0 / amax, torch.zeros_like(amax))
+    return (torch.round(b * inverse) * (amax / 127).half().float()).reshape(x.shape)
+
+
+def llama_logits(cfg, w, ids, rounded_inputs=()):
+    """rounded_inputs: weight names whose matmul input is rounded by ggml_q8_0_round first."""
     H = cfg["hidden_size"]
     nh = cfg["num_attention_heads"]
     nkv = cfg.get("num_key_value_heads", nh)
@@ -82,6 +94,8 @@ def llama_logits(cfg, w, ids):
         return torch.cat([-x[..., hd // 2:], x[..., :hd // 2]], -1)
 
     def lin(x, name):
+        if name + ".weight" in rounded_inputs:
+            x = ggml_q8_0_round(x)
         y = x @ w[name + ".weight"].T
         return y + w[name + ".bias"] if name + ".bias" in w else y
 
@@ -100,8 +114,10 @@ def llama_logits(cfg, w, ids):
         x = x + lin(torch.nn.functional.silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"),
                     p + "mlp.down_proj")
     x = rms_norm(x, w["model.norm.weight"], eps)
-    head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else w["lm_head.weight"]
-    return x @ head.T
+    head = "model.embed_tokens.weight" if cfg.get("tie_word_embeddings", False) else "lm_head.weight"
+    if head in rounded_inputs:
+        x = ggml_q8_0_round(x)
+    return x @ w[head].T
 
 
 def opt_logits(cfg, w, ids):
@@ -129,8 +145,11 @@ def opt_logits(cfg, w, ids):
     return x @ w["model.decoder.embed_tokens.weight"].T
 
 
-def logits(cfg, w, ids):
-    return opt_logits(cfg, w, ids) if cfg["model_type"] == "opt" else llama_logits(cfg, w, ids)
+def logits(cfg, w, ids, rounded_inputs=()):
+    if cfg["model_type"] == "opt":
+        assert not rounded_inputs
+        return opt_logits(cfg, w, ids)
+    return llama_logits(cfg, w, ids, rounded_inputs)
 
 
 def main():
