@@ -90,8 +90,23 @@ row() {
   # --- end of the rotation rows ---
 
   echo
-  echo "Not in the table yet: AMD Quark's own figures for the same rows (no cached amd-quark venv"
-  echo "here)."
+  echo "## AMD Quark 0.13 on the same rows"
+  echo
+  echo "\`scripts/quark_rows.py\` (run with the venv of \`scripts/make-quark-venv.sh\`): the \`llama\`"
+  echo "LLMTemplate's config for each scheme and algorithm (lm_head excluded, plus \`*down_proj\` for"
+  echo "the 4-bit rows), \`ModelQuantizer.quantize_model\` on the same 15 calibration windows, then"
+  echo "perplexity of the fake-quantized model on the same 44 eval windows (fp32 must equal ours)."
+  echo "Seconds: load + quantize + eval of each row in PyPI torch on CPU."
+  echo
+  quark_venv=${QS_QUARK_VENV:-/work/venvs/quark}
+  echo "| recipe | perplexity | seconds |"
+  echo "|---|---|---|"
+  if [ -x "$quark_venv/bin/python" ]; then
+    "$quark_venv/bin/python" scripts/quark_rows.py "$shared" 2> "$tmp/quark.log" ||
+      echo "| (quark_rows.py failed: $(tail -1 "$tmp/quark.log" | tr '|' '/')) | | |"
+  else
+    echo "| all rows | not run (no venv: scripts/make-quark-venv.sh) | |"
+  fi
 } > docs/results.md.tmp
 mv docs/results.md.tmp docs/results.md
 cat docs/results.md
