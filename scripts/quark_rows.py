@@ -13,7 +13,7 @@ quantize_quark.py path), ModelQuantizer.quantize_model on our windows, then perp
 fake-quantized model. Prints one markdown row per recipe: label, perplexity, seconds (quantize +
 eval), or the exception's text when Quark refuses the row.
 
-usage: quark_rows.py SHARED_DIR [--rows fp32,uint4_wo_32_rtn,...] [--markdown]
+usage: quark_rows.py SHARED_DIR [--rows uint4_wo_32_rtn,...] [--ours TSV]   (fp32 always runs)
 Run with the venv of scripts/make-quark-venv.sh.
 """
 import argparse
@@ -55,20 +55,31 @@ def perplexity(model, eval_windows):
     return math.exp(total / count)
 
 
-# label, scheme, algorithms, exclude (besides lm_head, which the template always excludes)
+# key, label, scheme, algorithms, exclude (besides lm_head, which quark_config always adds), and the
+# label of the same recipe in scripts/results.sh (for the side-by-side columns of --ours)
 ROWS = [
-    ("uint4_wo_32_rtn", "uint4_wo_32, round to nearest", "uint4_wo_32", [], ["*down_proj"]),
-    ("uint4_wo_32_gptq", "uint4_wo_32, GPTQ", "uint4_wo_32", ["gptq"], ["*down_proj"]),
-    ("uint4_wo_32_awq", "uint4_wo_32, AWQ", "uint4_wo_32", ["awq"], ["*down_proj"]),
-    ("int4_wo_32_rtn", "int4_wo_32, round to nearest", "int4_wo_32", [], ["*down_proj"]),
-    ("int4_wo_32_gptq", "int4_wo_32, GPTQ", "int4_wo_32", ["gptq"], ["*down_proj"]),
-    ("int4_wo_32_awq", "int4_wo_32, AWQ", "int4_wo_32", ["awq"], ["*down_proj"]),
-    ("int8_rtn", "int8 (W8A8 static), round to nearest", "int8", [], []),
-    ("int8_sq", "int8 (W8A8 static), SmoothQuant (alpha 1)", "int8", ["smoothquant"], []),
-    ("int8_asq", "int8 (W8A8 static), AutoSmoothQuant", "int8", ["autosmoothquant"], []),
-    ("int8_rot", "int8 (W8A8 static), rotation", "int8", ["rotation"], []),
-    ("mxfp4_rtn", "mxfp4 (W+A), round to nearest", "mxfp4", [], []),
-    ("mxfp4_rot", "mxfp4 (W+A), rotation", "mxfp4", ["rotation"], []),
+    ("uint4_wo_32_rtn", "uint4_wo_32, round to nearest", "uint4_wo_32", [], ["*down_proj"],
+     "uint4_wo_32, round to nearest"),
+    ("uint4_wo_32_gptq", "uint4_wo_32, GPTQ", "uint4_wo_32", ["gptq"], ["*down_proj"],
+     "uint4_wo_32, GPTQ (Quark defaults: desc_act, static_groups)"),
+    ("uint4_wo_32_awq", "uint4_wo_32, AWQ", "uint4_wo_32", ["awq"], ["*down_proj"],
+     "uint4_wo_32, AWQ (Quark's grid and clip search)"),
+    ("int4_wo_32_rtn", "int4_wo_32, round to nearest", "int4_wo_32", [], ["*down_proj"],
+     "int4_wo_32, round to nearest"),
+    ("int4_wo_32_gptq", "int4_wo_32, GPTQ", "int4_wo_32", ["gptq"], ["*down_proj"],
+     "int4_wo_32, GPTQ (Quark defaults: desc_act, static_groups)"),
+    ("int4_wo_32_awq", "int4_wo_32, AWQ", "int4_wo_32", ["awq"], ["*down_proj"],
+     "int4_wo_32, AWQ (Quark's grid and clip search)"),
+    ("int8_rtn", "int8 (W8A8 static), round to nearest", "int8", [], [],
+     "int8 (W8A8 static), round to nearest"),
+    ("int8_sq", "int8 (W8A8 static), SmoothQuant (alpha 1)", "int8", ["smoothquant"], [],
+     "int8 (W8A8 static), SmoothQuant (Quark's defaults: alpha 1)"),
+    ("int8_asq", "int8 (W8A8 static), AutoSmoothQuant", "int8", ["autosmoothquant"], [],
+     "int8 (W8A8 static), AutoSmoothQuant (MSE)"),
+    ("int8_rot", "int8 (W8A8 static), rotation", "int8", ["rotation"], [],
+     "int8 (W8A8 static), rotation R1"),
+    ("mxfp4_rtn", "mxfp4 (W+A), round to nearest", "mxfp4", [], [], "mxfp4 (W+A), round to nearest"),
+    ("mxfp4_rot", "mxfp4 (W+A), rotation", "mxfp4", ["rotation"], [], "mxfp4 (W+A), rotation R1"),
 ]
 
 
@@ -95,6 +106,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("shared")
     ap.add_argument("--rows", default="")
+    ap.add_argument("--ours", help="TSV of scripts/results.sh: label, perplexity, seconds; adds "
+                    "Quantscope's columns (first row of each label: the stories260K tables)")
     args = ap.parse_args()
     torch.manual_seed(0)
     model_dir = f"{args.shared}/models/stories260K"
@@ -104,22 +117,34 @@ def main():
     if len(calib) != NUM_CALIB:
         sys.exit(f"tinystories-calib.txt: {len(calib)} windows of {SEQ}, expected {NUM_CALIB}")
     wanted = set(filter(None, args.rows.split(",")))
+    ours = {}
+    if args.ours:
+        for line in open(args.ours, encoding="utf-8"):
+            label, ppl, secs = (line.rstrip("\n").split("\t") + ["", ""])[:3]
+            ours.setdefault(label, (ppl, secs))
+
+    def ours_cols(label):
+        if not args.ours:
+            return ""
+        ppl, secs = ours.get(label, ("", ""))
+        return f" {ppl} | {secs} |"
 
     t0 = time.time()
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
     fp = perplexity(model, eval_windows)
-    print(f"| fp32 | {fp:.6f} | {time.time() - t0:.1f} |", flush=True)
-    for key, label, scheme, algos, excl in ROWS:
+    print(f"| fp32 | {fp:.6f} | {time.time() - t0:.1f} |{ours_cols('fp32')}", flush=True)
+    for key, label, scheme, algos, excl, our_label in ROWS:
         if wanted and key not in wanted:
             continue
         t0 = time.time()
         try:
             ppl = run_row(model_dir, scheme, algos, excl, calib, eval_windows)
-            print(f"| {label} | {ppl:.6f} | {time.time() - t0:.1f} |", flush=True)
+            print(f"| {label} | {ppl:.6f} | {time.time() - t0:.1f} |{ours_cols(our_label)}", flush=True)
         except Exception as e:  # a row Quark cannot run is recorded, not fatal
             msg = f"{type(e).__name__}: {e}".replace("|", "/").replace("\n", " ")[:300]
             traceback.print_exc(file=sys.stderr)
-            print(f"| {label} | not run by Quark: {msg} | {time.time() - t0:.1f} |", flush=True)
+            print(f"| {label} | not run by Quark: {msg} | {time.time() - t0:.1f} |{ours_cols(our_label)}",
+                  flush=True)
 
 
 if __name__ == "__main__":
