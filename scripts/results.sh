@@ -28,6 +28,8 @@ row() {
   t1=$(date +%s%N)
   local tenths=$(( (t1 - t0) / 100000000 ))
   printf '| %s | %.6f | %d.%d |\n' "$label" "$ppl" $((tenths / 10)) $((tenths % 10))
+  # for the Quark table's side-by-side columns (quark_rows.py --ours)
+  printf '%s\t%.6f\t%d.%d\n' "$label" "$ppl" $((tenths / 10)) $((tenths % 10)) >> "$tmp/ours.tsv"
 }
 
 {
@@ -42,6 +44,7 @@ row() {
   fp=$("$cli" eval "$model" --data "$shared/data/tinystories-eval.txt" --eval-seq-len 256 --json --quiet |
        sed -n 's/.*"perplexity": \([0-9.]*\).*/\1/p' | head -1)
   printf '| fp32 | %.6f | |\n' "$fp"
+  printf 'fp32\t%.6f\t\n' "$fp" > "$tmp/ours.tsv"
   for s in uint4_wo_32 int4_wo_32; do
     row "$s, round to nearest" $s '[]' '*down_proj' '*lm_head'
     row "$s, GPTQ (Quark defaults: desc_act, static_groups)" $s '[{"name": "gptq"}]' '*down_proj' '*lm_head'
@@ -90,8 +93,23 @@ row() {
   # --- end of the rotation rows ---
 
   echo
-  echo "Not in the table yet: AMD Quark's own figures for the same rows (no cached amd-quark venv"
-  echo "here)."
+  echo "## AMD Quark 0.13 on the same rows"
+  echo
+  echo "\`scripts/quark_rows.py\` (run with the venv of \`scripts/make-quark-venv.sh\`): the \`llama\`"
+  echo "LLMTemplate's config for each scheme and algorithm (lm_head excluded, plus \`*down_proj\` for"
+  echo "the 4-bit rows), \`ModelQuantizer.quantize_model\` on the same 15 calibration windows, then"
+  echo "perplexity of the fake-quantized model on the same 44 eval windows (fp32 must equal ours)."
+  echo "Seconds: load + quantize + eval of each row in PyPI torch on CPU."
+  echo
+  quark_venv=${QS_QUARK_VENV:-/work/venvs/quark}
+  echo "| recipe | Quark perplexity | Quark seconds | Quantscope perplexity | Quantscope seconds |"
+  echo "|---|---|---|---|---|"
+  if [ -x "$quark_venv/bin/python" ]; then
+    "$quark_venv/bin/python" scripts/quark_rows.py "$shared" --ours "$tmp/ours.tsv" 2> "$tmp/quark.log" ||
+      echo "| (quark_rows.py failed: $(tail -1 "$tmp/quark.log" | tr '|' '/')) | | | | |"
+  else
+    echo "| all rows | not run (no venv: scripts/make-quark-venv.sh) | | | |"
+  fi
 } > docs/results.md.tmp
 mv docs/results.md.tmp docs/results.md
 cat docs/results.md

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Runs the rows of docs/results.md through AMD Quark 0.13 itself (issue 11, item 9).
+
+Same model, same text, same windows as `quantscope-cli eval`:
+- calibration: [BOS] + sentencepiece ids of the whole of tinystories-calib.txt, cut into 15
+  consecutive windows of 256 tokens (remainder dropped), batch size 1 (as the reference exports
+  in shared/reference/quark-exports were calibrated);
+- evaluation (docs/evaluation.md): [BOS] + ids of the whole eval text, non-overlapping windows of
+  256, NLL of tokens 1..255 of each window, perplexity = exp(mean NLL), summed in double.
+
+Each row: the `llama` LLMTemplate's config for the scheme and algorithm (Quark's
+quantize_quark.py path), ModelQuantizer.quantize_model on our windows, then perplexity of the
+fake-quantized model. Prints one markdown row per recipe: label, perplexity, seconds (quantize +
+eval), or the exception's text when Quark refuses the row.
+
+usage: quark_rows.py SHARED_DIR [--rows uint4_wo_32_rtn,...] [--ours TSV]   (fp32 always runs)
+Run with the venv of scripts/make-quark-venv.sh.
+"""
+import argparse
+import math
+import sys
+import time
+import traceback
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+SEQ = 256
+NUM_CALIB = 15
+
+
+def token_ids(tokenizer, path):
+    text = open(path, encoding="utf-8").read()
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return [tokenizer.bos_token_id] + list(ids)
+
+
+def windows(ids, seq, limit=None):
+    n = len(ids) // seq
+    if limit is not None:
+        n = min(n, limit)
+    return [torch.tensor(ids[i * seq:(i + 1) * seq], dtype=torch.long).unsqueeze(0) for i in range(n)]
+
+
+@torch.no_grad()
+def perplexity(model, eval_windows):
+    total = 0.0
+    count = 0
+    for w in eval_windows:
+        logits = model(w).logits.float()
+        logp = torch.log_softmax(logits[0, :-1].double(), dim=-1)
+        nll = -logp.gather(1, w[0, 1:].unsqueeze(1)).squeeze(1)
+        total += float(nll.sum())
+        count += nll.numel()
+    return math.exp(total / count)
+
+
+# key, label, scheme, algorithms, exclude (besides lm_head, which quark_config always adds), and the
+# label of the same recipe in scripts/results.sh (for the side-by-side columns of --ours)
+ROWS = [
+    ("uint4_wo_32_rtn", "uint4_wo_32, round to nearest", "uint4_wo_32", [], ["*down_proj"],
+     "uint4_wo_32, round to nearest"),
+    ("uint4_wo_32_gptq", "uint4_wo_32, GPTQ", "uint4_wo_32", ["gptq"], ["*down_proj"],
+     "uint4_wo_32, GPTQ (Quark defaults: desc_act, static_groups)"),
+    ("uint4_wo_32_awq", "uint4_wo_32, AWQ", "uint4_wo_32", ["awq"], ["*down_proj"],
+     "uint4_wo_32, AWQ (Quark's grid and clip search)"),
+    ("int4_wo_32_rtn", "int4_wo_32, round to nearest", "int4_wo_32", [], ["*down_proj"],
+     "int4_wo_32, round to nearest"),
+    ("int4_wo_32_gptq", "int4_wo_32, GPTQ", "int4_wo_32", ["gptq"], ["*down_proj"],
+     "int4_wo_32, GPTQ (Quark defaults: desc_act, static_groups)"),
+    ("int4_wo_32_awq", "int4_wo_32, AWQ", "int4_wo_32", ["awq"], ["*down_proj"],
+     "int4_wo_32, AWQ (Quark's grid and clip search)"),
+    ("int8_rtn", "int8 (W8A8 static), round to nearest", "int8", [], [],
+     "int8 (W8A8 static), round to nearest"),
+    ("int8_sq", "int8 (W8A8 static), SmoothQuant (alpha 1)", "int8", ["smoothquant"], [],
+     "int8 (W8A8 static), SmoothQuant (Quark's defaults: alpha 1)"),
+    ("int8_asq", "int8 (W8A8 static), AutoSmoothQuant", "int8", ["autosmoothquant"], [],
+     "int8 (W8A8 static), AutoSmoothQuant (MSE)"),
+    ("int8_rot", "int8 (W8A8 static), rotation", "int8", ["rotation"], [],
+     "int8 (W8A8 static), rotation R1"),
+    ("mxfp4_rtn", "mxfp4 (W+A), round to nearest", "mxfp4", [], [], "mxfp4 (W+A), round to nearest"),
+    ("mxfp4_rot", "mxfp4 (W+A), rotation", "mxfp4", ["rotation"], [], "mxfp4 (W+A), rotation R1"),
+]
+
+
+def quark_config(scheme, algorithms, exclude):
+    from quark.torch import LLMTemplate
+
+    template = LLMTemplate.get("llama")
+    return template.get_config(scheme=scheme, algorithm=algorithms or None,
+                               exclude_layers=["lm_head"] + exclude)
+
+
+def run_row(model_dir, scheme, algorithms, exclude, calib, eval_windows):
+    from quark.torch import ModelQuantizer
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32)
+    model.eval()
+    config = quark_config(scheme, algorithms, exclude)
+    quantizer = ModelQuantizer(config)
+    model = quantizer.quantize_model(model, calib)
+    return perplexity(model, eval_windows)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("shared")
+    ap.add_argument("--rows", default="")
+    ap.add_argument("--ours", help="TSV of scripts/results.sh: label, perplexity, seconds; adds "
+                    "Quantscope's columns (first row of each label: the stories260K tables)")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    model_dir = f"{args.shared}/models/stories260K"
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    calib = windows(token_ids(tokenizer, f"{args.shared}/data/tinystories-calib.txt"), SEQ, NUM_CALIB)
+    eval_windows = windows(token_ids(tokenizer, f"{args.shared}/data/tinystories-eval.txt"), SEQ)
+    if len(calib) != NUM_CALIB:
+        sys.exit(f"tinystories-calib.txt: {len(calib)} windows of {SEQ}, expected {NUM_CALIB}")
+    wanted = set(filter(None, args.rows.split(",")))
+    ours = {}
+    if args.ours:
+        for line in open(args.ours, encoding="utf-8"):
+            label, ppl, secs = (line.rstrip("\n").split("\t") + ["", ""])[:3]
+            ours.setdefault(label, (ppl, secs))
+
+    def ours_cols(label):
+        if not args.ours:
+            return ""
+        ppl, secs = ours.get(label, ("", ""))
+        return f" {ppl} | {secs} |"
+
+    t0 = time.time()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+    fp = perplexity(model, eval_windows)
+    print(f"| fp32 | {fp:.6f} | {time.time() - t0:.1f} |{ours_cols('fp32')}", flush=True)
+    for key, label, scheme, algos, excl, our_label in ROWS:
+        if wanted and key not in wanted:
+            continue
+        t0 = time.time()
+        try:
+            ppl = run_row(model_dir, scheme, algos, excl, calib, eval_windows)
+            print(f"| {label} | {ppl:.6f} | {time.time() - t0:.1f} |{ours_cols(our_label)}", flush=True)
+        except Exception as e:  # a row Quark cannot run is recorded, not fatal
+            msg = f"{type(e).__name__}: {e}".replace("|", "/").replace("\n", " ")[:300]
+            traceback.print_exc(file=sys.stderr)
+            print(f"| {label} | not run by Quark: {msg} | {time.time() - t0:.1f} |{ours_cols(our_label)}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
