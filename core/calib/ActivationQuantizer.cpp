@@ -32,6 +32,14 @@ void ActivationQuantizer::freeze() {
     m_observer.reset(); // its statistics are in the parameters now
 }
 
+void ActivationQuantizer::freezeWith(quant::QuantParams params) {
+    if (!isStatic())
+        throw Error(m_layer, "input_tensors", "a dynamic quantizer takes no stored parameters");
+    m_params = std::move(params);
+    m_frozen = true;
+    m_observer.reset();
+}
+
 at::Tensor ActivationQuantizer::apply(const at::Tensor& x) const {
     if (m_spec.isDynamic)
         return quant::fakeQuantize(x, m_spec);

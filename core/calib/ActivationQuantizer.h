@@ -28,6 +28,9 @@ public:
     // Static quantizers take their parameters from what they observed; throws qs::Error naming
     // the layer when nothing was observed.
     void freeze();
+    // Static quantizers: freezes with parameters calibrated earlier (a stored export's
+    // input_scale), observing nothing.
+    void freezeWith(quant::QuantParams params);
     // Frozen parameters (static specs only; empty before freeze()).
     const quant::QuantParams& params() const { return m_params; }
 

@@ -46,7 +46,7 @@ void LayerPlan::keepRoundToNearest() {
 void LayerPlan::quantizeWeight(const at::Tensor& w) {
     weight.reference = w;
     weight.codes.reset();
-    if (!scheme) {
+    if (!scheme || (stored && stored->weight)) {
         weight.dequantized = w;
         return;
     }
@@ -95,6 +95,10 @@ void LayerPlan::createActivationQuantizers() {
         input.emplace(name, *scheme->input);
     if (outputSpec)
         output.emplace(name, *outputSpec);
+    if (stored && stored->input && input && input->isStatic())
+        input->freezeWith(*stored->input);
+    if (stored && stored->output && output && output->isStatic())
+        output->freezeWith(*stored->output);
 }
 
 void LayerPlan::freeze() {

@@ -4,6 +4,7 @@
 #include "calib/ActivationQuantizer.h"
 #include "quant/QuantScheme.h"
 #include "quant/Quantize.h"
+#include "quant/StoredQuantization.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -71,6 +72,9 @@ struct LayerPlan {
     std::optional<quant::QuantSpec> outputSpec;
     bool outputIsKvCache = false; // outputSpec is the recipe's KV-cache spec
     std::string note;
+    // What the checkpoint already carries for this layer (a real-quantized export): the
+    // weight is used as loaded, static quantizers take the stored parameters.
+    std::optional<quant::StoredLayerQuantization> stored;
 
     std::vector<std::string> transforms; // names of the transforms applied, in order
     WeightQuantization weight;

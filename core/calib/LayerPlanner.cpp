@@ -90,11 +90,15 @@ bool LayerPlanner::needsCalibration(const ModuleNode& tree) const {
     for (const ModuleNode* n : blockLinears(tree)) {
         const std::string kind = layerKindOf(n->name);
         const auto scheme = m_schemeFor(n->name, kind);
-        if (scheme && scheme->input && !scheme->input->isDynamic && !m_unfit.count(n->name))
+        const auto stored = m_stored.find(n->name);
+        const bool storedIn = stored != m_stored.end() && stored->second.input;
+        const bool storedOut = stored != m_stored.end() && stored->second.output;
+        if (scheme && scheme->input && !scheme->input->isDynamic && !m_unfit.count(n->name) &&
+            !storedIn)
             return true;
         const auto kv = m_outputSpecFor(n->name, kind);
         const auto out = kv ? kv : (scheme ? scheme->output : std::nullopt);
-        if (out && !out->isDynamic)
+        if (out && !out->isDynamic && !storedOut)
             return true;
     }
     return false;
@@ -115,6 +119,8 @@ std::vector<LayerPlan> LayerPlanner::planBlock(DecoderBlock& block) {
         p.outputIsKvCache = p.outputSpec.has_value();
         if (!p.outputSpec && p.scheme)
             p.outputSpec = p.scheme->output;
+        if (const auto s = m_stored.find(l->name); s != m_stored.end())
+            p.stored = s->second;
         if (p.scheme && !m_unfit.count(l->name)) {
             const std::string reason = unfitReason(*p.scheme, p.shape[1]);
             if (!reason.empty()) {

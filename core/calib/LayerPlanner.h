@@ -6,9 +6,9 @@
 
 #include <functional>
 #include <map>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qs {
@@ -31,6 +31,10 @@ public:
     LayerPlanner(SchemeFn schemeFor, OutputFn outputSpecFor, std::string unfitPolicy);
     // The recipe's own resolution (Recipe::schemeFor, Recipe::kvOutputFor, unfit_policy).
     static LayerPlanner forRecipe(const Recipe& recipe);
+
+    // Quantization the checkpoint already carries (a real-quantized export): plans take it, and
+    // static quantizers with stored parameters need no calibration.
+    void setStored(quant::StoredQuantization stored) { m_stored = std::move(stored); }
 
     // Checks every block linear of `tree` against its scheme (headers only). Under "error"
     // throws qs::Error naming every unfit layer; under "skip" remembers them.
@@ -60,6 +64,7 @@ private:
     std::string m_unfitPolicy;
     std::map<std::string, std::string> m_unfit; // layer -> reason
     std::vector<std::string> m_skipped;
+    quant::StoredQuantization m_stored;
 };
 
 } // namespace qs

@@ -5,8 +5,10 @@
 #include "export/ExporterRegistry.h"
 #include "export/GgufExporter.h"
 #include "io/JsonFields.h"
+#include "io/QuarkFolder.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/Provenance.h"
+#include "recipe/QuarkConfig.h"
 #include "util/Error.h"
 
 #include <QDir>
@@ -18,6 +20,10 @@
 namespace qs {
 
 namespace {
+
+bool recipeQuantizes(const Recipe& r) {
+    return r.global || !r.layerOverrides.empty() || !r.layerTypeOverrides.empty() || r.kvCache;
+}
 
 // The formats a run writes (see QuantizationRequest::exportFormats); given formats replace the
 // recipe's export_targets so the recipe written beside the output replays the same run.
@@ -116,6 +122,22 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     const ModuleNode tree = handle.moduleTree();
     const std::string configPath =
         QDir(QString::fromStdString(req.modelDir)).filePath("config.json").toStdString();
+    // A real-quantized Quark export that is evaluated or analysed without a scheme of its own
+    // runs as exported, as transformers + amd-quark and vLLM run it: its quantization_config is
+    // the recipe, the weights are the stored codes dequantized, and static activations take the
+    // stored scales (no calibration). Its algorithms were applied when it was written.
+    const quant::StoredQuantization stored = req.outDir.empty() && !recipeQuantizes(recipe)
+                                                 ? readStoredQuantization(req.modelDir)
+                                                 : quant::StoredQuantization{};
+    if (!stored.empty()) {
+        const Recipe exported = recipeFromQuarkConfigFile(configPath);
+        recipe.global = exported.global;
+        recipe.layerOverrides = exported.layerOverrides;
+        recipe.layerTypeOverrides = exported.layerTypeOverrides;
+        recipe.exclude = exported.exclude;
+        recipe.kvCache = exported.kvCache;
+        recipe.validate(configPath);
+    }
     const Provenance fresh = makeProvenance(readTextFile(configPath), req.modelDir);
     // A replayed recipe keeps its recorded provenance, so the files it writes stay identical;
     // a model other than the recorded one is named in the error.
@@ -154,6 +176,13 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         t->checkModel(handle.config);
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));
     prep.planner->checkShapes(tree);
+    if (!stored.empty()) {
+        prep.planner->setStored(stored);
+        if (prep.planner->needsCalibration(tree))
+            throw Error(configPath, "quantization_config",
+                        "a layer has static activation quantization but the export stores no "
+                        "scale for it (input_scale / output_scale)");
+    }
     checkExportFormats(prep.exportFormats, recipe, tree, prep.planner->skipped(),
                        req.allowUnloadable, handle.config, ggufType, prep.warnings);
     for (const auto& [layer, scheme] : prep.planner->quantizedLinears(tree))

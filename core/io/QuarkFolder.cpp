@@ -157,6 +157,53 @@ QuarkFolderInfo inspectQuarkFolder(const std::string& directory) {
     return info;
 }
 
+quant::StoredQuantization readStoredQuantization(const std::string& directory) {
+    quant::StoredQuantization stored;
+    if (!isRealQuantized(readConfig(directory)))
+        return stored;
+    const auto c = Checkpoint::open(directory);
+    auto endsWith = [](const std::string& s, const std::string& suffix) {
+        return s.size() > suffix.size() &&
+               s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    // A scale read as stored: per tensor (0-dim or one element), in its stored float dtype.
+    auto scaleOf = [&](const std::string& layer, const std::string& role) {
+        const std::string name = layer + "." + role + "_scale";
+        const at::Tensor s = read(*c, name);
+        if (s.numel() != 1 || !s.is_floating_point())
+            throw Error(c->fileOf(name).path(), name,
+                        "expected one float scale (activations are quantized per tensor)");
+        quant::QuantParams p;
+        p.scale = s.reshape({1});
+        const std::string zpName = layer + "." + role + "_zero_point";
+        if (c->contains(zpName)) {
+            const at::Tensor zp = read(*c, zpName);
+            if (zp.numel() != 1 || zp.is_floating_point())
+                throw Error(c->fileOf(zpName).path(), zpName, "expected one integer zero point");
+            p.zeroPoint = zp.reshape({1}).to(at::kInt);
+        } else {
+            p.zeroPoint = at::zeros({1}, at::kInt);
+        }
+        return p;
+    };
+    for (const std::string& n : c->tensorNames()) {
+        for (const char* role : {"weight", "input", "output"}) {
+            const std::string suffix = std::string(".") + role + "_scale";
+            if (!endsWith(n, suffix))
+                continue;
+            const std::string layer = n.substr(0, n.size() - suffix.size());
+            quant::StoredLayerQuantization& s = stored[layer];
+            if (role == std::string("weight"))
+                s.weight = true;
+            else if (role == std::string("input"))
+                s.input = scaleOf(layer, role);
+            else
+                s.output = scaleOf(layer, role);
+        }
+    }
+    return stored;
+}
+
 void writeDequantizedQuark(const std::string& directory, const std::string& outFile) {
     const nlohmann::json config = readConfig(directory);
     const std::string configPath = directory + "/config.json";

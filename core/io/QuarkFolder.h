@@ -1,6 +1,7 @@
 #pragma once
 
 #include "io/Checkpoint.h"
+#include "quant/StoredQuantization.h"
 
 #include <memory>
 #include <string>
@@ -16,8 +17,9 @@ namespace qs {
 // The dequantized float tensors go to a cache folder (a safetensors file written tensor by
 // tensor, one tensor in memory, temp name renamed into place) keyed by the export's path, size
 // and modification time; the model then maps that file like any checkpoint. Activation scales
-// (input_scale, output_scale) are not applied: opening gives the weights, and a recipe (the
-// quantization_config, imported) re-applies activation quantization when asked.
+// (input_scale, output_scale) are applied by a run that evaluates or analyses the export as it
+// is (readStoredQuantization; prepareRun imports the quantization_config for such a run), so its
+// perplexity is that of the fake-quantized model it came from, activations included.
 struct QuarkFolderInfo {
     bool realQuantized = false;      // config.json has a Quark quantization_config, real_quantized
     std::string packMethod;          // "reorder" | "order"
@@ -31,6 +33,11 @@ QuarkFolderInfo inspectQuarkFolder(const std::string& directory);
 // The checkpoint a model computes with: `directory` itself, or for a real-quantized Quark
 // export its dequantized cache (written on first use). Errors name the file, tensor and reason.
 std::unique_ptr<Checkpoint> openCheckpointForCompute(const std::string& directory);
+
+// What a real-quantized export stores besides its weights' codes: every quantized linear (its
+// weight dequantizes on load) with its static input and output parameters (`input_scale`,
+// `input_zero_point`, `output_scale`, `output_zero_point`). Empty for any other folder.
+quant::StoredQuantization readStoredQuantization(const std::string& directory);
 
 // Writes the dequantized checkpoint of a Quark real-quantized export to `outFile`.
 void writeDequantizedQuark(const std::string& directory, const std::string& outFile);
