@@ -84,19 +84,23 @@ def main():
     torch.set_num_threads(threads)
     W = torch.from_numpy(np.fromfile(wp, dtype=np.float32).reshape(rows, cols))
     X = torch.from_numpy(np.fromfile(xp, dtype=np.float32).reshape(tokens, cols))
-    th, tq = [], []
+    th, tq, ch, cq = [], [], [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         H = hessian(X)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         Q = fasterquant(W, H, int(bits), int(group))
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         th.append(t1 - t0)
         tq.append(t2 - t1)
+        ch.append(c1 - c0)
+        cq.append(c2 - c1)
     Q.contiguous().numpy().tofile(outp)
     print(json.dumps({"threads": torch.get_num_threads(), "reps": reps,
                       "hessian_seconds": statistics.median(th),
-                      "quantize_seconds": statistics.median(tq)}))
+                      "quantize_seconds": statistics.median(tq),
+                      "hessian_cpu_seconds": statistics.median(ch),
+                      "quantize_cpu_seconds": statistics.median(cq)}))
 
 
 if __name__ == "__main__":
