@@ -40,6 +40,7 @@ int runQuantize(const QStringList& args) {
         printJson({{"out", q.outDir},
                    {"blocks", out.blockSeconds.size()},
                    {"seconds", seconds},
+                   {"block_seconds", out.blockSeconds},
                    {"skipped", out.skipped},
                    {"provenance", provenanceJson(parser, q, out)}});
         return 0;

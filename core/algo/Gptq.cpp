@@ -7,7 +7,9 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
+#include <cfloat>
 #include <cmath>
 
 namespace qs::algo {
@@ -29,6 +31,67 @@ void checkGroups(const quant::QuantSpec& spec, const at::Tensor& w, const std::s
         throw Error(layer, "weight.group_size",
                     "group size " + std::to_string(spec.groupSize) + " does not divide " +
                         std::to_string(w.size(1)) + " input features");
+}
+
+// One group's grid as the integer kernel applies it (quant/IntKernels.cpp): float32 scales
+// clamped to the smallest normal, int32 zero points, one per output row, on the CPU.
+struct RowGrid {
+    at::Tensor scale, zeroPoint;
+    static RowGrid of(const quant::QuantParams& p, int64_t rows) {
+        if (p.scale.device().is_cuda())
+            return {};
+        return {at::clamp_min(p.scale.to(at::kFloat).reshape({-1}).expand({rows}), FLT_MIN)
+                    .contiguous(),
+                p.zeroPoint.to(at::kInt).reshape({-1}).expand({rows}).contiguous()};
+    }
+};
+
+// Columns [s0, s1) of the block starting at column i1: each quantized on its group's grid with
+// exactly the integer kernel's arithmetic (x * (1/scale) rounded half to even, plus the zero
+// point, clamped; NaN to the zero point; dequantized as (code - zp) * scale), its rounding error
+// divided by Hinv1's diagonal and spread over the block's later columns, row by row. The same
+// float operations in the same order as the ATen column loop (no contraction: -ffp-contract=off),
+// so the result is bit-identical to it.
+void quantizeColumnsCpu(at::Tensor& W1, at::Tensor& Err1, const at::Tensor& Hinv1,
+                        at::Tensor& codes, at::Tensor& Q, const std::vector<RowGrid>& rowGrids,
+                        const std::vector<int64_t>& order, int64_t i1, int64_t s0, int64_t s1,
+                        int64_t groupSize, const quant::QuantSpec& grid) {
+    const int64_t rows = W1.size(0), count = W1.size(1), cols = codes.size(1);
+    const quant::TypeTraits& t = quant::traits(grid.dtype);
+    const float qmin = static_cast<float>(t.qmin), qmax = static_cast<float>(t.qmax);
+    float* w1 = W1.data_ptr<float>();
+    float* err1 = Err1.data_ptr<float>();
+    const float* h = Hinv1.data_ptr<float>();
+    int32_t* code = codes.data_ptr<int32_t>();
+    float* q = Q.data_ptr<float>();
+    std::vector<const float*> scales(size_t(s1 - s0));
+    std::vector<const int32_t*> zps(size_t(s1 - s0));
+    for (int64_t c = s0; c < s1; ++c) {
+        const RowGrid& g = rowGrids[size_t(order[size_t(i1 + c)] / groupSize)];
+        scales[size_t(c - s0)] = g.scale.data_ptr<float>();
+        zps[size_t(c - s0)] = g.zeroPoint.data_ptr<int32_t>();
+    }
+    at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            float* w = w1 + r * count;
+            for (int64_t c = s0; c < s1; ++c) {
+                const float scale = scales[size_t(c - s0)][r];
+                const int32_t zp = zps[size_t(c - s0)][r];
+                const float x = w[c];
+                const float v = std::clamp(
+                    std::nearbyint(x * (1.0f / scale)) + static_cast<float>(zp), qmin, qmax);
+                const int32_t k = std::isnan(v) ? zp : static_cast<int32_t>(v);
+                const float deq = static_cast<float>(k - zp) * scale;
+                code[r * cols + i1 + c] = k;
+                q[r * cols + i1 + c] = deq;
+                const float e = (x - deq) / h[c * count + c];
+                err1[r * count + c] = e;
+                const float* hrow = h + c * count;
+                for (int64_t j = c + 1; j < count; ++j)
+                    w[j] -= e * hrow[j];
+            }
+        }
+    });
 }
 
 } // namespace
@@ -97,9 +160,12 @@ GptqResult gptqQuantize(const at::Tensor& weight, const at::Tensor& hessian,
     auto gridOf = [&](const at::Tensor& columns) {
         return quant::computeParams(grid, quant::observeRange(columns, grid));
     };
+    std::vector<RowGrid> rowGrids(static_cast<size_t>(groups));
     if (options.staticGroups || !perGroup)
-        for (int64_t g = 0; g < groups; ++g)
+        for (int64_t g = 0; g < groups; ++g) {
             grids[size_t(g)] = gridOf(W.narrow(1, g * groupSize, groupSize));
+            rowGrids[size_t(g)] = RowGrid::of(grids[size_t(g)], W.size(0));
+        }
 
     at::Tensor perm, invperm;
     if (options.descAct) {
@@ -150,35 +216,56 @@ GptqResult gptqQuantize(const at::Tensor& weight, const at::Tensor& hessian,
             progress(double(i1) / double(cols));
         const int64_t i2 = std::min(i1 + options.blockSize, cols);
         const int64_t count = i2 - i1;
-        at::Tensor W1 = W.narrow(1, i1, count).clone();
+        at::Tensor W1 = W.narrow(1, i1, count).clone(at::MemoryFormat::Contiguous);
         at::Tensor Err1 = at::zeros_like(W1);
-        const at::Tensor Hinv1 = hinv.narrow(0, i1, count).narrow(1, i1, count);
-        for (int64_t i = 0; i < count; ++i) {
-            const int64_t col = i1 + i;
-            // The original column this one is (act order permutes them); its group.
-            const int64_t orig = order[size_t(col)];
-            const int64_t g = orig / groupSize;
-            if (perGroup && !options.staticGroups && col % groupSize == 0) {
-                // The group's grid from its weights as the updates so far left them: inside this
-                // block from W1, beyond it from W. (AutoGPTQ and Quark read W for the whole
-                // group, i.e. before this block's updates; with groups that fit in a block that
-                // ignores the error already spread onto the group. Deliberately not copied.)
-                const int64_t inBlock = std::min(groupSize, count - i);
-                at::Tensor columns = W1.narrow(1, i, inBlock);
-                if (inBlock < groupSize)
-                    columns = at::cat({columns, W.narrow(1, i2, groupSize - inBlock)}, 1);
-                grids[size_t(g)] = gridOf(columns);
+        const at::Tensor Hinv1 = hinv.narrow(0, i1, count).narrow(1, i1, count).contiguous();
+        // The group's grid from its weights as the updates so far left them: inside this block
+        // from W1, beyond it from W. (AutoGPTQ and Quark read W for the whole group, i.e. before
+        // this block's updates; with groups that fit in a block that ignores the error already
+        // spread onto the group. Deliberately not copied.)
+        auto refreshGrid = [&](int64_t i) {
+            const int64_t inBlock = std::min(groupSize, count - i);
+            at::Tensor columns = W1.narrow(1, i, inBlock);
+            if (inBlock < groupSize)
+                columns = at::cat({columns, W.narrow(1, i2, groupSize - inBlock)}, 1);
+            const int64_t g = order[size_t(i1 + i)] / groupSize;
+            grids[size_t(g)] = gridOf(columns);
+            rowGrids[size_t(g)] = RowGrid::of(grids[size_t(g)], W.size(0));
+        };
+        auto startsGroup = [&](int64_t i) {
+            return perGroup && !options.staticGroups && (i1 + i) % groupSize == 0;
+        };
+        if (W1.is_cpu()) {
+            // Between group starts every output row runs on its own: one pass per row over the
+            // block's columns instead of a dozen ATen calls per column.
+            for (int64_t s0 = 0; s0 < count;) {
+                if (startsGroup(s0))
+                    refreshGrid(s0);
+                int64_t s1 = s0 + 1;
+                while (s1 < count && !startsGroup(s1))
+                    ++s1;
+                quantizeColumnsCpu(W1, Err1, Hinv1, codes, Q, rowGrids, order, i1, s0, s1,
+                                   groupSize, grid);
+                s0 = s1;
             }
-            const quant::QuantParams& p = grids[size_t(g)];
-            const at::Tensor w = W1.narrow(1, i, 1); // [out, 1]
-            const quant::QuantizedTensor qt = quant::quantize(w, grid, p);
-            const at::Tensor q = quant::dequantize(qt, grid, at::kFloat);
-            codes.narrow(1, col, 1).copy_(qt.codes);
-            Q.narrow(1, col, 1).copy_(q);
-            const at::Tensor err = (w - q) / Hinv1[i][i];
-            W1.narrow(1, i, count - i)
-                .sub_(at::matmul(err, Hinv1.narrow(0, i, 1).narrow(1, i, count - i)));
-            Err1.narrow(1, i, 1).copy_(err);
+        } else {
+            for (int64_t i = 0; i < count; ++i) {
+                const int64_t col = i1 + i;
+                // The original column this one is (act order permutes them); its group.
+                const int64_t g = order[size_t(col)] / groupSize;
+                if (startsGroup(i))
+                    refreshGrid(i);
+                const quant::QuantParams& p = grids[size_t(g)];
+                const at::Tensor w = W1.narrow(1, i, 1); // [out, 1]
+                const quant::QuantizedTensor qt = quant::quantize(w, grid, p);
+                const at::Tensor q = quant::dequantize(qt, grid, at::kFloat);
+                codes.narrow(1, col, 1).copy_(qt.codes);
+                Q.narrow(1, col, 1).copy_(q);
+                const at::Tensor err = (w - q) / Hinv1[i][i];
+                W1.narrow(1, i, count - i)
+                    .sub_(at::matmul(err, Hinv1.narrow(0, i, 1).narrow(1, i, count - i)));
+                Err1.narrow(1, i, 1).copy_(err);
+            }
         }
         if (i2 < cols)
             W.narrow(1, i2, cols - i2)
