@@ -217,4 +217,10 @@ at::Tensor ResidualRotation::load(const std::string& name, const Checkpoint& ckp
     return loadTensor(ckpt, name, compute.dtype, compute.device);
 }
 
+std::string ResidualRotation::notExportable() const {
+    return m_r4 ? "r4 rotates down_proj's input online, at inference, which no export format "
+                  "holds (export the recipe without r4, or evaluate and analyse this one)"
+                : std::string();
+}
+
 } // namespace qs::algo

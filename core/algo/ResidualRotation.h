@@ -53,6 +53,7 @@ public:
                     const ComputeOptions& compute) const override;
     // r4: down_proj's input x -> x R4 (in float64, back to the input's dtype).
     void prepareBlock(DecoderBlock& block) const override;
+    std::string notExportable() const override;
 
     // The input of block linear `layer` ("model.layers.3.mlp.up_proj") as the unrotated model
     // computes it, from its input x in the rotated model: x Q^T diag(g) for q/k/v and gate/up

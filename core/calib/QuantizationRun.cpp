@@ -4,6 +4,7 @@
 #include "eval/TextEvaluation.h"
 #include "export/ExporterRegistry.h"
 #include "export/GgufExporter.h"
+#include "export/TransformedOuterTensors.h"
 #include "io/JsonFields.h"
 #include "io/QuarkFolder.h"
 #include "recipe/LayerPattern.h"
@@ -12,6 +13,7 @@
 #include "util/Error.h"
 
 #include <QDir>
+#include <QTemporaryDir>
 
 #include <algorithm>
 #include <chrono>
@@ -158,12 +160,11 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                             "two algorithms transform the whole model; only one can");
             modelTransform = std::move(w);
         }
-    // The exporters copy embeddings and norms from the source checkpoint; a rotated model's
-    // folded norms and rotated embedding and head are not written yet.
-    if (modelTransform && !prep.exportFormats.empty())
+    // A rotated model is exported as weights (its embedding, norms and head transformed too);
+    // an online part has no place in any format.
+    if (modelTransform && !prep.exportFormats.empty() && !modelTransform->notExportable().empty())
         throw Error("recipe", "algorithms",
-                    "a rotated model cannot be exported yet (the exporters copy the embedding, "
-                    "norms and head from the source checkpoint); evaluate or analyse it instead");
+                    "this rotated model cannot be exported: " + modelTransform->notExportable());
 
     warnUnmatchedPatterns(recipe, tree, prep.warnings);
     // Phi-3 projects q, k and v in one qkv_proj: the KV cache is part of one output, which the
@@ -303,6 +304,22 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     context.numBlocks = prep.model->numBlocks();
     context.recipe = &prep.recipe;
     context.ggufType = ggufTypeFromName(req.ggufType);
+    // A model-level transform (rotation) changed the tensors outside the blocks as well: the
+    // exporters read those from an overlay written here, the rest from the source.
+    std::unique_ptr<Checkpoint> transformedSource;
+    QTemporaryDir overlayDir(QDir::tempPath() + "/quantscope-transformed-XXXXXX");
+    if (prep.model->hasWeightTransform() && !prep.exportFormats.empty()) {
+        if (!overlayDir.isValid())
+            throw Error(overlayDir.path().toStdString(), "",
+                        "cannot create a temporary folder: " +
+                            overlayDir.errorString().toStdString());
+        const std::string overlay = overlayDir.filePath("outer.safetensors").toStdString();
+        context.headUntied =
+            writeTransformedOuterTensors(*prep.model, *prep.handle.checkpoint, overlay);
+        transformedSource = Checkpoint::open(prep.handle.checkpoint->directory());
+        transformedSource->addOverlay(overlay);
+        context.source = transformedSource.get();
+    }
     {
         std::vector<const ModuleNode*> linears;
         const ModuleNode tree = prep.handle.moduleTree();

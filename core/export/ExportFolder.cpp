@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 namespace qs {
 
@@ -98,17 +99,37 @@ ExportFolder::~ExportFolder() {
         QDir(QString::fromStdString(m_tempDir)).removeRecursively();
 }
 
-void ExportFolder::copySideFiles(const std::string& sourceDir, bool withConfig) {
+void ExportFolder::copySideFiles(const std::string& sourceDir, bool withConfig, bool headUntied) {
     const QDir src(QString::fromStdString(sourceDir));
     const QString temp = QString::fromStdString(m_tempDir);
     auto copy = [&](const char* f) {
         if (src.exists(f) && !QFile::copy(src.filePath(f), temp + "/" + f))
             throw Error(m_outDir, f, "cannot copy from the source model");
     };
-    if (withConfig)
+    if (withConfig && headUntied)
+        writeText("config.json", sourceConfig(sourceDir, true).dump(2) + "\n");
+    else if (withConfig)
         copy("config.json");
     for (const char* f : kSideFiles)
         copy(f);
+}
+
+nlohmann::json ExportFolder::sourceConfig(const std::string& sourceDir, bool headUntied) {
+    const std::string path = sourceDir + "/config.json";
+    std::ifstream in(path);
+    if (!in)
+        throw Error(path, "", "cannot read");
+    nlohmann::json config;
+    try {
+        config = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+        throw Error(path, "", std::string("not valid JSON: ") + e.what());
+    }
+    if (!config.is_object())
+        throw Error(path, "", "expected a JSON object");
+    if (headUntied)
+        config["tie_word_embeddings"] = false;
+    return config;
 }
 
 void ExportFolder::writeText(const std::string& file, const std::string& text) {

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 namespace qs {
@@ -25,8 +27,12 @@ public:
     std::string tempPath(const std::string& file) const { return m_tempDir + "/" + file; }
 
     // Copies the tokenizer, generation config and (unless `withConfig` is false: the exporter
-    // writes its own) config.json from the source model, when present.
-    void copySideFiles(const std::string& sourceDir, bool withConfig);
+    // writes its own) config.json from the source model, when present; with `headUntied`
+    // config.json says tie_word_embeddings false (ExportContext::headUntied).
+    void copySideFiles(const std::string& sourceDir, bool withConfig, bool headUntied = false);
+    // The source's config.json parsed (errors name the file); with `headUntied`,
+    // tie_word_embeddings false (ExportContext::headUntied).
+    static nlohmann::json sourceConfig(const std::string& sourceDir, bool headUntied);
     // Writes `text` to `file` inside the temporary folder (errors name the final output).
     void writeText(const std::string& file, const std::string& text);
     // Writes the recipe (quantscope_recipe.json) and renames the folder into place; an earlier

@@ -26,6 +26,10 @@ struct ExportContext {
     // GGUF only: the weight type asked (--gguf-type); nullopt = "auto", each layer in the block
     // type that holds its plan's codes.
     std::optional<GgmlType> ggufType;
+    // The source ties lm_head to the embedding, but `source` holds a head of its own (a rotated
+    // model: writeTransformedOuterTensors): the export writes it and says
+    // tie_word_embeddings false.
+    bool headUntied = false;
 };
 
 // One output format, written while the pipeline streams blocks (it is the pipeline's

@@ -25,7 +25,7 @@ at::ScalarType scalarTypeOf(DType t, const std::string& name) {
 
 FakeQuantCheckpointWriter::FakeQuantCheckpointWriter(const ExportContext& context)
     : m_source(*context.source), m_sourceDir(context.sourceDir), m_outDir(context.outDir),
-      m_folder(context.outDir) {
+      m_folder(context.outDir), m_headUntied(context.headUntied) {
     const Checkpoint& source = m_source;
     const std::string& sourceDir = m_sourceDir;
     const int numBlocks = context.numBlocks;
@@ -93,7 +93,7 @@ void FakeQuantCheckpointWriter::commit(const std::string& recipeJson) {
         ++m_next;
     }
     m_writer->commit();
-    m_folder.copySideFiles(m_sourceDir, true);
+    m_folder.copySideFiles(m_sourceDir, true, m_headUntied);
     m_folder.commit(recipeJson);
 }
 

@@ -35,6 +35,7 @@ private:
     const Checkpoint& m_source;
     std::string m_sourceDir, m_outDir;
     ExportFolder m_folder;
+    bool m_headUntied = false; // ExportContext::headUntied
     std::vector<TensorInfo> m_layout;
     std::vector<int> m_blockOf; // block index per layout entry (-1 before, INT_MAX after)
     size_t m_next = 0;

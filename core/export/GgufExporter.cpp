@@ -593,7 +593,7 @@ void GgufExporter::commit(const std::string& recipeJson) {
     outFile.close();
     spool.close();
     QFile::remove(spool.fileName());
-    m_folder.copySideFiles(m_context.sourceDir, true);
+    m_folder.copySideFiles(m_context.sourceDir, true, m_context.headUntied);
     m_folder.commit(recipeJson);
 }
 

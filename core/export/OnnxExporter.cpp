@@ -519,7 +519,7 @@ void OnnxExporter::writeBlock(int index, DecoderBlock& block, const std::vector<
 void OnnxExporter::commit(const std::string& recipeJson) {
     const std::string h = rmsNorm(m_hidden, "model.norm.weight", "/final_norm");
     std::string head;
-    if (m_config.tieWordEmbeddings) {
+    if (m_config.tieWordEmbeddings && !m_context.headUntied) {
         emit("Transpose", {"model.embed_tokens.weight"}, "/lm_head_weight",
              {{"perm", std::vector<int64_t>{1, 0}}});
         head = "/lm_head_weight";
@@ -587,7 +587,7 @@ void OnnxExporter::commit(const std::string& recipeJson) {
     out.close();
     spool.close();
     QFile::remove(spool.fileName());
-    m_folder.copySideFiles(m_context.sourceDir, true);
+    m_folder.copySideFiles(m_context.sourceDir, true, m_context.headUntied);
     m_folder.commit(recipeJson);
 }
 

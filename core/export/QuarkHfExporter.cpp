@@ -302,17 +302,7 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
     QFile::remove(m_spool.fileName());
 
     // config.json: the source's, with the recipe's quantization_config.
-    nlohmann::json config;
-    {
-        std::ifstream in(m_context.sourceDir + "/config.json");
-        if (!in)
-            throw Error(m_context.sourceDir + "/config.json", "", "cannot read");
-        try {
-            config = nlohmann::json::parse(in);
-        } catch (const std::exception& e) {
-            throw Error(m_context.sourceDir + "/config.json", "", e.what());
-        }
-    }
+    nlohmann::json config = ExportFolder::sourceConfig(m_context.sourceDir, m_context.headUntied);
     QuarkExportOptions options;
     options.packMethod = m_order;
     options.quarkVersion = "0.13";

@@ -76,6 +76,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& directory) {
                    "with transformers' save_pretrained(safe_serialization=True))";
         throw Error(directory, "", "no model.safetensors or model.safetensors.index.json" + hint);
     }
+    ckpt->m_ownFiles = ckpt->m_files.size();
     return ckpt;
 }
 
@@ -116,16 +117,23 @@ std::vector<std::string> Checkpoint::tensorNames() const {
 
 std::vector<std::string> Checkpoint::files() const {
     std::vector<std::string> out;
-    for (const auto& f : m_files)
-        out.push_back(QFileInfo(QString::fromStdString(f->path())).fileName().toStdString());
+    for (size_t i = 0; i < m_ownFiles; ++i)
+        out.push_back(
+            QFileInfo(QString::fromStdString(m_files[i]->path())).fileName().toStdString());
     return out;
 }
 
 uint64_t Checkpoint::totalBytes() const {
     uint64_t total = 0;
-    for (const auto& f : m_files)
-        total += f->fileSize();
+    for (size_t i = 0; i < m_ownFiles; ++i)
+        total += m_files[i]->fileSize();
     return total;
+}
+
+void Checkpoint::addOverlay(const std::string& path) {
+    m_files.push_back(SafetensorsFile::open(path));
+    for (const TensorInfo& t : m_files.back()->header().tensors)
+        m_where[t.name] = m_files.size() - 1;
 }
 
 } // namespace qs

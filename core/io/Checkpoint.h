@@ -15,6 +15,12 @@ class Checkpoint {
 public:
     static std::unique_ptr<Checkpoint> open(const std::string& directory);
 
+    // Reads the tensors of the safetensors file `path` in place of this checkpoint's tensors of
+    // the same names, and adds those it does not have: how an export of a transformed model (a
+    // rotated embedding, norm and head) reads them without copying the untouched weights. The
+    // overlay is not one of files() and not in totalBytes().
+    void addOverlay(const std::string& path);
+
     const std::string& directory() const { return m_directory; }
     bool contains(const std::string& name) const { return find(name) != nullptr; }
     // Header entry of a tensor; qs::Error naming the tensor and the files searched when absent.
@@ -31,6 +37,7 @@ private:
     std::string m_directory;
     std::vector<std::unique_ptr<SafetensorsFile>> m_files;
     std::map<std::string, size_t> m_where; // tensor name → index into m_files
+    size_t m_ownFiles = 0;                 // m_files beyond this are overlays
 };
 
 } // namespace qs

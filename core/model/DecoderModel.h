@@ -107,6 +107,9 @@ public:
     // Called on every block the model loads, after its weights: sets online parts
     // (LinearLayer::onlineInput).
     virtual void prepareBlock(DecoderBlock& /*block*/) const {}
+    // Why the transformed model cannot be written as weights alone (an online part that runs
+    // at inference, which no export format holds); empty when it can.
+    virtual std::string notExportable() const { return {}; }
 };
 
 // A decoder-only language model whose blocks are loaded, run and released one at a time: the

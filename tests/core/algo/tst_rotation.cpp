@@ -6,6 +6,8 @@
 
 #include "algo/ResidualRotation.h"
 #include "calib/QuantizationRun.h"
+#include "export/ExportFolder.h"
+#include "io/Checkpoint.h"
 #include "model/ModelLoader.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
@@ -15,6 +17,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <QFileInfo>
 #include <QtTest>
 
 #include <algorithm>
@@ -316,20 +319,52 @@ private Q_SLOTS:
               worst);
     }
 
-    void exportOfRotatedModelRefused() {
-        Recipe r = storiesRecipe("int8");
+    // A rotated model is written as weights: the transformed embedding, final norm and head
+    // (stories260K ties the head: it becomes its own tensor, tie_word_embeddings false) next to
+    // the transformed blocks. Re-opened, the fake and Quark exports compute exactly what the
+    // run evaluated: the same fp32 weights (fp32 source, fp32 export), the same forward.
+    void rotatedExportReopensToTheRunsPerplexity() {
+        Recipe r = storiesRecipe("uint4_wo_32");
+        r.exclude = {"*down_proj", "*gate_proj", "*up_proj", "lm_head"}; // 172 columns: unloadable
         r.algorithms.push_back({"rotation", nlohmann::json::object()});
         QuantizationRequest req;
         req.modelDir = test::sharedPath("models/stories260K").toStdString();
         req.recipe = r;
+        req.evaluate = true;
         req.outDir = test::tempDir("rotated-export").toStdString() + "/out";
+        req.exportFormats = {"fake", "quark"};
+        const double run = runQuantization(req, {}).perplexity->perplexity;
+        for (const char* format : {"fake", "quark"}) {
+            const std::string dir = req.outDir + "/" + format;
+            const auto ckpt = Checkpoint::open(dir);
+            QVERIFY2(ckpt->contains("lm_head.weight"), format);
+            QVERIFY(ExportFolder::sourceConfig(dir, false)["tie_word_embeddings"] == false);
+            EvalRequest e;
+            e.evaluation = r.evaluation;
+            QCOMPARE(evaluateModelOnText(dir, e).perplexity, run);
+        }
+        // Without the rotation the same export differs (the rotation reached the file).
+        QVERIFY(run != runStories(storiesRecipe("")).perplexity->perplexity);
+    }
+
+    // R4 rotates down_proj's input at inference: no format holds it, so the export is refused
+    // before any work and nothing is written.
+    void exportWithOnlineRotationRefused() {
+        Recipe r = storiesRecipe("int8");
+        r.algorithms.push_back({"rotation", nlohmann::json{{"r4", true}}});
+        QuantizationRequest req;
+        req.modelDir = test::sharedPath("models/stories260K").toStdString();
+        req.recipe = r;
+        req.outDir = test::tempDir("rotated-r4-export").toStdString() + "/out";
         try {
             runQuantization(req, {});
             QFAIL("exported");
         } catch (const Error& e) {
-            QVERIFY2(std::string(e.what()).find("cannot be exported") != std::string::npos,
+            QVERIFY2(std::string(e.what()).find("cannot be exported") != std::string::npos &&
+                         std::string(e.what()).find("r4") != std::string::npos,
                      e.what());
         }
+        QVERIFY(!QFileInfo::exists(QString::fromStdString(req.outDir)));
     }
 };
 
