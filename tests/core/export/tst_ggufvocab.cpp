@@ -14,8 +14,10 @@
 #include "calib/QuantizationRun.h"
 #include "export/GgufVocab.h"
 #include "io/GgufFile.h"
+#include "io/GgufFolder.h"
 #include "recipe/RecipeFlags.h"
 #include "synth/SyntheticModel.h"
+#include "tokenize/TokenizerLoader.h"
 #include "util/Error.h"
 
 #include <nlohmann/json.hpp>
@@ -176,6 +178,21 @@ void useByteLevel(const std::string& dir, const json& tokenizer) {
                                                {"tokenizer_class", "PreTrainedTokenizerFast"}});
 }
 
+// Quantscope's own GGUF reader (io/GgufTokenizer, through the checkpoint GgufFolder converts the
+// file to) tokenizes a text with digits, contractions, whitespace runs, non-ASCII letters and an
+// added token's text into the same ids as the source's tokenizer.json, with the same BOS rule.
+void checkReadBack(const std::string& sourceDir, const QString& ggufPath) {
+    const std::string text = "In 2024 there were 1234567 tokens; I'll say it's 3.14 and WE'VE\n"
+                             "  done it.\tNa\xC3\xAFve caf\xC3\xA9 <|eot_id|> the end";
+    const qs::LoadedTokenizer source = qs::TokenizerLoader::load(sourceDir);
+    const qs::LoadedTokenizer back =
+        qs::TokenizerLoader::load(qs::resolveModelFolder(ggufPath.toStdString()));
+    QCOMPARE(back.tokenizer->encode(text), source.tokenizer->encode(text));
+    QCOMPARE(back.addBos, source.addBos);
+    QCOMPARE(back.tokenizer->bosId(), source.tokenizer->bosId());
+    QCOMPARE(back.tokenizer->eosId(), source.tokenizer->eosId());
+}
+
 // The qs::Error tokenizerJsonGgufVocab throws, or a failure when it throws none.
 qs::Error refusal(const std::string& dir) {
     try {
@@ -192,6 +209,9 @@ class TestGgufVocab : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // GgufFolder converts .gguf files into a cache folder: keep it inside the test's temp dir.
+    void initTestCase() { qputenv("XDG_CACHE_HOME", qs::test::tempDir("vocab-cache").toUtf8()); }
+
     // The synthetic checkpoint (no tokenizer.model) exports; its tokenizer metadata against
     // its tokenizer.json and tokenizer_config.json.
     void sentencePieceStyleBpe() {
@@ -251,6 +271,7 @@ private Q_SLOTS:
         QCOMPARE(meta(h, "tokenizer.ggml.add_bos_token").u, uint64_t(1));
         QCOMPARE(meta(h, "tokenizer.ggml.add_eos_token").u, uint64_t(0));
         QCOMPARE(meta(h, "tokenizer.ggml.add_sep_token").u, uint64_t(0));
+        checkReadBack(dir, out + "/model.gguf");
     }
 
     // Byte-level BPE with each layout: pre name, tokens, types, merges, special ids.
@@ -318,6 +339,7 @@ private Q_SLOTS:
         QCOMPARE(meta(h, "tokenizer.ggml.add_bos_token").u, uint64_t(1));
         QVERIFY(!h.find("tokenizer.ggml.add_eos_token"));
         QVERIFY(!h.find("tokenizer.ggml.unknown_token_id"));
+        checkReadBack(dir, out + "/model.gguf");
     }
 
     // Without tokenizer_config.json: ids from config.json's *_token_id (the synthetic config
