@@ -465,8 +465,14 @@ GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType>
             throw Error(context.sourceDir, n, "has no GGUF name (llama layout expected)");
         m_blockOf.push_back(blockOfTensorName(n));
     }
-    if (!QFileInfo::exists(QString::fromStdString(context.sourceDir + "/tokenizer.model")))
-        m_vocab = tokenizerJsonGgufVocab(context.sourceDir, cfg.value("vocab_size", int64_t(0)));
+    if (!QFileInfo::exists(QString::fromStdString(context.sourceDir + "/tokenizer.model"))) {
+        // llama.cpp needs one token per embedding row: config.json's vocab_size, as the
+        // converter takes it, or the embedding's rows when the config has none.
+        int64_t rows = cfg.value("vocab_size", int64_t(0));
+        if (rows <= 0 && context.source->contains("model.embed_tokens.weight"))
+            rows = context.source->info("model.embed_tokens.weight").shape.at(0);
+        m_vocab = tokenizerJsonGgufVocab(context.sourceDir, rows);
+    }
     m_spool.setFileName(QString::fromStdString(m_folder.tempPath("tensors.spool")));
     if (!m_spool.open(QIODevice::WriteOnly))
         throw Error(context.outDir, "tensors.spool", m_spool.errorString().toStdString());
