@@ -227,7 +227,7 @@ private:
             if (type != "TemplateProcessing")
                 continue;
             const json single = p.value("single", json::array());
-            json pair = p.value("pair", json::array());
+            const json pair = p.value("pair", json::array());
             std::string first, last;
             if (single.is_array() && single.size() > 1) {
                 first = specialTokenOf(single.front());
