@@ -55,6 +55,7 @@ struct Kv {
     void u32(const std::string& k, uint32_t v) { key(k, 4), raw(v); }
     void f32(const std::string& k, float v) { key(k, 6), raw(v); }
     void string(const std::string& k, const std::string& v) { key(k, 8), str(v); }
+    void boolean(const std::string& k, bool v) { key(k, 7), raw<uint8_t>(v ? 1 : 0); }
 };
 
 // SentencePiece ModelProto: field 1 = repeated SentencePiece {1: piece, 2: score, 3: type}.
@@ -137,6 +138,70 @@ std::vector<Piece> readSentencePieces(const std::string& file) {
     if (pieces.empty())
         throw Error(file, "pieces", "no pieces");
     return pieces;
+}
+
+// tokenizer.ggml.* from a sentencepiece tokenizer.model, with bos/eos from config.json.
+void writeSentencePieceVocab(Kv& kv, const std::string& path, const nlohmann::json& cfg) {
+    const std::vector<Piece> pieces = readSentencePieces(path);
+    kv.string("tokenizer.ggml.model", "llama");
+    kv.key("tokenizer.ggml.tokens", 9);
+    kv.raw<uint32_t>(8);
+    kv.raw<uint64_t>(pieces.size());
+    for (const Piece& p : pieces)
+        kv.str(p.text);
+    kv.key("tokenizer.ggml.scores", 9);
+    kv.raw<uint32_t>(6);
+    kv.raw<uint64_t>(pieces.size());
+    for (const Piece& p : pieces)
+        kv.raw<float>(p.score);
+    kv.key("tokenizer.ggml.token_type", 9);
+    kv.raw<uint32_t>(5);
+    kv.raw<uint64_t>(pieces.size());
+    for (const Piece& p : pieces)
+        kv.raw<int32_t>(p.type);
+    for (size_t i = 0; i < pieces.size(); ++i)
+        if (pieces[i].type == 2) {
+            kv.u32("tokenizer.ggml.unknown_token_id", uint32_t(i));
+            break;
+        }
+    if (cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number_integer())
+        kv.u32("tokenizer.ggml.bos_token_id", cfg["bos_token_id"].get<uint32_t>());
+    if (cfg.contains("eos_token_id") && cfg["eos_token_id"].is_number_integer())
+        kv.u32("tokenizer.ggml.eos_token_id", cfg["eos_token_id"].get<uint32_t>());
+}
+
+// tokenizer.ggml.* read from tokenizer.json (GgufVocab.h), in the converter's key order.
+void writeVocab(Kv& kv, const GgufVocab& v) {
+    kv.string("tokenizer.ggml.model", v.model);
+    kv.string("tokenizer.ggml.pre", v.pre);
+    kv.key("tokenizer.ggml.tokens", 9);
+    kv.raw<uint32_t>(8);
+    kv.raw<uint64_t>(v.tokens.size());
+    for (const std::string& t : v.tokens)
+        kv.str(t);
+    if (!v.scores.empty()) {
+        kv.key("tokenizer.ggml.scores", 9);
+        kv.raw<uint32_t>(6);
+        kv.raw<uint64_t>(v.scores.size());
+        for (float s : v.scores)
+            kv.raw<float>(s);
+    }
+    kv.key("tokenizer.ggml.token_type", 9);
+    kv.raw<uint32_t>(5);
+    kv.raw<uint64_t>(v.types.size());
+    for (int32_t t : v.types)
+        kv.raw<int32_t>(t);
+    if (!v.merges.empty()) {
+        kv.key("tokenizer.ggml.merges", 9);
+        kv.raw<uint32_t>(8);
+        kv.raw<uint64_t>(v.merges.size());
+        for (const std::string& m : v.merges)
+            kv.str(m);
+    }
+    for (const auto& [key, id] : v.specialIds)
+        kv.u32(key, id);
+    for (const auto& [key, add] : v.addSpecial)
+        kv.boolean(key, add);
 }
 
 at::Tensor floatOf(const Checkpoint& c, const std::string& name) {
@@ -400,6 +465,14 @@ GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType>
             throw Error(context.sourceDir, n, "has no GGUF name (llama layout expected)");
         m_blockOf.push_back(blockOfTensorName(n));
     }
+    if (!QFileInfo::exists(QString::fromStdString(context.sourceDir + "/tokenizer.model"))) {
+        // llama.cpp needs one token per embedding row: config.json's vocab_size, as the
+        // converter takes it, or the embedding's rows when the config has none.
+        int64_t rows = cfg.value("vocab_size", int64_t(0));
+        if (rows <= 0 && context.source->contains("model.embed_tokens.weight"))
+            rows = context.source->info("model.embed_tokens.weight").shape.at(0);
+        m_vocab = tokenizerJsonGgufVocab(context.sourceDir, rows);
+    }
     m_spool.setFileName(QString::fromStdString(m_folder.tempPath("tensors.spool")));
     if (!m_spool.open(QIODevice::WriteOnly))
         throw Error(context.outDir, "tensors.spool", m_spool.errorString().toStdString());
@@ -526,32 +599,10 @@ void GgufExporter::commit(const std::string& recipeJson) {
            uint32_t(cfg.value("head_dim", m_heads ? hidden / m_heads : 0)));
     kv.f32("llama.attention.layer_norm_rms_epsilon", float(cfg.value("rms_norm_eps", 1e-5)));
     kv.f32("llama.rope.freq_base", float(cfg.value("rope_theta", 10000.0)));
-    const std::vector<Piece> pieces = readSentencePieces(m_context.sourceDir + "/tokenizer.model");
-    kv.string("tokenizer.ggml.model", "llama");
-    kv.key("tokenizer.ggml.tokens", 9);
-    kv.raw<uint32_t>(8);
-    kv.raw<uint64_t>(pieces.size());
-    for (const Piece& p : pieces)
-        kv.str(p.text);
-    kv.key("tokenizer.ggml.scores", 9);
-    kv.raw<uint32_t>(6);
-    kv.raw<uint64_t>(pieces.size());
-    for (const Piece& p : pieces)
-        kv.raw<float>(p.score);
-    kv.key("tokenizer.ggml.token_type", 9);
-    kv.raw<uint32_t>(5);
-    kv.raw<uint64_t>(pieces.size());
-    for (const Piece& p : pieces)
-        kv.raw<int32_t>(p.type);
-    for (size_t i = 0; i < pieces.size(); ++i)
-        if (pieces[i].type == 2) {
-            kv.u32("tokenizer.ggml.unknown_token_id", uint32_t(i));
-            break;
-        }
-    if (cfg.contains("bos_token_id") && cfg["bos_token_id"].is_number_integer())
-        kv.u32("tokenizer.ggml.bos_token_id", cfg["bos_token_id"].get<uint32_t>());
-    if (cfg.contains("eos_token_id") && cfg["eos_token_id"].is_number_integer())
-        kv.u32("tokenizer.ggml.eos_token_id", cfg["eos_token_id"].get<uint32_t>());
+    if (m_vocab)
+        writeVocab(kv, *m_vocab);
+    else
+        writeSentencePieceVocab(kv, m_context.sourceDir + "/tokenizer.model", cfg);
 
     std::string head = "GGUF";
     auto raw = [&](auto v) { head.append(reinterpret_cast<const char*>(&v), sizeof v); };

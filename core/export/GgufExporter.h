@@ -2,6 +2,7 @@
 
 #include "export/ExportFolder.h"
 #include "export/Exporter.h"
+#include "export/GgufVocab.h"
 
 #include <QFile>
 
@@ -34,7 +35,8 @@ uint64_t ggmlRowBytes(int64_t n, GgmlType type);
 GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength);
 
 // GGUF v3 for the Llama family (llama.cpp's converter layout): llama.* metadata from
-// config.json, sentencepiece tokenizer metadata from tokenizer.model (tokens, scores, types),
+// config.json, sentencepiece tokenizer metadata from tokenizer.model (tokens, scores, types), or
+// when there is none from tokenizer.json as llama.cpp's converter reads it (GgufVocab.h),
 // tensors renamed (token_embd, blk.N.attn_q, ..., output_norm, output) with q/k rows permuted
 // back to llama.cpp's RoPE layout.
 //
@@ -82,6 +84,9 @@ private:
     QFile m_spool;
     std::vector<Entry> m_entries;
     int64_t m_heads = 0, m_kvHeads = 0;
+    // The tokenizer.json's metadata when the source has no tokenizer.model, read before any
+    // tensor is written so that a tokenizer llama.cpp cannot use stops the run at once.
+    std::optional<GgufVocab> m_vocab;
 };
 
 } // namespace qs

@@ -1,6 +1,7 @@
 #include "io/GgufTokenizer.h"
 
 #include "export/OnnxProto.h"
+#include "tokenize/PreTokenPattern.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
 
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 namespace qs {
@@ -225,6 +227,93 @@ std::string llamaTokenizerJson(const Vocabulary& v, int64_t unk, int64_t bos, bo
     return dumpJson(t, 1, source, "tokenizer.ggml.tokens");
 }
 
+// The split regex of a byte-level BPE's tokenizer.ggml.pre, for a tokenizer.json: GPT-2's,
+// Llama 3's or Qwen2's for llama.cpp's names of them ("gpt-2", "llama-bpe", "qwen2"); none for
+// the names read as vocab.json + merges.txt (absent, "default", "gpt2" as older files have it);
+// any other name is refused.
+std::optional<PreTokenPattern> byteLevelSplit(const GgufHeader& h, const std::string& source) {
+    const GgufValue* pre = h.find("tokenizer.ggml.pre");
+    if (!pre)
+        return std::nullopt;
+    if (pre->type != GgufValueType::String)
+        throw Error(source, "tokenizer.ggml.pre", "must be a string");
+    if (pre->s == "default" || pre->s == "gpt2")
+        return std::nullopt;
+    if (pre->s == "gpt-2")
+        return PreTokenPattern::Gpt2;
+    if (pre->s == "llama-bpe" || pre->s == "llama3" || pre->s == "llama-v3")
+        return PreTokenPattern::Llama3;
+    if (pre->s == "qwen2")
+        return PreTokenPattern::Qwen2;
+    throw Error(source, "tokenizer.ggml.pre",
+                "pre-tokenizer '" + pre->s +
+                    "' is not read (default as vocab.json + merges.txt; gpt-2, llama-bpe and "
+                    "qwen2 as tokenizer.json)");
+}
+
+// tokenizer.json of a byte-level BPE split by `pattern`, as those models ship it: GPT-2's
+// ByteLevel with its regex, or Split(regex, Isolated) then ByteLevel without one (Llama 3,
+// Qwen2); Llama 3 ignores merges (a piece in the vocabulary is one token), as llama.cpp does for
+// it. CONTROL and USER_DEFINED tokens become added tokens (special for CONTROL), which the text
+// is split at first, as llama.cpp splits it.
+std::string byteLevelTokenizerJson(const Vocabulary& v, const GgufValue& merges,
+                                   PreTokenPattern pattern, const std::string& source) {
+    ordered_json added = ordered_json::array();
+    for (size_t k = 0; k < v.tokens.size(); ++k)
+        if (v.types[k] == kControl || v.types[k] == 4)
+            added.push_back({{"id", k},
+                             {"content", v.tokens[k]},
+                             {"single_word", false},
+                             {"lstrip", false},
+                             {"rstrip", false},
+                             {"normalized", false},
+                             {"special", v.types[k] == kControl}});
+    ordered_json vocab = ordered_json::object();
+    for (size_t k = 0; k < v.tokens.size(); ++k)
+        vocab[v.tokens[k]] = k;
+    ordered_json mergeList = ordered_json::array();
+    for (const GgufValue& m : merges.array)
+        mergeList.push_back(m.s);
+    ordered_json t;
+    t["version"] = "1.0";
+    t["truncation"] = nullptr;
+    t["padding"] = nullptr;
+    t["added_tokens"] = added;
+    t["normalizer"] = nullptr;
+    if (pattern == PreTokenPattern::Gpt2)
+        t["pre_tokenizer"] = {{"type", "ByteLevel"},
+                              {"add_prefix_space", false},
+                              {"trim_offsets", true},
+                              {"use_regex", true}};
+    else
+        t["pre_tokenizer"] = {{"type", "Sequence"},
+                              {"pretokenizers",
+                               {{{"type", "Split"},
+                                 {"pattern", {{"Regex", preTokenPatternRegex(pattern)}}},
+                                 {"behavior", "Isolated"},
+                                 {"invert", false}},
+                                {{"type", "ByteLevel"},
+                                 {"add_prefix_space", false},
+                                 {"trim_offsets", true},
+                                 {"use_regex", false}}}}};
+    t["post_processor"] = nullptr;
+    t["decoder"] = {{"type", "ByteLevel"},
+                    {"add_prefix_space", true},
+                    {"trim_offsets", true},
+                    {"use_regex", true}};
+    t["model"] = {{"type", "BPE"},
+                  {"dropout", nullptr},
+                  {"unk_token", nullptr},
+                  {"continuing_subword_prefix", nullptr},
+                  {"end_of_word_suffix", nullptr},
+                  {"fuse_unk", false},
+                  {"byte_fallback", false},
+                  {"ignore_merges", pattern == PreTokenPattern::Llama3},
+                  {"vocab", vocab},
+                  {"merges", mergeList}};
+    return dumpJson(t, 1, source, "tokenizer.ggml.tokens");
+}
+
 } // namespace
 
 std::string sentencePieceModelProto(const GgufHeader& h, const std::string& source) {
@@ -283,7 +372,11 @@ GgufSpecialIds writeGgufTokenizer(const GgufHeader& h, const std::string& source
     ids.bos = tokenId(h, "tokenizer.ggml.bos_token_id", n, source);
     ids.eos = tokenId(h, "tokenizer.ggml.eos_token_id", n, source);
     const int64_t unk = tokenId(h, "tokenizer.ggml.unknown_token_id", n, source);
-    const bool addBos = flag(h, "tokenizer.ggml.add_bos_token", sentencePiece);
+    const std::optional<PreTokenPattern> split =
+        sentencePiece ? std::nullopt : byteLevelSplit(h, source);
+    // llama.cpp's defaults: BOS for sentencepiece and Llama 3's byte-level BPE.
+    const bool addBos =
+        flag(h, "tokenizer.ggml.add_bos_token", sentencePiece || split == PreTokenPattern::Llama3);
 
     if (sentencePiece) {
         writeFileAtomically(dir + "/tokenizer.model", sentencePieceModelProto(h, source));
@@ -292,22 +385,22 @@ GgufSpecialIds writeGgufTokenizer(const GgufHeader& h, const std::string& source
                                                flag(h, "tokenizer.ggml.add_space_prefix", true),
                                                source));
     } else {
-        if (const GgufValue* pre = h.find("tokenizer.ggml.pre"))
-            if (pre->type != GgufValueType::String || (pre->s != "default" && pre->s != "gpt2"))
-                throw Error(source, "tokenizer.ggml.pre",
-                            "pre-tokenizer '" + pre->s +
-                                "' is not read (default and gpt2 are: vocab.json + merges.txt)");
         const GgufValue& merges =
             arrayOf(h, "tokenizer.ggml.merges", GgufValueType::String, source);
-        ordered_json vocab = ordered_json::object();
-        for (size_t k = 0; k < n; ++k)
-            vocab[v.tokens[k]] = k;
-        std::string text = "#version: 0.2\n";
-        for (const GgufValue& m : merges.array)
-            text += m.s + "\n";
-        writeFileAtomically(dir + "/vocab.json",
-                            dumpJson(vocab, -1, source, "tokenizer.ggml.tokens"));
-        writeFileAtomically(dir + "/merges.txt", text);
+        if (split) {
+            writeFileAtomically(dir + "/tokenizer.json",
+                                byteLevelTokenizerJson(v, merges, *split, source));
+        } else {
+            ordered_json vocab = ordered_json::object();
+            for (size_t k = 0; k < n; ++k)
+                vocab[v.tokens[k]] = k;
+            std::string text = "#version: 0.2\n";
+            for (const GgufValue& m : merges.array)
+                text += m.s + "\n";
+            writeFileAtomically(dir + "/vocab.json",
+                                dumpJson(vocab, -1, source, "tokenizer.ggml.tokens"));
+            writeFileAtomically(dir + "/merges.txt", text);
+        }
     }
     json config = json::object();
     auto name = [&](int64_t id) { return id >= 0 ? json(v.tokens[size_t(id)]) : json(nullptr); };

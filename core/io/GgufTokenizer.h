@@ -21,9 +21,13 @@ struct GgufSpecialIds {
 //    escaped, extra whitespace kept, as llama.cpp tokenizes), plus tokenizer.json (the same
 //    vocabulary as a Hugging Face BPE with byte fallback, merges derived from the scores as
 //    transformers' LlamaConverter derives them) for a build without the sentencepiece plugin;
-//  - model "gpt2" (byte-level BPE, pre-tokenizer "default"/"gpt2"): vocab.json + merges.txt;
+//  - model "gpt2" (byte-level BPE): pre-tokenizer "gpt-2", "llama-bpe" and "qwen2" as
+//    tokenizer.json (GPT-2's ByteLevel, or Split with their regex then ByteLevel; Llama 3
+//    ignoring merges, as llama.cpp does; CONTROL/USER_DEFINED tokens added tokens), absent or
+//    "default" as vocab.json + merges.txt;
 // plus tokenizer_config.json (bos/eos/unk tokens, add_bos_token as the GGUF says, default true
-// for "llama"). Anything else is refused by name (qs::Error naming `source` and the key).
+// for "llama" and "llama-bpe", as in llama.cpp). Anything else is refused by name (qs::Error naming
+// `source` and the key).
 GgufSpecialIds writeGgufTokenizer(const GgufHeader& header, const std::string& source,
                                   const std::string& dir);
 
