@@ -24,6 +24,7 @@ ctest --preset release -j2 --timeout 900
 # fail, not skip, when they do not).
 bash scripts/check-onnx.sh build/release
 bash scripts/check-gguf.sh build/release
+bash scripts/check-gguf-tokenizers.sh build/release
 # The headless configuration a GPU server builds (no Qt Widgets, no sentencepiece): it must
 # configure, build and pass too. Its objects are the release build's (ccache), so this costs
 # mostly links and the core suites a second time.
