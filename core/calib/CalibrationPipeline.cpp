@@ -10,6 +10,10 @@ namespace qs {
 
 namespace {
 
+// Free heap a run without an export keeps between blocks: a block's activations (a 7B model's,
+// in batches of 2048 tokens, are well below it) reuse it; beyond it the heap is trimmed.
+constexpr size_t kFreeHeapKept = size_t(1) << 30;
+
 // Bytes of every linear's input and output over the whole calibration stream, in the stream's
 // dtype: what keeping one pass's captures for the analysis costs.
 int64_t captureBytes(const std::vector<LayerPlan>& plans, const at::Tensor& stream) {
@@ -64,8 +68,10 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         const auto t0 = std::chrono::steady_clock::now();
         // The previous block's weights are freed by now; their pages go back before the next
         // block's are allocated, so a run holds about one block, not a heap of all of them.
+        // Runs that write an export trim every time (their memory bound is the point); the
+        // others once the free heap outgrows what the next block's activations will reuse.
         if (bi > 0)
-            releaseFreedHeapMemory();
+            releaseFreedHeapMemory(sink ? 0 : kFreeHeapKept);
         progress.report(bi, 0.0, "loading");
         std::unique_ptr<DecoderBlock> block = m_model.loadBlock(bi);
         std::vector<LayerPlan> plans = m_planner.planBlock(*block);

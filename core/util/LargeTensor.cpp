@@ -27,9 +27,15 @@ at::Tensor emptyLargeCpu(const std::vector<int64_t>& sizes, at::ScalarType dtype
     return t;
 }
 
-void releaseFreedHeapMemory() {
+void releaseFreedHeapMemory(size_t minFreeBytes) {
 #if defined(__GLIBC__)
+#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
+    if (minFreeBytes > 0 && mallinfo2().fordblks < minFreeBytes)
+        return;
+#endif
     malloc_trim(0);
+#else
+    (void)minFreeBytes;
 #endif
 }
 

@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstddef>
 #include <vector>
 
 namespace qs {
@@ -20,6 +21,9 @@ at::Tensor emptyLargeCpu(const std::vector<int64_t>& sizes, at::ScalarType dtype
 // allocation above them keeps glibc from shrinking the heap, so without this the heap of a
 // block-by-block run kept every block's freed pages resident: a 7B-shaped quantize grew by
 // ~120 MiB a block to 3-5 GB (bench/bench_export_memory.py, /proc/PID/smaps: all in [heap]).
-void releaseFreedHeapMemory();
+// Only when more than `minFreeBytes` of the heap are free (0: always): the pages handed back
+// are faulted in again, zeroed, by the next block's activations, which cost a 100M model's
+// eval a fifth of its speed when done after every block.
+void releaseFreedHeapMemory(size_t minFreeBytes = 0);
 
 } // namespace qs
