@@ -4,15 +4,17 @@
 // shard 2; with an empty index part the first shard is written as model.safetensors). Drives
 // what `quantscope-cli inspect` and `eval` do with such a folder: inspectQuarkFolder (the stored
 // scheme of every quantized layer), then openCheckpointForCompute, which dequantizes every
-// quantized linear into the cache checkpoint and maps it; every tensor of that checkpoint is
-// touched. The cache goes to a folder of this process, emptied before each input (the cache key
-// is path, size and mtime, which two inputs may share).
+// quantized linear into the cache checkpoint and maps it (every tensor of it is touched), and
+// readStoredQuantization, the static input/output scales an eval run applies. The cache goes to a
+// folder of this process, emptied before each input (the cache key is path, size and mtime, which
+// two inputs may share).
 //
 // A finding is a crash, a sanitizer report, an exception other than qs::Error, or
 // (__builtin_trap) an opened real-quantized export (as inspect reported it) that still has a
 // quantization parameter (weight/input/output scale or zero point), a quantized layer whose weight
-// is not a 2-D float tensor, a tensor outside its file's mapping, or a refused export that leaves a
-// file in the cache (nothing half-written).
+// is not a 2-D float tensor, a tensor outside its file's mapping, stored activation parameters
+// that are not one positive scale and one zero point, or a refused export that leaves a file in
+// the cache (nothing half-written).
 #include "FuzzSupport.h"
 #include "io/QuarkFolder.h"
 
@@ -110,6 +112,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (const std::string& line : info.layers) // "name: scheme"
             quantized.insert(line.substr(0, line.find(": ")));
         checkOpened(*opened, quantized);
+        // What an eval run applies besides the weights: the stored activation parameters.
+        const qs::quant::StoredQuantization stored = qs::readStoredQuantization(dir.path());
+        for (const std::string& layer : quantized) {
+            const auto it = stored.find(layer);
+            if (it == stored.end() || !it->second.weight)
+                __builtin_trap();
+        }
+        for (const auto& [layer, s] : stored)
+            for (const auto* p : {&s.input, &s.output})
+                if (*p && ((*p)->scale.numel() != 1 || (*p)->zeroPoint.numel() != 1 ||
+                           !((*p)->scale.item<double>() > 0)))
+                    __builtin_trap();
     });
     if (refused && cacheHasFiles())
         __builtin_trap();

@@ -19,6 +19,7 @@
 #include <QStandardPaths>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace qs {
@@ -274,6 +275,12 @@ quant::StoredQuantization readStoredQuantization(const std::string& directory) {
         if (s.numel() != 1 || !s.is_floating_point())
             throw Error(c->fileOf(name).path(), name,
                         "expected one float scale (activations are quantized per tensor)");
+        // A run divides activations by it: zero, negative or non-finite would turn them into
+        // inf/NaN (or flip their signs) with no error at all.
+        const double v = s.to(at::kDouble).item<double>();
+        if (!(std::isfinite(v) && v > 0))
+            throw Error(c->fileOf(name).path(), name,
+                        "scale " + std::to_string(v) + " is not a positive finite number");
         quant::QuantParams p;
         p.scale = s.reshape({1});
         const std::string zpName = layer + "." + role + "_zero_point";

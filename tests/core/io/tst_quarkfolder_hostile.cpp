@@ -19,6 +19,7 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 
 using nlohmann::json;
 
@@ -293,6 +294,35 @@ private Q_SLOTS:
         expectRefused(
             writeExport(uint4Config(), t),
             {"q_proj.weight", "stored as I32", "no model.layers.0.self_attn.q_proj.weight_scale"});
+    }
+
+    // The stored activation parameters an eval run applies: one positive finite scale each (a
+    // zero, negative or NaN input_scale divided the activations into inf/NaN without an error).
+    void storedActivationScalesChecked() {
+        const std::string l = kLayer;
+        auto withInput = [&](float scale) {
+            std::vector<StoredTensor> t = uint4Layer();
+            t.push_back({l + ".input_scale", "F32", {}, raw<float>({scale})});
+            t.push_back({l + ".input_zero_point", "I32", {}, raw<int32_t>({3})});
+            return t;
+        };
+        const qs::quant::StoredQuantization ok =
+            qs::readStoredQuantization(writeExport(uint4Config(), withInput(0.25f)).toStdString());
+        QVERIFY(ok.at(l).weight && ok.at(l).input);
+        QCOMPARE(ok.at(l).input->scale.item<float>(), 0.25f);
+        QCOMPARE(ok.at(l).input->zeroPoint.item<int>(), 3);
+        for (float bad : {0.0f, -0.5f, std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity()}) {
+            const QString dir = writeExport(uint4Config(), withInput(bad));
+            try {
+                qs::readStoredQuantization(dir.toStdString());
+                QFAIL(qPrintable(QString("accepted input_scale %1").arg(bad)));
+            } catch (const qs::Error& e) {
+                QCOMPARE(e.field(), l + ".input_scale");
+                QVERIFY2(e.reason().find("not a positive finite number") != std::string::npos,
+                         e.what());
+            }
+        }
     }
 };
 
