@@ -10,6 +10,7 @@ add_custom_command(
   COMMAND ${Python3_EXECUTABLE} ${QS_FUZZ_SRC}/make_corpus.py ${QS_REPLAY_CORPUS} ${QS_SHARED_DIR}
   COMMAND ${CMAKE_COMMAND} -E touch ${QS_REPLAY_CORPUS}/stamp
   DEPENDS ${QS_FUZZ_SRC}/make_corpus.py ${QS_FUZZ_SRC}/more_seeds.py ${QS_FUZZ_SRC}/gguf_seeds.py
+          ${QS_FUZZ_SRC}/quark_seeds.py
   COMMENT "Writing fuzz seed corpora for the replay tests")
 add_custom_target(qs_replay_corpus ALL DEPENDS ${QS_REPLAY_CORPUS}/stamp)
 file(GLOB QS_FUZZ_TARGET_SOURCES ${QS_FUZZ_SRC}/fuzz_*.cpp)

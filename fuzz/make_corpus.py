@@ -84,6 +84,7 @@ def main():
         write(out, "config", name + ".json", json.dumps(config, indent=2))
     more_seeds.write_all(out, shared, safetensors_image, CONFIG_SEEDS, write)
     gguf_seeds.write_all(out, shared, write)
+    quark_seeds.write_all(out, shared, write)
 
 
 def write(out, target, name, data):
@@ -96,4 +97,5 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import more_seeds  # noqa: E402  (beside this script)
     import gguf_seeds  # noqa: E402
+    import quark_seeds  # noqa: E402
     main()

@@ -42,6 +42,7 @@ table=(
     "fuzz_quark_config      quark_config      8192   recipe pattern files"
     "fuzz_layer_pattern     layer_pattern     1024   pattern"
     "fuzz_gguf              gguf              16384  gguf"
+    "fuzz_quark_checkpoint  quark_checkpoint  16384  quark recipe safetensors checkpoint files"
 )
 
 selected=("$@")

@@ -1,4 +1,5 @@
 #include "io/QuarkFolder.h"
+#include "io/JsonFields.h"
 #include "io/TensorDType.h"
 
 #include "quant/Packing.h"
@@ -17,7 +18,8 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
-#include <fstream>
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace qs {
@@ -29,24 +31,61 @@ using quant::Granularity;
 
 nlohmann::json readConfig(const std::string& directory) {
     const std::string path = directory + "/config.json";
-    std::ifstream in(path);
-    if (!in)
+    if (!QFileInfo(QString::fromStdString(path)).isFile())
         return {};
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const std::exception& e) {
-        throw Error(path, "", std::string("not valid JSON: ") + e.what());
-    }
+    return parseJsonText(readTextFile(path), path); // size and depth limits, syntax errors named
 }
 
-bool isRealQuantized(const nlohmann::json& config) {
-    if (!config.is_object() || !config.contains("quantization_config"))
+// The string `key` of `object`, `fallback` when absent or null; another type is named (`field`
+// is its path in config.json).
+std::string stringField(const nlohmann::json& object, const char* key, const std::string& fallback,
+                        const std::string& path, const std::string& field) {
+    const auto it = object.find(key);
+    if (it == object.end() || it->is_null())
+        return fallback;
+    if (!it->is_string())
+        throw Error(path, field, std::string("expected a string, got ") + it->type_name());
+    return it->get<std::string>();
+}
+
+bool isRealQuantized(const nlohmann::json& config, const std::string& path) {
+    if (!config.is_object())
         return false;
-    const nlohmann::json& qc = config["quantization_config"];
-    if (!qc.is_object() || qc.value("quant_method", "") != "quark")
+    const auto qc = config.find("quantization_config");
+    if (qc == config.end() || !qc->is_object() ||
+        stringField(*qc, "quant_method", "", path, "quantization_config.quant_method") != "quark")
         return false;
-    const nlohmann::json exp = qc.value("export", nlohmann::json::object());
-    return exp.is_object() && exp.value("weight_format", "real_quantized") == "real_quantized";
+    const auto exp = qc->find("export");
+    if (exp == qc->end())
+        return true; // Quark's default weight_format
+    return exp->is_object() &&
+           stringField(*exp, "weight_format", "real_quantized", path,
+                       "quantization_config.export.weight_format") == "real_quantized";
+}
+
+// export.pack_method of a real-quantized config (isRealQuantized: the blocks are objects).
+std::string packMethodOf(const nlohmann::json& config, const std::string& path) {
+    const nlohmann::json& qc = config.at("quantization_config");
+    const auto exp = qc.find("export");
+    return exp == qc.end() ? std::string("reorder")
+                           : stringField(*exp, "pack_method", "reorder", path,
+                                         "quantization_config.export.pack_method");
+}
+
+bool isFloat(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+    return s.size() > suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+    std::string s;
+    for (int64_t d : shape)
+        s += (s.empty() ? "" : ", ") + std::to_string(d);
+    return "[" + s + "]";
 }
 
 at::ScalarType scalarOf(DType t, const std::string& file, const std::string& name) {
@@ -66,71 +105,140 @@ at::Tensor read(const Checkpoint& c, const std::string& name) {
         .clone();
 }
 
-void expectShape(const at::Tensor& t, const std::vector<int64_t>& shape, const std::string& file,
-                 const std::string& name) {
-    if (t.sizes().vec() != shape) {
-        std::string s;
-        for (int64_t d : shape)
-            s += (s.empty() ? "" : ", ") + std::to_string(d);
-        throw Error(file, name, "shape does not match the layer's scheme (expected [" + s + "])");
+// One stored tensor of a quantized linear: its dtype must be one of `dtypes` and its shape
+// `shape`. Checked from the header before any data is read or anything is written.
+void expectTensor(const Checkpoint& c, const std::string& name, std::initializer_list<DType> dtypes,
+                  const std::vector<int64_t>& shape, const std::string& role) {
+    const TensorInfo& t = c.info(name);
+    const std::string file = c.fileOf(name).path();
+    if (std::find(dtypes.begin(), dtypes.end(), t.dtype) == dtypes.end()) {
+        std::string allowed;
+        for (DType d : dtypes)
+            allowed += (allowed.empty() ? "" : " or ") + dtypeName(d);
+        throw Error(file, name, "stored as " + dtypeName(t.dtype) + "; " + role + " is " + allowed);
     }
+    if (t.shape != shape)
+        throw Error(file, name,
+                    "shape " + shapeText(t.shape) +
+                        " does not match the layer's scheme (expected " + shapeText(shape) + ")");
 }
 
-// The float weight [out, in] of one quantized linear.
+int64_t words(int64_t n) { // int32 words holding n int4 codes, without overflow
+    return n / 8 + (n % 8 != 0);
+}
+
+// [out, in] of the float weight of one quantized linear, from its stored tensors, after checking
+// every one of them (dtype and shape) against the layer's scheme. Errors name the file, the
+// tensor and the reason; nothing is read but headers, and every accepted shape is bounded by the
+// stored bytes, so a hostile shape cannot ask for a huge dequantized tensor.
+std::pair<int64_t, int64_t> checkQuantizedLinear(const Checkpoint& c, const std::string& layer,
+                                                 const quant::QuantScheme& scheme,
+                                                 const std::string& configPath) {
+    const quant::QuantSpec& spec = scheme.weight;
+    const std::string w = layer + ".weight", s = layer + ".weight_scale",
+                      z = layer + ".weight_zero_point";
+    const std::string file = c.fileOf(w).path();
+    const TensorInfo& wi = c.info(w);
+    const bool int4 = quant::isInt4(spec.dtype);
+    if (scheme.weightPreStage)
+        throw Error(configPath, layer,
+                    "progressive weights (" + scheme.label() + ") are not read from Quark exports");
+    if (!int4 && !quant::isInt8(spec.dtype) && !quant::isFp8(spec.dtype))
+        throw Error(file, w,
+                    quant::dataTypeName(spec.dtype) +
+                        " weights are not read from Quark exports (int4, uint4, int8, uint8, "
+                        "fp8_e4m3 and fp8_e5m2 are)");
+    const Granularity g = spec.granularity;
+    if (g == Granularity::PerChannel && spec.chAxis != 0 && spec.chAxis != -2)
+        throw Error(configPath, layer,
+                    "per_channel weights along ch_axis " + std::to_string(spec.chAxis) +
+                        " have no Quark layout (channels are the outputs, axis 0)");
+    if (g == Granularity::PerGroup && spec.chAxis != -1 && spec.chAxis != 1)
+        throw Error(configPath, layer,
+                    "per_group weights along ch_axis " + std::to_string(spec.chAxis) +
+                        " have no Quark layout (groups run along the inputs, axis -1)");
+    if (g == Granularity::PerToken)
+        throw Error(configPath, layer, "per_token is for activations, not stored weights");
+    if (wi.shape.size() != 2 || wi.shape[0] < 1 || wi.shape[1] < 1)
+        throw Error(file, w,
+                    "quantized weight is not a non-empty 2-D tensor (shape " + shapeText(wi.shape) +
+                        ")");
+    const TensorInfo& si = c.info(s);
+    int64_t out = wi.shape[0], in = wi.shape[1];
+    if (int4 && g == Granularity::PerGroup) { // stored transposed: [in, words(out)]
+        if (si.shape.size() != 2 || si.shape[1] < 1)
+            throw Error(c.fileOf(s).path(), s,
+                        "per_group scales are [in / group_size, out], got " + shapeText(si.shape));
+        in = wi.shape[0];
+        out = si.shape[1];
+    } else if (int4) {
+        in = wi.shape[1] * 8; // bounded by the file: no overflow. The padding is checked against
+                              // the config's in_features by the model's shape validation.
+    }
+    const int64_t groups = g == Granularity::PerGroup ? in / spec.groupSize : 0;
+    if (g == Granularity::PerGroup && in % spec.groupSize != 0)
+        throw Error(file, w,
+                    std::to_string(in) + " inputs are not a whole number of groups of " +
+                        std::to_string(spec.groupSize));
+    const std::vector<int64_t> params = g == Granularity::PerTensor ? std::vector<int64_t>{}
+                                        : g == Granularity::PerChannel
+                                            ? std::vector<int64_t>{out}
+                                            : std::vector<int64_t>{out, groups};
+    const auto floats = {DType::F32, DType::F16, DType::BF16};
+    const std::string scaleRole = "a weight scale";
+    const std::string zpRole = "a weight zero point";
+    if (int4 && g == Granularity::PerGroup) {
+        expectTensor(c, w, {DType::I32}, {in, words(out)}, "an int4 weight (8 codes per word)");
+        expectTensor(c, s, floats, {groups, out}, scaleRole);
+        expectTensor(c, z, {DType::I32}, {groups, words(out)},
+                     zpRole + " (packed like the weight)");
+    } else if (int4) {
+        expectTensor(c, w, {DType::I32}, {out, words(in)}, "an int4 weight (8 codes per word)");
+        expectTensor(c, s, floats, params, scaleRole);
+        expectTensor(c, z, {DType::I32},
+                     g == Granularity::PerTensor ? std::vector<int64_t>{}
+                                                 : std::vector<int64_t>{words(out)},
+                     zpRole);
+    } else if (quant::isInt8(spec.dtype)) {
+        expectTensor(c, w, {spec.dtype == DataType::Int8 ? DType::I8 : DType::U8}, {out, in},
+                     "an " + quant::dataTypeName(spec.dtype) + " weight");
+        expectTensor(c, s, floats, params, scaleRole);
+        expectTensor(c, z, {DType::I32, DType::I8, DType::U8}, params, zpRole);
+    } else {
+        expectTensor(c, w,
+                     {spec.dtype == DataType::Fp8E4M3 ? DType::F8_E4M3 : DType::F8_E5M2, DType::U8},
+                     {out, in}, "an " + quant::dataTypeName(spec.dtype) + " weight");
+        expectTensor(c, s, floats, params, scaleRole);
+    }
+    return {out, in};
+}
+
+// The float weight [out, in] of one quantized linear whose tensors checkQuantizedLinear accepted.
 at::Tensor dequantizeLinear(const Checkpoint& c, const std::string& layer,
                             const quant::QuantSpec& spec, quant::PackOrder order, int64_t out,
                             int64_t in, at::ScalarType outDtype) {
-    const std::string w = layer + ".weight";
-    const std::string file = c.fileOf(w).path();
     quant::QuantizedTensor q;
     q.dtype = spec.dtype;
-    at::Tensor packed = read(c, w);
-    at::Tensor scale = read(c, layer + ".weight_scale");
-    at::Tensor zp;
+    const at::Tensor packed = read(c, layer + ".weight");
+    const at::Tensor scale = read(c, layer + ".weight_scale");
     const bool isInt = quant::isInteger(spec.dtype);
-    if (isInt)
-        zp = read(c, layer + ".weight_zero_point");
-    const bool int4 = spec.dtype == DataType::Int4 || spec.dtype == DataType::Uint4;
+    const at::Tensor zp = isInt ? read(c, layer + ".weight_zero_point") : at::Tensor();
     const bool isSigned = spec.dtype == DataType::Int4 || spec.dtype == DataType::Int8;
-    const bool perGroup = spec.granularity == Granularity::PerGroup;
-    const int64_t groups = perGroup ? in / spec.groupSize : 0;
-    if (int4 && perGroup) {
-        expectShape(packed, {in, (out + 7) / 8}, file, w);
-        expectShape(scale, {groups, out}, file, layer + ".weight_scale");
-        expectShape(zp, {groups, (out + 7) / 8}, file, layer + ".weight_zero_point");
+    if (quant::isInt4(spec.dtype) && spec.granularity == Granularity::PerGroup) {
         q.codes = quant::unpackInt4(packed, order, isSigned, out).t().contiguous();
         q.params.scale = scale.t().contiguous();
         q.params.zeroPoint = quant::unpackInt4(zp, order, isSigned, out).t().contiguous();
-    } else if (int4) {
-        expectShape(packed, {out, (in + 7) / 8}, file, w);
-        const bool perTensor = spec.granularity == Granularity::PerTensor;
-        expectShape(scale, perTensor ? std::vector<int64_t>{} : std::vector<int64_t>{out}, file,
-                    layer + ".weight_scale");
-        expectShape(zp, perTensor ? std::vector<int64_t>{} : std::vector<int64_t>{(out + 7) / 8},
-                    file, layer + ".weight_zero_point");
+    } else if (quant::isInt4(spec.dtype)) {
         q.codes = quant::unpackInt4(packed, order, isSigned, in);
         q.params.scale = scale;
         q.params.zeroPoint = zp.dim() == 0 ? zp : quant::unpackInt4(zp, order, isSigned, out);
     } else {
-        expectShape(packed, {out, in}, file, w);
         q.codes = isInt ? packed.to(at::kInt) : packed;
         q.params.scale = scale;
-        q.params.zeroPoint = isInt ? zp.to(at::kInt) : at::zeros_like(scale, at::kInt);
+        q.params.zeroPoint = isInt ? zp : at::zeros_like(scale, at::kInt);
     }
-    const std::vector<int64_t> paramShape =
-        spec.granularity == Granularity::PerTensor    ? std::vector<int64_t>{}
-        : spec.granularity == Granularity::PerChannel ? std::vector<int64_t>{out}
-                                                      : std::vector<int64_t>{out, groups};
-    if (q.params.scale.sizes().vec() != paramShape)
-        expectShape(q.params.scale, paramShape, file, layer + ".weight_scale");
-    if (q.params.zeroPoint.sizes().vec() != paramShape)
-        expectShape(q.params.zeroPoint, paramShape, file, layer + ".weight_zero_point");
     q.params.zeroPoint = q.params.zeroPoint.to(at::kInt);
     return quant::dequantize(q, spec, outDtype);
-}
-
-DType dtypeOf(at::ScalarType t) {
-    return t == at::kBFloat16 ? DType::BF16 : t == at::kHalf ? DType::F16 : DType::F32;
 }
 
 } // namespace
@@ -138,19 +246,17 @@ DType dtypeOf(at::ScalarType t) {
 QuarkFolderInfo inspectQuarkFolder(const std::string& directory) {
     QuarkFolderInfo info;
     const nlohmann::json config = readConfig(directory);
-    if (!isRealQuantized(config))
+    const std::string configPath = directory + "/config.json";
+    if (!isRealQuantized(config, configPath))
         return info;
     info.realQuantized = true;
-    info.packMethod = config["quantization_config"]
-                          .value("export", nlohmann::json::object())
-                          .value("pack_method", "reorder");
-    const Recipe recipe = recipeFromQuarkConfig(config, directory + "/config.json");
+    info.packMethod = packMethodOf(config, configPath);
+    const Recipe recipe = recipeFromQuarkConfig(config, configPath);
     const auto checkpoint = Checkpoint::open(directory);
     for (const std::string& n : checkpoint->tensorNames()) {
-        const std::string suffix = ".weight_scale";
-        if (n.size() <= suffix.size() || n.compare(n.size() - suffix.size(), suffix.size(), suffix))
+        if (!endsWith(n, ".weight_scale"))
             continue;
-        const std::string layer = n.substr(0, n.size() - suffix.size());
+        const std::string layer = n.substr(0, n.size() - 13);
         const auto scheme = recipe.schemeFor(layer, layerKindOf(layer));
         info.layers.push_back(layer + ": " + (scheme ? scheme->label() : std::string("?")));
     }
@@ -159,13 +265,9 @@ QuarkFolderInfo inspectQuarkFolder(const std::string& directory) {
 
 quant::StoredQuantization readStoredQuantization(const std::string& directory) {
     quant::StoredQuantization stored;
-    if (!isRealQuantized(readConfig(directory)))
+    if (!isRealQuantized(readConfig(directory), directory + "/config.json"))
         return stored;
     const auto c = Checkpoint::open(directory);
-    auto endsWith = [](const std::string& s, const std::string& suffix) {
-        return s.size() > suffix.size() &&
-               s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
     // A scale read as stored: per tensor (0-dim or one element), in its stored float dtype.
     auto scaleOf = [&](const std::string& layer, const std::string& role) {
         const std::string name = layer + "." + role + "_scale";
@@ -173,6 +275,12 @@ quant::StoredQuantization readStoredQuantization(const std::string& directory) {
         if (s.numel() != 1 || !s.is_floating_point())
             throw Error(c->fileOf(name).path(), name,
                         "expected one float scale (activations are quantized per tensor)");
+        // A run divides activations by it: zero, negative or non-finite would turn them into
+        // inf/NaN (or flip their signs) with no error at all.
+        const double v = s.to(at::kDouble).item<double>();
+        if (!(std::isfinite(v) && v > 0))
+            throw Error(c->fileOf(name).path(), name,
+                        "scale " + std::to_string(v) + " is not a positive finite number");
         quant::QuantParams p;
         p.scale = s.reshape({1});
         const std::string zpName = layer + "." + role + "_zero_point";
@@ -207,27 +315,26 @@ quant::StoredQuantization readStoredQuantization(const std::string& directory) {
 void writeDequantizedQuark(const std::string& directory, const std::string& outFile) {
     const nlohmann::json config = readConfig(directory);
     const std::string configPath = directory + "/config.json";
+    if (!isRealQuantized(config, configPath))
+        throw Error(configPath, "quantization_config",
+                    "not a Quark export with real_quantized weights");
     const Recipe recipe = recipeFromQuarkConfig(config, configPath);
-    const auto order = quant::packOrderFromName(config["quantization_config"]
-                                                    .value("export", nlohmann::json::object())
-                                                    .value("pack_method", "reorder"));
+    const auto order = quant::packOrderFromName(packMethodOf(config, configPath));
     if (!order)
         throw Error(configPath, "quantization_config.export.pack_method", "unknown pack method");
     const auto c = Checkpoint::open(directory);
     const std::set<std::string> extras = {".weight_scale", ".weight_zero_point",
                                           ".input_scale",  ".input_zero_point",
                                           ".output_scale", ".output_zero_point"};
-    auto endsWith = [](const std::string& s, const std::string& suffix) {
-        return s.size() > suffix.size() &&
-               s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
     // Layers with a stored weight scale are quantized; everything else is copied.
     std::set<std::string> quantized;
     for (const std::string& n : c->tensorNames())
         if (endsWith(n, ".weight_scale"))
             quantized.insert(n.substr(0, n.size() - 13));
+    // The whole layout is checked before the output file is created.
     std::vector<TensorInfo> layout;
     std::vector<std::string> names;
+    std::vector<std::optional<quant::QuantScheme>> schemes; // per output tensor; none: copied
     for (const std::string& n : c->tensorNames()) {
         bool extra = false;
         for (const std::string& e : extras)
@@ -236,51 +343,38 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
             continue;
         TensorInfo t = c->info(n);
         t.name = n;
-        if (endsWith(n, ".weight") && quantized.count(n.substr(0, n.size() - 7))) {
-            const std::string layer = n.substr(0, n.size() - 7);
-            const auto scheme = recipe.schemeFor(layer, layerKindOf(layer));
+        const std::string layer = endsWith(n, ".weight") ? n.substr(0, n.size() - 7) : "";
+        std::optional<quant::QuantScheme> scheme;
+        if (!layer.empty() && quantized.count(layer)) {
+            scheme = recipe.schemeFor(layer, layerKindOf(layer));
             if (!scheme)
                 throw Error(configPath, layer,
                             "has quantized tensors but quantization_config gives it no scheme");
-            const TensorInfo& s = c->info(layer + ".weight_scale");
-            // [out, in] from the stored layout (int4 per group is stored transposed).
-            const bool int4 =
-                scheme->weight.dtype == DataType::Int4 || scheme->weight.dtype == DataType::Uint4;
-            int64_t out = 0, in = 0;
-            if (t.shape.size() != 2)
-                throw Error(c->fileOf(n).path(), n, "quantized weight is not 2-D");
-            if (int4 && scheme->weight.granularity == Granularity::PerGroup) {
-                in = t.shape[0];
-                out = s.shape.size() == 2 ? s.shape[1] : 0;
-            } else if (int4) {
-                out = t.shape[0];
-                in = t.shape[1] * 8; // padding checked against the config's in_features by
-                                     // the model's shape validation
-            } else {
-                out = t.shape[0];
-                in = t.shape[1];
-            }
-            t.dtype = dtypeOf(at::kFloat);
-            if (s.dtype == DType::BF16 || s.dtype == DType::F16)
-                t.dtype = s.dtype;
+            const auto [out, in] = checkQuantizedLinear(*c, layer, *scheme, configPath);
+            const DType scaleType = c->info(layer + ".weight_scale").dtype;
+            t.dtype = scaleType == DType::BF16 || scaleType == DType::F16 ? scaleType : DType::F32;
             t.shape = {out, in};
+        } else if (!layer.empty() && !isFloat(t.dtype) &&
+                   recipe.schemeFor(layer, layerKindOf(layer))) {
+            throw Error(c->fileOf(n).path(), n,
+                        "stored as " + dtypeName(t.dtype) + " but there is no " + layer +
+                            ".weight_scale to dequantize it with");
         }
         layout.push_back(t);
         names.push_back(n);
+        schemes.push_back(std::move(scheme));
     }
     SafetensorsWriter writer(outFile, layout, {{"format", "pt"}, {"quantscope", "dequantized"}});
     for (size_t i = 0; i < names.size(); ++i) {
         const std::string& n = names[i];
         const TensorInfo& t = layout[i];
-        if (t.dtype == c->info(n).dtype && t.shape == c->info(n).shape) {
+        if (!schemes[i]) {
             writer.writeNext(c->fileOf(n).data(c->info(n)), c->info(n).byteSize());
             continue;
         }
-        const std::string layer = n.substr(0, n.size() - 7);
-        const auto scheme = recipe.schemeFor(layer, layerKindOf(layer));
-        const at::ScalarType dt = storedFloatType(t.dtype);
         const at::Tensor w =
-            dequantizeLinear(*c, layer, scheme->weight, *order, t.shape[0], t.shape[1], dt)
+            dequantizeLinear(*c, n.substr(0, n.size() - 7), schemes[i]->weight, *order, t.shape[0],
+                             t.shape[1], storedFloatType(t.dtype))
                 .contiguous();
         writer.writeNext(w.data_ptr(), uint64_t(w.nbytes()));
     }
@@ -288,7 +382,7 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
 }
 
 std::unique_ptr<Checkpoint> openCheckpointForCompute(const std::string& directory) {
-    if (!isRealQuantized(readConfig(directory)))
+    if (!isRealQuantized(readConfig(directory), directory + "/config.json"))
         return Checkpoint::open(directory);
     // Cache key: the export's absolute path, and size + mtime of its files.
     QCryptographicHash h(QCryptographicHash::Sha256);
