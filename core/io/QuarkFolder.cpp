@@ -384,9 +384,13 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
 std::unique_ptr<Checkpoint> openCheckpointForCompute(const std::string& directory) {
     if (!isRealQuantized(readConfig(directory), directory + "/config.json"))
         return Checkpoint::open(directory);
-    // Cache key: the export's absolute path, and size + mtime of its files.
+    // Cache key: the reader's format, the export's absolute path, and size + mtime of its
+    // files. Bump kDequantizedCacheFormat whenever the dequantized file a reader writes changes
+    // (a cache written by an older, wrong reader must not be reused).
+    constexpr int kDequantizedCacheFormat = 2;
     QCryptographicHash h(QCryptographicHash::Sha256);
     const QDir dir(QString::fromStdString(directory));
+    h.addData(QByteArray::number(kDequantizedCacheFormat));
     h.addData(dir.absolutePath().toUtf8());
     for (const QFileInfo& f :
          dir.entryInfoList({"*.safetensors", "*.json"}, QDir::Files, QDir::Name))
