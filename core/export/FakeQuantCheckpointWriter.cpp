@@ -55,6 +55,7 @@ FakeQuantCheckpointWriter::~FakeQuantCheckpointWriter() {
 void FakeQuantCheckpointWriter::copyRaw(const std::string& name) {
     const TensorInfo& info = m_source.info(name);
     m_writer->writeNext(m_source.fileOf(name).data(info), info.byteSize());
+    m_source.fileOf(name).releasePages(info); // copied: its mapped pages need not stay resident
 }
 
 void FakeQuantCheckpointWriter::writeNextUntil(int blockLimit) {

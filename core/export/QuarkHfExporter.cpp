@@ -170,6 +170,7 @@ void QuarkHfExporter::spoolTensor(const std::string& name, const at::Tensor& t) 
 void QuarkHfExporter::copyRaw(const std::string& name) {
     const TensorInfo& info = m_source.info(name);
     spool(name, info.dtype, info.shape, m_source.fileOf(name).data(info), info.byteSize());
+    m_source.fileOf(name).releasePages(info); // copied: its mapped pages need not stay resident
 }
 
 void QuarkHfExporter::writeUntil(int blockLimit) {
