@@ -26,6 +26,12 @@ using quant::isFp8;
 using quant::isInt4;
 using quant::isInt8;
 
+// MX types with FP4/FP6 elements: the ones Quark 0.13 writes real_quantized (element codes
+// packed into bytes, one E8M0 byte per block of 32).
+bool isMxFloat(DataType t) {
+    return t == DataType::MxFp4 || t == DataType::MxFp6E3M2 || t == DataType::MxFp6E2M3;
+}
+
 DType dtypeOfTensor(const at::Tensor& t, const std::string& name) {
     const std::optional<DType> d = dtypeOfScalarType(t.scalar_type());
     if (!d)
@@ -67,6 +73,21 @@ std::string weightReason(const quant::QuantSpec& w, const std::vector<int64_t>& 
         }
         return {};
     }
+    if (isMxFloat(w.dtype)) {
+        if (w.chAxis != -1 && w.chAxis != 1)
+            return type + " along ch_axis " + std::to_string(w.chAxis) +
+                   " has no Quark layout (blocks run along the input features: ch_axis -1)";
+        if (w.groupSize != 32)
+            return type + " with blocks of " + std::to_string(w.groupSize) +
+                   " has no Quark layout (OCP MX blocks are 32 elements)";
+        // Pack_fp4 pairs neighbouring codes into a byte, Pack_fp6 four codes into 3 bytes.
+        const int64_t multiple = w.dtype == DataType::MxFp4 ? 2 : 4;
+        if (in % multiple != 0)
+            return type + " packs " + std::to_string(multiple) +
+                   " codes per unit along the input features, which " + std::to_string(in) +
+                   " is not a multiple of: exclude this layer";
+        return {};
+    }
     if (isInt8(w.dtype) || isFp8(w.dtype)) {
         if (w.granularity != Granularity::PerTensor && w.granularity != Granularity::PerChannel)
             return type + " " + quant::granularityName(w.granularity) +
@@ -75,7 +96,8 @@ std::string weightReason(const quant::QuantSpec& w, const std::vector<int64_t>& 
         return {};
     }
     return type + " weights are not written by Quantscope's Quark exporter yet (int4, uint4, "
-                  "int8, uint8, fp8_e4m3, fp8_e5m2 are): use --format fake";
+                  "int8, uint8, fp8_e4m3, fp8_e5m2, mxfp4, mxfp6_e3m2, mxfp6_e2m3 are): use "
+                  "--format fake";
 }
 
 // Quark 0.13's QTensorConfig.to_dict() has four fields the 0.11 layout (QuantSpec::toJson)
@@ -111,8 +133,11 @@ std::string QuarkHfExporter::unfitReason(const quant::QuantScheme& scheme,
         scheme.input->granularity != Granularity::PerTensor)
         return "static " + quant::granularityName(scheme.input->granularity) +
                " input quantization has no Quark tensor (input_scale is per tensor)";
-    if (scheme.input &&
-        !(isInt8(scheme.input->dtype) || isFp8(scheme.input->dtype) || isInt4(scheme.input->dtype)))
+    // MX inputs are quantized on the fly from each activation's own blocks: the config block
+    // carries them, there is no tensor to write.
+    if (scheme.input && !(isInt8(scheme.input->dtype) || isFp8(scheme.input->dtype) ||
+                          isInt4(scheme.input->dtype) ||
+                          (isMxFloat(scheme.input->dtype) && scheme.input->isDynamic)))
         return quant::dataTypeName(scheme.input->dtype) +
                " inputs are not written by Quantscope's Quark exporter yet";
     if (scheme.output)
@@ -212,6 +237,17 @@ void QuarkHfExporter::writeLinear(const LayerPlan& plan) {
         spoolTensor(n + ".weight", codes.to(spec.dtype == DataType::Int8 ? at::kChar : at::kByte));
         spoolTensor(n + ".weight_scale", scale);
         spoolTensor(n + ".weight_zero_point", zp.to(at::kInt));
+    } else if (isMxFloat(spec.dtype)) {
+        // Quark's Pack_fp4 / Pack_fp6 along the input features of [out, in] (not transposed):
+        // FP4 low nibble = even element; FP6 four codes as a little-endian 24-bit word. The
+        // scale is the block's E8M0 byte, uint8 [out, ceil(in/32)] (the last block zero padded).
+        quant::QuantizedTensor host;
+        host.dtype = spec.dtype;
+        host.codes = codes.to(at::kByte).contiguous();
+        spoolTensor(n + ".weight", quant::packCodes(host, m_order));
+        const at::Tensor e8m0 = q.params.scaleCodes.defined() ? toHost(q.params.scaleCodes)
+                                                              : quant::e8m0FromScale(scale);
+        spoolTensor(n + ".weight_scale", e8m0.reshape({out, (in + 31) / 32}).contiguous());
     } else { // fp8: the codes are the E4M3/E5M2 bytes
         const at::Tensor bytes = codes.to(at::kByte).contiguous();
         spool(n + ".weight", spec.dtype == DataType::Fp8E4M3 ? DType::F8_E4M3 : DType::F8_E5M2,

@@ -27,6 +27,10 @@ namespace {
 using quant::DataType;
 using quant::Granularity;
 
+bool isMxFloat(DataType t) {
+    return t == DataType::MxFp4 || t == DataType::MxFp6E3M2 || t == DataType::MxFp6E2M3;
+}
+
 nlohmann::json readConfig(const std::string& directory) {
     const std::string path = directory + "/config.json";
     std::ifstream in(path);
@@ -86,6 +90,19 @@ at::Tensor dequantizeLinear(const Checkpoint& c, const std::string& layer,
     q.dtype = spec.dtype;
     at::Tensor packed = read(c, w);
     at::Tensor scale = read(c, layer + ".weight_scale");
+    if (isMxFloat(spec.dtype)) {
+        // uint8 [out, in/2] (FP4) or [out, in/4*3] (FP6) codes, uint8 E8M0 [out, ceil(in/32)].
+        const bool fp4 = spec.dtype == DataType::MxFp4;
+        expectShape(packed, {out, fp4 ? in / 2 : in / 4 * 3}, file, w);
+        expectShape(scale, {out, (in + 31) / 32}, file, layer + ".weight_scale");
+        if (packed.scalar_type() != at::kByte || scale.scalar_type() != at::kByte)
+            throw Error(file, layer,
+                        quant::dataTypeName(spec.dtype) + " weight and weight_scale must be U8");
+        q.codes = quant::unpackCodes(packed, spec.dtype, in);
+        q.params.scale = quant::scaleFromE8m0(scale);
+        q.params.zeroPoint = at::zeros(scale.sizes(), at::kInt);
+        return quant::dequantize(q, spec, outDtype);
+    }
     at::Tensor zp;
     const bool isInt = quant::isInteger(spec.dtype);
     if (isInt)
@@ -249,7 +266,11 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
             int64_t out = 0, in = 0;
             if (t.shape.size() != 2)
                 throw Error(c->fileOf(n).path(), n, "quantized weight is not 2-D");
-            if (int4 && scheme->weight.granularity == Granularity::PerGroup) {
+            if (isMxFloat(scheme->weight.dtype)) {
+                // FP4: two codes per byte; FP6: four codes per three bytes.
+                out = t.shape[0];
+                in = scheme->weight.dtype == DataType::MxFp4 ? t.shape[1] * 2 : t.shape[1] / 3 * 4;
+            } else if (int4 && scheme->weight.granularity == Granularity::PerGroup) {
                 in = t.shape[0];
                 out = s.shape.size() == 2 ? s.shape[1] : 0;
             } else if (int4) {
