@@ -86,6 +86,15 @@ std::string weightReason(const quant::QuantSpec& w, const std::vector<int64_t>& 
             return type + " packs " + std::to_string(multiple) +
                    " codes per unit along the input features, which " + std::to_string(in) +
                    " is not a multiple of: exclude this layer";
+        // Measured with transformers 5.23 + amd-quark 0.13: Quark's own export of stories260K
+        // (down_proj: 172 inputs, scales [64, 6]) fails to load, the module holding [64, 5].
+        if (loaderLimits && in % 32 != 0)
+            return type + " stores ceil(" + std::to_string(in) +
+                   "/32) = " + std::to_string((in + 31) / 32) +
+                   " E8M0 scales per row (the last block zero padded), but transformers + "
+                   "amd-quark allocate floor(in/32) = " +
+                   std::to_string(in / 32) +
+                   " and refuse the file (in must be a multiple of 32): exclude this layer";
         return {};
     }
     if (isInt8(w.dtype) || isFp8(w.dtype)) {

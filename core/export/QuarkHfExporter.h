@@ -22,6 +22,10 @@ namespace qs {
 //     zero point packed [ceil(out/8)] / int32 [];
 //   int8/uint8 per tensor/channel: weight I8/U8 [out, in], scale, zero point int32;
 //   fp8 e4m3/e5m2 per tensor/channel: weight F8_E4M3/F8_E5M2 [out, in], scale (no zero point);
+//   mxfp4 / mxfp6_e3m2 / mxfp6_e2m3 (blocks of 32 along the inputs): weight U8 [out, in/2]
+//     (FP4 E2M1 codes, low nibble = even input) or [out, in/4*3] (FP6 codes v0..v3 as the
+//     little-endian 24-bit word v0 | v1 << 6 | v2 << 12 | v3 << 18), weight_scale U8 E8M0
+//     [out, ceil(in/32)]; MX inputs are dynamic (config block only);
 //   static inputs: input_scale (+ input_zero_point for integers); KV cache: output_scale.
 // Unquantized tensors are copied byte for byte; config.json gets the recipe's
 // quantization_config (QuarkConfig.h) with the export block. Tensors are spooled to a data file
@@ -42,7 +46,7 @@ public:
     // Why a linear of `shape` [out, in] with `scheme` cannot be written, with what works
     // instead; empty when it can. `loaderLimits`: also refuse layouts Quark writes but its
     // consumers cannot load (transformers + amd-quark allocate floor(n/8) packed int4 columns
-    // where the layout needs ceil(n/8)).
+    // where the layout needs ceil(n/8), and floor(in/32) MX scales where it needs ceil(in/32)).
     static std::string unfitReason(const quant::QuantScheme& scheme,
                                    const std::vector<int64_t>& shape, bool loaderLimits = true);
     // Why an output (KV-cache) spec cannot be written; empty when it can.
