@@ -4,6 +4,7 @@
 #include "export/TensorBlocks.h"
 #include "quant/Packing.h"
 #include "quant/TypeTraits.h"
+#include "recipe/LayerPattern.h"
 #include "recipe/QuarkConfig.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
@@ -154,6 +155,26 @@ std::string QuarkHfExporter::unfitReason(const quant::QuantScheme& scheme,
     return {};
 }
 
+std::string QuarkHfExporter::awqUnfitReason(const quant::QuantScheme& scheme,
+                                            const std::vector<int64_t>& shape, bool loaderLimits,
+                                            const quant::QuantScheme& first) {
+    const quant::QuantSpec& w = scheme.weight;
+    if (!isInt4(w.dtype) || w.granularity != Granularity::PerGroup || scheme.weightPreStage)
+        return "the awq format holds int4/uint4 per-group weights only, not " + scheme.label() +
+               ": use --format quark";
+    if (scheme.input || scheme.output)
+        return "the awq format holds weights only (no activation or KV-cache quantization): use "
+               "--format quark";
+    if (const std::string r = unfitReason(scheme, shape, loaderLimits); !r.empty())
+        return r;
+    const quant::QuantSpec& f = first.weight;
+    if (w.dtype != f.dtype || w.groupSize != f.groupSize || w.symmetric != f.symmetric)
+        return "the awq config states one bits/group_size/zero_point for every layer; " +
+               scheme.label() + " differs from the first quantized layer's " + first.label() +
+               ": use --format quark";
+    return {};
+}
+
 std::string QuarkHfExporter::outputReason(const quant::QuantSpec& output) {
     if (output.isDynamic || !isFp8(output.dtype) || output.granularity != Granularity::PerTensor)
         return "quantized outputs other than static fp8 per tensor (the KV cache) are refused by "
@@ -161,8 +182,9 @@ std::string QuarkHfExporter::outputReason(const quant::QuantSpec& output) {
     return {};
 }
 
-QuarkHfExporter::QuarkHfExporter(const ExportContext& context, quant::PackOrder order)
-    : m_source(*context.source), m_context(context), m_order(order), m_folder(context.outDir) {
+QuarkHfExporter::QuarkHfExporter(const ExportContext& context, quant::PackOrder order, bool awq)
+    : m_source(*context.source), m_context(context), m_order(order), m_awq(awq),
+      m_folder(context.outDir) {
     m_names = m_source.tensorNames();
     std::stable_sort(m_names.begin(), m_names.end(),
                      [](const std::string& a, const std::string& b) {
@@ -228,9 +250,12 @@ void QuarkHfExporter::writeLinear(const LayerPlan& plan) {
     if (isInt4(spec.dtype)) {
         const bool perGroup = spec.granularity == Granularity::PerGroup;
         if (perGroup) {
-            spoolTensor(n + ".weight", quant::packInt4(codes.t().contiguous(), m_order));
-            spoolTensor(n + ".weight_scale", scale.t().contiguous());
-            spoolTensor(n + ".weight_zero_point", quant::packInt4(zp.t().contiguous(), m_order));
+            // awq: Quark's AWQ_SAVE_MAP renames the same three tensors.
+            spoolTensor(n + (m_awq ? ".qweight" : ".weight"),
+                        quant::packInt4(codes.t().contiguous(), m_order));
+            spoolTensor(n + (m_awq ? ".scales" : ".weight_scale"), scale.t().contiguous());
+            spoolTensor(n + (m_awq ? ".qzeros" : ".weight_zero_point"),
+                        quant::packInt4(zp.t().contiguous(), m_order));
         } else {
             spoolTensor(n + ".weight", quant::packInt4(codes.contiguous(), m_order));
             spoolTensor(n + ".weight_scale",
@@ -358,6 +383,26 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
         if (qc.contains(table) && qc[table].is_object())
             for (auto& entry : qc[table].items())
                 addQuark013FieldsToConfig(entry.value());
+    if (m_awq) {
+        // Quark's AwqConfig.to_dict() plus the export block. Bits, group size and zero point are
+        // the first quantized layer's (ExporterRegistry::problems refused any other).
+        std::optional<quant::QuantScheme> first;
+        for (const std::string& layer : m_context.layerNames)
+            if (!first)
+                first = m_context.recipe->schemeFor(layer, layerKindOf(layer));
+        if (!first)
+            throw Error(m_context.outDir, "quantization_config", "awq: no quantized layer");
+        nlohmann::json awq;
+        awq["bits"] = 4;
+        awq["group_size"] = first->weight.groupSize;
+        awq["modules_to_not_convert"] = qc.value("exclude", nlohmann::json::array());
+        awq["quant_method"] = "awq";
+        awq["version"] = "gemm";
+        awq["zero_point"] = !first->weight.symmetric;
+        awq["pack_method"] = quant::packOrderName(m_order);
+        awq["export"] = qc["export"];
+        qc = awq;
+    }
     config["quantization_config"] = qc;
     m_folder.writeText("config.json", config.dump(2) + "\n");
     m_folder.copySideFiles(m_context.sourceDir, false);
