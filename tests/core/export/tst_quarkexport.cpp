@@ -381,6 +381,101 @@ private Q_SLOTS:
         QVERIFY(!qs::QuarkHfExporter::unfitReason(staticInput, {64, 64}).empty());
     }
 
+    // Quark's custom_mode "awq" (AutoAWQ GEMM / vLLM): the tensors of Quark's quark-mode export
+    // renamed weight -> qweight, weight_scale -> scales, weight_zero_point -> qzeros (Quark's
+    // AWQ_SAVE_MAP), and its AwqConfig block. Checked against Quark 0.13 itself (docs/
+    // exporters.md): its awq and quark exports of one AWQ-quantized model hold equal tensors
+    // under those names, and its awq config has exactly these keys. Quark 0.13 with
+    // transformers >= 5.6 also renames every other ".weight" to ".qweight" (a regression it
+    // warns about); Quantscope keeps those names, as the loaders expect.
+    void awqEqualsQuarkRenamed() {
+        const QString out = qs::test::tempDir("awq") + "/export";
+        qs::QuantizationRequest req = request("uint4_wo_32", {"*down_proj", "lm_head"}, out);
+        req.exportFormats = {"awq"};
+        req.allowUnloadable = true; // gate/up as in the reference export
+        qs::runQuantization(req);
+        const QString refDir = m_reference + "/uint4_wo_32";
+        const auto a = qs::SafetensorsFile::open((out + "/model.safetensors").toStdString());
+        const auto r = qs::SafetensorsFile::open((refDir + "/model.safetensors").toStdString());
+        QCOMPARE(a->header().tensors.size(), r->header().tensors.size());
+        const std::map<std::string, std::string> renamed = {
+            {"weight", "qweight"}, {"weight_scale", "scales"}, {"weight_zero_point", "qzeros"}};
+        int quantized = 0;
+        for (const qs::TensorInfo& ref : r->header().tensors) {
+            const std::string layer = ref.name.substr(0, ref.name.rfind('.'));
+            const std::string leaf = ref.name.substr(ref.name.rfind('.') + 1);
+            const bool q = r->find(layer + ".weight_scale") != nullptr;
+            const std::string name = q ? layer + "." + renamed.at(leaf) : ref.name;
+            quantized += q && leaf == "weight";
+            const qs::TensorInfo* t = a->find(name);
+            QVERIFY2(t && t->dtype == ref.dtype && t->shape == ref.shape, name.c_str());
+            QVERIFY2(std::memcmp(a->data(*t), r->data(ref), ref.byteSize()) == 0, name.c_str());
+        }
+        QCOMPARE(quantized, 30); // q/k/v/o/gate/up of 5 blocks
+        const nlohmann::json refConfig = readJson(refDir + "/config.json")["quantization_config"];
+        nlohmann::json expected;
+        expected["bits"] = 4;
+        expected["group_size"] = 32;
+        expected["modules_to_not_convert"] = refConfig["exclude"];
+        expected["quant_method"] = "awq";
+        expected["version"] = "gemm";
+        expected["zero_point"] = true; // uint4 is asymmetric
+        expected["pack_method"] = "reorder";
+        expected["export"] = refConfig["export"];
+        QCOMPARE(readJson(out + "/config.json")["quantization_config"], expected);
+    }
+
+    // What awq cannot hold is refused before any work, naming layer and reason.
+    void awqRefusals_data() {
+        QTest::addColumn<QString>("scheme");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("int8") << "int8"
+                              << "int4/uint4 per-group weights only";
+        QTest::newRow("int4 per channel") << "int4_wo_per_channel"
+                                          << "int4/uint4 per-group weights only";
+        QTest::newRow("activations") << "int4_wa_64"
+                                     << "weights only";
+    }
+    void awqRefusals() {
+        QFETCH(QString, scheme);
+        QFETCH(QString, message);
+        const QString out = qs::test::tempDir("awq-refused") + "/export";
+        qs::QuantizationRequest req =
+            request(scheme.toStdString(), {"*down_proj", "*gate_proj", "*up_proj", "lm_head"}, out);
+        req.exportFormats = {"awq"};
+        try {
+            qs::runQuantization(req);
+            QFAIL("expected a refusal");
+        } catch (const qs::Error& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.find("model.layers.0.self_attn.q_proj") != std::string::npos, m.c_str());
+            QVERIFY2(m.find(message.toStdString()) != std::string::npos, m.c_str());
+        }
+        QVERIFY(!QFileInfo::exists(out));
+    }
+
+    // One AwqConfig for the model: a layer whose group size differs from the first one's.
+    void awqMixedSchemesRefused() {
+        const QString out = qs::test::tempDir("awq-mixed") + "/export";
+        qs::QuantFlags flags;
+        flags.quantScheme = "uint4_wo_32";
+        flags.excludeLayers = {"*down_proj", "*gate_proj", "*up_proj", "lm_head"};
+        flags.layerQuantSchemes = {{"*v_proj", "uint4_wo_64"}};
+        qs::QuantizationRequest req;
+        req.modelDir = m_model.toStdString();
+        req.recipe = qs::recipeFromFlags(flags);
+        req.outDir = out.toStdString();
+        req.exportFormats = {"awq"};
+        try {
+            qs::runQuantization(req);
+            QFAIL("expected a refusal");
+        } catch (const qs::Error& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.find("model.layers.0.self_attn.v_proj") != std::string::npos, m.c_str());
+            QVERIFY2(m.find("one bits/group_size/zero_point") != std::string::npos, m.c_str());
+        }
+    }
+
     // A scheme the format cannot hold is refused before any work, naming format and layer.
     void unsupportedSchemeRefused() {
         const QString out = qs::test::tempDir("mx") + "/export";
@@ -406,6 +501,7 @@ private Q_SLOTS:
         QCOMPARE(qs::ExporterRegistry::canonical("hf_format", "t", "f"), std::string("quark"));
         QCOMPARE(qs::ExporterRegistry::canonical("hf_fake", "t", "f"), std::string("fake"));
         QCOMPARE(qs::ExporterRegistry::canonical("gguf", "t", "f"), std::string("gguf"));
+        QCOMPARE(qs::ExporterRegistry::canonical("awq", "t", "f"), std::string("awq"));
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::ExporterRegistry::canonical("x", "t", "f"));
     }
 
