@@ -4,7 +4,6 @@
 #include "export/TensorBlocks.h"
 #include "quant/Packing.h"
 #include "quant/TypeTraits.h"
-#include "recipe/LayerPattern.h"
 #include "recipe/QuarkConfig.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
@@ -244,6 +243,8 @@ void QuarkHfExporter::writeLinear(const LayerPlan& plan) {
     const int64_t out = plan.shape[0], in = plan.shape[1];
     if (const std::string r = unfitReason(*plan.scheme, plan.shape, false); !r.empty())
         throw Error(m_context.outDir, n, r); // checked before the run; kept as a guard
+    if (!m_firstWritten)
+        m_firstWritten = *plan.scheme;
     const at::Tensor codes = toHost(q.codes);
     const at::Tensor scale = toHost(q.params.scale);
     const at::Tensor zp = q.params.zeroPoint.defined() ? toHost(q.params.zeroPoint) : at::Tensor();
@@ -385,11 +386,8 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
                 addQuark013FieldsToConfig(entry.value());
     if (m_awq) {
         // Quark's AwqConfig.to_dict() plus the export block. Bits, group size and zero point are
-        // the first quantized layer's (ExporterRegistry::problems refused any other).
-        std::optional<quant::QuantScheme> first;
-        for (const std::string& layer : m_context.layerNames)
-            if (!first)
-                first = m_context.recipe->schemeFor(layer, layerKindOf(layer));
+        // the first written layer's (ExporterRegistry::problems refused any other).
+        const std::optional<quant::QuantScheme>& first = m_firstWritten;
         if (!first)
             throw Error(m_context.outDir, "quantization_config", "awq: no quantized layer");
         nlohmann::json awq;

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,7 @@ private:
     ExportContext m_context;
     quant::PackOrder m_order;
     bool m_awq;
+    std::optional<quant::QuantScheme> m_firstWritten; // awq: the scheme its config states
     ExportFolder m_folder;
     std::vector<std::string> m_names; // source tensors in block order
     std::vector<int> m_blockOf;
