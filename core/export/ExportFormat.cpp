@@ -14,6 +14,12 @@ const std::vector<ExportFormat>& exportFormats() {
          {"hf_format"},
          "AMD Quark hf_format, real quantized (transformers + amd-quark, vLLM)",
          true},
+        {"awq",
+         "awq",
+         {},
+         "AMD Quark's awq custom mode: int4/uint4 per-group weights as qweight/qzeros/scales "
+         "(AutoAWQ GEMM, vLLM)",
+         true},
         {"gguf",
          "gguf",
          {},

@@ -58,7 +58,8 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
             }
         byReason.push_back({reason, {layer}});
     };
-    const bool onnx = f->name == "onnx", gguf = f->name == "gguf";
+    const bool onnx = f->name == "onnx", gguf = f->name == "gguf", awq = f->name == "awq";
+    std::optional<quant::QuantScheme> firstScheme; // awq: the one the global config states
     if (onnx && model)
         if (const std::string r = OnnxExporter::modelReason(*model); !r.empty())
             return {"model: " + r};
@@ -78,6 +79,20 @@ std::vector<std::string> ExporterRegistry::problems(const std::string& format, c
         }
         if (scheme && kv)
             scheme->output = kv; // the KV-cache spec replaces the scheme's output spec
+        if (awq) {
+            if (!scheme) {
+                add(n->name, "the awq format holds weights only (no KV-cache scales): use "
+                             "--format quark");
+                continue;
+            }
+            if (!firstScheme)
+                firstScheme = scheme;
+            if (const std::string r =
+                    QuarkHfExporter::awqUnfitReason(*scheme, n->shape, loaderLimits, *firstScheme);
+                !r.empty())
+                add(n->name, r);
+            continue;
+        }
         const std::string reason =
             onnx     ? (scheme ? OnnxExporter::unfitReason(*scheme)
                                : OnnxExporter::activationReason(*kv, "output"))
@@ -106,6 +121,8 @@ std::unique_ptr<Exporter> ExporterRegistry::create(const std::string& format,
         return std::make_unique<FakeQuantCheckpointWriter>(context);
     if (name == "quark")
         return std::make_unique<QuarkHfExporter>(context);
+    if (name == "awq")
+        return std::make_unique<QuarkHfExporter>(context, quant::PackOrder::Reorder, true);
     if (name == "gguf")
         return std::make_unique<GgufExporter>(context, context.ggufType);
     if (name == "onnx")

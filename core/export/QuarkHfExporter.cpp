@@ -26,6 +26,12 @@ using quant::isFp8;
 using quant::isInt4;
 using quant::isInt8;
 
+// MX types with FP4/FP6 elements: the ones Quark 0.13 writes real_quantized (element codes
+// packed into bytes, one E8M0 byte per block of 32).
+bool isMxFloat(DataType t) {
+    return t == DataType::MxFp4 || t == DataType::MxFp6E3M2 || t == DataType::MxFp6E2M3;
+}
+
 DType dtypeOfTensor(const at::Tensor& t, const std::string& name) {
     const std::optional<DType> d = dtypeOfScalarType(t.scalar_type());
     if (!d)
@@ -67,6 +73,30 @@ std::string weightReason(const quant::QuantSpec& w, const std::vector<int64_t>& 
         }
         return {};
     }
+    if (isMxFloat(w.dtype)) {
+        if (w.chAxis != -1 && w.chAxis != 1)
+            return type + " along ch_axis " + std::to_string(w.chAxis) +
+                   " has no Quark layout (blocks run along the input features: ch_axis -1)";
+        if (w.groupSize != 32)
+            return type + " with blocks of " + std::to_string(w.groupSize) +
+                   " has no Quark layout (OCP MX blocks are 32 elements)";
+        // Pack_fp4 pairs neighbouring codes into a byte, Pack_fp6 four codes into 3 bytes.
+        const int64_t multiple = w.dtype == DataType::MxFp4 ? 2 : 4;
+        if (in % multiple != 0)
+            return type + " packs " + std::to_string(multiple) +
+                   " codes per unit along the input features, which " + std::to_string(in) +
+                   " is not a multiple of: exclude this layer";
+        // Measured with transformers 5.23 + amd-quark 0.13: Quark's own export of stories260K
+        // (down_proj: 172 inputs, scales [64, 6]) fails to load, the module holding [64, 5].
+        if (loaderLimits && in % 32 != 0)
+            return type + " stores ceil(" + std::to_string(in) +
+                   "/32) = " + std::to_string((in + 31) / 32) +
+                   " E8M0 scales per row (the last block zero padded), but transformers + "
+                   "amd-quark allocate floor(in/32) = " +
+                   std::to_string(in / 32) +
+                   " and refuse the file (in must be a multiple of 32): exclude this layer";
+        return {};
+    }
     if (isInt8(w.dtype) || isFp8(w.dtype)) {
         if (w.granularity != Granularity::PerTensor && w.granularity != Granularity::PerChannel)
             return type + " " + quant::granularityName(w.granularity) +
@@ -75,7 +105,8 @@ std::string weightReason(const quant::QuantSpec& w, const std::vector<int64_t>& 
         return {};
     }
     return type + " weights are not written by Quantscope's Quark exporter yet (int4, uint4, "
-                  "int8, uint8, fp8_e4m3, fp8_e5m2 are): use --format fake";
+                  "int8, uint8, fp8_e4m3, fp8_e5m2, mxfp4, mxfp6_e3m2, mxfp6_e2m3 are): use "
+                  "--format fake";
 }
 
 // Quark 0.13's QTensorConfig.to_dict() has four fields the 0.11 layout (QuantSpec::toJson)
@@ -111,12 +142,35 @@ std::string QuarkHfExporter::unfitReason(const quant::QuantScheme& scheme,
         scheme.input->granularity != Granularity::PerTensor)
         return "static " + quant::granularityName(scheme.input->granularity) +
                " input quantization has no Quark tensor (input_scale is per tensor)";
-    if (scheme.input &&
-        !(isInt8(scheme.input->dtype) || isFp8(scheme.input->dtype) || isInt4(scheme.input->dtype)))
+    // MX inputs are quantized on the fly from each activation's own blocks: the config block
+    // carries them, there is no tensor to write.
+    if (scheme.input && !(isInt8(scheme.input->dtype) || isFp8(scheme.input->dtype) ||
+                          isInt4(scheme.input->dtype) ||
+                          (isMxFloat(scheme.input->dtype) && scheme.input->isDynamic)))
         return quant::dataTypeName(scheme.input->dtype) +
                " inputs are not written by Quantscope's Quark exporter yet";
     if (scheme.output)
         return outputReason(*scheme.output);
+    return {};
+}
+
+std::string QuarkHfExporter::awqUnfitReason(const quant::QuantScheme& scheme,
+                                            const std::vector<int64_t>& shape, bool loaderLimits,
+                                            const quant::QuantScheme& first) {
+    const quant::QuantSpec& w = scheme.weight;
+    if (!isInt4(w.dtype) || w.granularity != Granularity::PerGroup || scheme.weightPreStage)
+        return "the awq format holds int4/uint4 per-group weights only, not " + scheme.label() +
+               ": use --format quark";
+    if (scheme.input || scheme.output)
+        return "the awq format holds weights only (no activation or KV-cache quantization): use "
+               "--format quark";
+    if (const std::string r = unfitReason(scheme, shape, loaderLimits); !r.empty())
+        return r;
+    const quant::QuantSpec& f = first.weight;
+    if (w.dtype != f.dtype || w.groupSize != f.groupSize || w.symmetric != f.symmetric)
+        return "the awq config states one bits/group_size/zero_point for every layer; " +
+               scheme.label() + " differs from the first quantized layer's " + first.label() +
+               ": use --format quark";
     return {};
 }
 
@@ -127,8 +181,9 @@ std::string QuarkHfExporter::outputReason(const quant::QuantSpec& output) {
     return {};
 }
 
-QuarkHfExporter::QuarkHfExporter(const ExportContext& context, quant::PackOrder order)
-    : m_source(*context.source), m_context(context), m_order(order), m_folder(context.outDir) {
+QuarkHfExporter::QuarkHfExporter(const ExportContext& context, quant::PackOrder order, bool awq)
+    : m_source(*context.source), m_context(context), m_order(order), m_awq(awq),
+      m_folder(context.outDir) {
     m_names = m_source.tensorNames();
     std::stable_sort(m_names.begin(), m_names.end(),
                      [](const std::string& a, const std::string& b) {
@@ -189,15 +244,20 @@ void QuarkHfExporter::writeLinear(const LayerPlan& plan) {
     const int64_t out = plan.shape[0], in = plan.shape[1];
     if (const std::string r = unfitReason(*plan.scheme, plan.shape, false); !r.empty())
         throw Error(m_context.outDir, n, r); // checked before the run; kept as a guard
+    if (!m_firstWritten)
+        m_firstWritten = *plan.scheme;
     const at::Tensor codes = toHost(q.codes);
     const at::Tensor scale = toHost(q.params.scale);
     const at::Tensor zp = q.params.zeroPoint.defined() ? toHost(q.params.zeroPoint) : at::Tensor();
     if (isInt4(spec.dtype)) {
         const bool perGroup = spec.granularity == Granularity::PerGroup;
         if (perGroup) {
-            spoolTensor(n + ".weight", quant::packInt4(codes.t().contiguous(), m_order));
-            spoolTensor(n + ".weight_scale", scale.t().contiguous());
-            spoolTensor(n + ".weight_zero_point", quant::packInt4(zp.t().contiguous(), m_order));
+            // awq: Quark's AWQ_SAVE_MAP renames the same three tensors.
+            spoolTensor(n + (m_awq ? ".qweight" : ".weight"),
+                        quant::packInt4(codes.t().contiguous(), m_order));
+            spoolTensor(n + (m_awq ? ".scales" : ".weight_scale"), scale.t().contiguous());
+            spoolTensor(n + (m_awq ? ".qzeros" : ".weight_zero_point"),
+                        quant::packInt4(zp.t().contiguous(), m_order));
         } else {
             spoolTensor(n + ".weight", quant::packInt4(codes.contiguous(), m_order));
             spoolTensor(n + ".weight_scale",
@@ -213,6 +273,17 @@ void QuarkHfExporter::writeLinear(const LayerPlan& plan) {
         spoolTensor(n + ".weight", codes.to(spec.dtype == DataType::Int8 ? at::kChar : at::kByte));
         spoolTensor(n + ".weight_scale", scale);
         spoolTensor(n + ".weight_zero_point", zp.to(at::kInt));
+    } else if (isMxFloat(spec.dtype)) {
+        // Quark's Pack_fp4 / Pack_fp6 along the input features of [out, in] (not transposed):
+        // FP4 low nibble = even element; FP6 four codes as a little-endian 24-bit word. The
+        // scale is the block's E8M0 byte, uint8 [out, ceil(in/32)] (the last block zero padded).
+        quant::QuantizedTensor host;
+        host.dtype = spec.dtype;
+        host.codes = codes.to(at::kByte).contiguous();
+        spoolTensor(n + ".weight", quant::packCodes(host, m_order));
+        const at::Tensor e8m0 = q.params.scaleCodes.defined() ? toHost(q.params.scaleCodes)
+                                                              : quant::e8m0FromScale(scale);
+        spoolTensor(n + ".weight_scale", e8m0.reshape({out, (in + 31) / 32}).contiguous());
     } else { // fp8: the codes are the E4M3/E5M2 bytes
         const at::Tensor bytes = codes.to(at::kByte).contiguous();
         spool(n + ".weight", spec.dtype == DataType::Fp8E4M3 ? DType::F8_E4M3 : DType::F8_E5M2,
@@ -314,6 +385,23 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
         if (qc.contains(table) && qc[table].is_object())
             for (auto& entry : qc[table].items())
                 addQuark013FieldsToConfig(entry.value());
+    if (m_awq) {
+        // Quark's AwqConfig.to_dict() plus the export block. Bits, group size and zero point are
+        // the first written layer's (ExporterRegistry::problems refused any other).
+        const std::optional<quant::QuantScheme>& first = m_firstWritten;
+        if (!first)
+            throw Error(m_context.outDir, "quantization_config", "awq: no quantized layer");
+        nlohmann::json awq;
+        awq["bits"] = 4;
+        awq["group_size"] = first->weight.groupSize;
+        awq["modules_to_not_convert"] = qc.value("exclude", nlohmann::json::array());
+        awq["quant_method"] = "awq";
+        awq["version"] = "gemm";
+        awq["zero_point"] = !first->weight.symmetric;
+        awq["pack_method"] = quant::packOrderName(m_order);
+        awq["export"] = qc["export"];
+        qc = awq;
+    }
     config["quantization_config"] = qc;
     m_folder.writeText("config.json", config.dump(2) + "\n");
     m_folder.copySideFiles(m_context.sourceDir, false);

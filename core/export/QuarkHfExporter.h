@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,17 +23,24 @@ namespace qs {
 //     zero point packed [ceil(out/8)] / int32 [];
 //   int8/uint8 per tensor/channel: weight I8/U8 [out, in], scale, zero point int32;
 //   fp8 e4m3/e5m2 per tensor/channel: weight F8_E4M3/F8_E5M2 [out, in], scale (no zero point);
+//   mxfp4 / mxfp6_e3m2 / mxfp6_e2m3 (blocks of 32 along the inputs): weight U8 [out, in/2]
+//     (FP4 E2M1 codes, low nibble = even input) or [out, in/4*3] (FP6 codes v0..v3 as the
+//     little-endian 24-bit word v0 | v1 << 6 | v2 << 12 | v3 << 18), weight_scale U8 E8M0
+//     [out, ceil(in/32)]; MX inputs are dynamic (config block only);
 //   static inputs: input_scale (+ input_zero_point for integers); KV cache: output_scale.
+// With `awq` (Quark's custom_mode "awq", for AutoAWQ's GEMM kernels and vLLM): int4/uint4 per
+// group weights only, the same tensors named qweight / scales / qzeros, and an AwqConfig
+// quantization_config (bits, group_size, zero_point, modules_to_not_convert, version "gemm").
 // Unquantized tensors are copied byte for byte; config.json gets the recipe's
 // quantization_config (QuarkConfig.h) with the export block. Tensors are spooled to a data file
 // block by block (one block in memory) and assembled into model.safetensors at commit.
 class QuarkHfExporter : public Exporter {
 public:
     explicit QuarkHfExporter(const ExportContext& context,
-                             quant::PackOrder order = quant::PackOrder::Reorder);
+                             quant::PackOrder order = quant::PackOrder::Reorder, bool awq = false);
     ~QuarkHfExporter() override;
 
-    std::string format() const override { return "quark"; }
+    std::string format() const override { return m_awq ? "awq" : "quark"; }
     void writeLeading() override;
     void writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) override;
     void commit(const std::string& recipeJson) override;
@@ -42,11 +50,17 @@ public:
     // Why a linear of `shape` [out, in] with `scheme` cannot be written, with what works
     // instead; empty when it can. `loaderLimits`: also refuse layouts Quark writes but its
     // consumers cannot load (transformers + amd-quark allocate floor(n/8) packed int4 columns
-    // where the layout needs ceil(n/8)).
+    // where the layout needs ceil(n/8), and floor(in/32) MX scales where it needs ceil(in/32)).
     static std::string unfitReason(const quant::QuantScheme& scheme,
                                    const std::vector<int64_t>& shape, bool loaderLimits = true);
     // Why an output (KV-cache) spec cannot be written; empty when it can.
     static std::string outputReason(const quant::QuantSpec& output);
+    // Why the awq layout cannot hold a linear with `scheme` (weight-only int4/uint4 per group);
+    // empty when it can. `first`: the scheme of the first quantized linear, whose bits, group
+    // size and zero point the (global) AwqConfig states.
+    static std::string awqUnfitReason(const quant::QuantScheme& scheme,
+                                      const std::vector<int64_t>& shape, bool loaderLimits,
+                                      const quant::QuantScheme& first);
 
 private:
     void spool(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
@@ -60,6 +74,8 @@ private:
     const Checkpoint& m_source;
     ExportContext m_context;
     quant::PackOrder m_order;
+    bool m_awq;
+    std::optional<quant::QuantScheme> m_firstWritten; // awq: the scheme its config states
     ExportFolder m_folder;
     std::vector<std::string> m_names; // source tensors in block order
     std::vector<int> m_blockOf;

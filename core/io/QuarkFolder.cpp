@@ -29,6 +29,10 @@ namespace {
 using quant::DataType;
 using quant::Granularity;
 
+bool isMxFloat(DataType t) {
+    return t == DataType::MxFp4 || t == DataType::MxFp6E3M2 || t == DataType::MxFp6E2M3;
+}
+
 nlohmann::json readConfig(const std::string& directory) {
     const std::string path = directory + "/config.json";
     if (!QFileInfo(QString::fromStdString(path)).isFile())
@@ -143,11 +147,27 @@ std::pair<int64_t, int64_t> checkQuantizedLinear(const Checkpoint& c, const std:
     if (scheme.weightPreStage)
         throw Error(configPath, layer,
                     "progressive weights (" + scheme.label() + ") are not read from Quark exports");
+    if (isMxFloat(spec.dtype)) {
+        // Not transposed: [out, in/2] codes for FP4 (two per byte), [out, in/4*3] for FP6 (four
+        // per three bytes); one E8M0 byte per block of 32 inputs and row.
+        const bool fp4 = spec.dtype == DataType::MxFp4;
+        if (wi.shape.size() != 2 || wi.shape[0] < 1 || wi.shape[1] < 1 ||
+            (!fp4 && wi.shape[1] % 3 != 0))
+            throw Error(file, w,
+                        "packed " + quant::dataTypeName(spec.dtype) + " weight has shape " +
+                            shapeText(wi.shape) +
+                            (fp4 ? " (expected [out, in/2])" : " (expected [out, in/4*3])"));
+        const int64_t out = wi.shape[0], in = fp4 ? wi.shape[1] * 2 : wi.shape[1] / 3 * 4;
+        expectTensor(c, w, {DType::U8}, {out, wi.shape[1]},
+                     "a packed " + quant::dataTypeName(spec.dtype) + " weight");
+        expectTensor(c, s, {DType::U8}, {out, (in + 31) / 32}, "E8M0 weight scales");
+        return {out, in};
+    }
     if (!int4 && !quant::isInt8(spec.dtype) && !quant::isFp8(spec.dtype))
         throw Error(file, w,
                     quant::dataTypeName(spec.dtype) +
                         " weights are not read from Quark exports (int4, uint4, int8, uint8, "
-                        "fp8_e4m3 and fp8_e5m2 are)");
+                        "fp8_e4m3, fp8_e5m2, mxfp4 and mxfp6 are)");
     const Granularity g = spec.granularity;
     if (g == Granularity::PerChannel && spec.chAxis != 0 && spec.chAxis != -2)
         throw Error(configPath, layer,
@@ -221,6 +241,14 @@ at::Tensor dequantizeLinear(const Checkpoint& c, const std::string& layer,
     q.dtype = spec.dtype;
     const at::Tensor packed = read(c, layer + ".weight");
     const at::Tensor scale = read(c, layer + ".weight_scale");
+    if (isMxFloat(spec.dtype)) {
+        // uint8 [out, in/2] (FP4) or [out, in/4*3] (FP6) codes, uint8 E8M0 [out, ceil(in/32)]
+        // (shapes and dtypes checked by checkQuantizedLinear).
+        q.codes = quant::unpackCodes(packed, spec.dtype, in);
+        q.params.scale = quant::scaleFromE8m0(scale);
+        q.params.zeroPoint = at::zeros(scale.sizes(), at::kInt);
+        return quant::dequantize(q, spec, outDtype);
+    }
     const bool isInt = quant::isInteger(spec.dtype);
     const at::Tensor zp = isInt ? read(c, layer + ".weight_zero_point") : at::Tensor();
     const bool isSigned = spec.dtype == DataType::Int4 || spec.dtype == DataType::Int8;

@@ -107,7 +107,7 @@ std::optional<quant::QuantSpec> Recipe::kvOutputFor(const std::string& /*layerNa
 // ---- validation ----
 
 const std::vector<std::string>& Recipe::knownExportTargets() {
-    static const std::vector<std::string> targets = {"hf_fake", "quark", "gguf", "onnx"};
+    static const std::vector<std::string> targets = {"hf_fake", "quark", "awq", "gguf", "onnx"};
     return targets;
 }
 

@@ -43,6 +43,23 @@ private Q_SLOTS:
         QVERIFY(text.out.contains("dequantized on load"));
     }
 
+    // MXFP4 weights and activations (dynamic, config only); down_proj (172 inputs, a partial
+    // last block) only with --allow-unloadable, as Quark writes it: all 35 linears listed.
+    void mxfp4ToQuark() {
+        const QString out = qs::test::tempDir("mxfp4") + "/q";
+        const Run r = cli({"quantize", m_model, "--quant-scheme", "mxfp4", "--exclude-layers",
+                           "lm_head", "--out", out, "--format", "quark", "--allow-unloadable"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const Run i = cli({"inspect", out, "--json"});
+        QCOMPARE(i.exitCode, 0);
+        const QJsonArray layers = QJsonDocument::fromJson(i.out)
+                                      .object()["quark_real_quantized"]
+                                      .toObject()["layers"]
+                                      .toArray();
+        QCOMPARE(layers.size(), 35); // 7 per block x 5
+        QVERIFY2(layers[0].toString().contains("mxfp4"), qPrintable(layers[0].toString()));
+    }
+
     void severalFormatsGoToSubfolders() {
         const QString out = qs::test::tempDir("several") + "/q";
         const Run r =
@@ -63,9 +80,12 @@ private Q_SLOTS:
         QTest::newRow("unknown format")
             << QStringList{"--quant-scheme", "int8", "--format", "tflite"}
             << "unknown export format 'tflite'";
-        QTest::newRow("mxfp4 to quark")
-            << QStringList{"--quant-scheme", "mxfp4_weight_only", "--format", "quark"}
-            << "model.layers.0.self_attn.q_proj";
+        QTest::newRow("mxfp8 to quark")
+            << QStringList{"--quant-scheme", "w_mxfp8", "--format", "quark"}
+            << "o_proj and 31 more layers: mxfp8_e4m3 weights are not written";
+        QTest::newRow("mxfp4 partial block")
+            << QStringList{"--quant-scheme", "mxfp4", "--format", "quark"}
+            << "down_proj and 1 more layers: mxfp4 stores ceil(172/32) = 6";
         QTest::newRow("floor-ceil columns")
             << QStringList{"--quant-scheme", "uint4_wo_32", "--exclude-layers",
                            "*down_proj",     "--format",    "quark"}

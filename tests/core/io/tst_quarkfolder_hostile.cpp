@@ -252,10 +252,18 @@ private Q_SLOTS:
         json mx = weightSpec("fp4", "per_group", -1, 32, false);
         mx["symmetric"] = nullptr;
         mx["scale_format"] = "e8m0";
+        // MXFP4 is read; its stored scales must be one E8M0 byte per 32 inputs and row.
         expectRefused(
             writeExport(quarkConfig(mx), {{l + ".weight", "U8", {8, 32}, QByteArray(256, 1)},
                                           {l + ".weight_scale", "U8", {8, 1}, QByteArray(8, 127)}}),
-            {"model.safetensors", "q_proj.weight", "mxfp4 weights are not read"});
+            {"model.safetensors", "q_proj.weight_scale", "expected [8, 2]"});
+        json mx8 = weightSpec("fp8_e4m3", "per_group", -1, 32, false);
+        mx8["symmetric"] = nullptr;
+        mx8["scale_format"] = "e8m0";
+        expectRefused(writeExport(quarkConfig(mx8),
+                                  {{l + ".weight", "U8", {8, 32}, QByteArray(256, 1)},
+                                   {l + ".weight_scale", "U8", {8, 1}, QByteArray(8, 127)}}),
+                      {"model.safetensors", "q_proj.weight", "weights are not read"});
         expectRefused(writeExport(quarkConfig(weightSpec("int8", "per_channel", 1, nullptr, true)),
                                   {{l + ".weight", "I8", {8, 8}, QByteArray(64, 1)},
                                    {l + ".weight_scale", "F32", {8}, QByteArray(32, 0)},
