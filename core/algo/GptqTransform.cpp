@@ -4,6 +4,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <map>
+
 namespace qs::algo {
 
 GptqTransform::GptqTransform(const nlohmann::json& params, const std::string& source)
@@ -33,9 +36,63 @@ void GptqTransform::checkLayer(const std::string& layer, const quant::QuantSchem
         checkGptqSpec(scheme.weight, layer);
 }
 
+namespace {
+
+// Every linear's inputs over one forward of the block across its calibration stream, as
+// [rows, in_features] (what the capture pass records), with the block's weights as they are now.
+class InputCaptureHook : public LinearHook {
+public:
+    std::map<std::string, std::vector<at::Tensor>> inputs;
+    at::Tensor onInput(const LinearLayer& layer, const at::Tensor& x) override {
+        inputs[layer.name].push_back(x.reshape({-1, x.size(-1)}));
+        return x;
+    }
+};
+
+std::map<std::string, std::vector<at::Tensor>> captureBlockInputs(BlockTransformInput& input) {
+    InputCaptureHook hook;
+    ForwardContext ctx = *input.context;
+    ctx.hook = &hook;
+    const at::Tensor& stream = input.stream;
+    const int64_t size =
+        std::max<int64_t>(1, input.maxBatchTokens / std::max<int64_t>(1, stream.size(1)));
+    for (int64_t b = 0; b < stream.size(0); b += size)
+        input.block.forward(stream.narrow(0, b, std::min(size, stream.size(0) - b)), ctx);
+    return std::move(hook.inputs);
+}
+
+bool sameInputs(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+    if (a.size() != b.size())
+        return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (!a[i].is_same(b[i]) && (a[i].sizes() != b[i].sizes() || !at::equal(a[i], b[i])))
+            return false;
+    return true;
+}
+
+} // namespace
+
 void GptqTransform::apply(BlockTransformInput& input) {
     const std::vector<LinearLayer*> linears = input.block.linears();
     const size_t layers = input.plans.size();
+    // True-sequential, as Quark runs GPTQ: each linear's Hessian comes from its inputs with the
+    // linears before it in the block already quantized (o_proj sees attention computed with
+    // the quantized q/k/v, down_proj the quantized gate/up). The block is run again only where
+    // an input changes, i.e. not between linears that read the same input (q, k, v). The
+    // quantized weights stand in the block while the loop runs; the full-precision ones are
+    // put back at the end (the plans carry both).
+    const bool sequential = input.stream.defined() && input.context != nullptr;
+    std::vector<std::pair<LinearLayer*, at::Tensor>> swapped;
+    std::map<std::string, std::vector<at::Tensor>> current;
+    bool quantizedSinceCapture = false;
+    const std::vector<at::Tensor>* previous = nullptr;
+    struct Restore {
+        std::vector<std::pair<LinearLayer*, at::Tensor>>& swapped;
+        ~Restore() {
+            for (auto& [layer, weight] : swapped)
+                layer->weight = weight;
+        }
+    } restore{swapped};
     for (size_t k = 0; k < layers; ++k) {
         LayerPlan& plan = input.plans[k];
         if (!plan.scheme || plan.scheme->weightPreStage || !covers(plan.name))
@@ -46,8 +103,8 @@ void GptqTransform::apply(BlockTransformInput& input) {
                 input.report((double(k) + within) / double(layers), plan.name);
         };
         report(0.0);
-        const LinearLayer* linear = nullptr;
-        for (const LinearLayer* l : linears)
+        LinearLayer* linear = nullptr;
+        for (LinearLayer* l : linears)
             if (l->name == plan.name)
                 linear = l;
         if (!linear)
@@ -57,13 +114,27 @@ void GptqTransform::apply(BlockTransformInput& input) {
         if (found == input.inputs.end())
             throw Error(m_source, "algorithms.gptq",
                         "no calibration inputs were captured for " + plan.name);
-        const at::Tensor& w = linear->weight;
-        const at::Tensor h = gptqHessian(found->second, w.size(1), plan.name);
+        const bool sharesInput = previous != nullptr && sameInputs(*previous, found->second);
+        if (sequential && quantizedSinceCapture && !sharesInput) {
+            current = captureBlockInputs(input);
+            quantizedSinceCapture = false;
+        }
+        previous = &found->second;
+        const auto recaptured = current.find(plan.name);
+        const std::vector<at::Tensor>& xs =
+            recaptured != current.end() ? recaptured->second : found->second;
+        const at::Tensor w = linear->weight;
+        const at::Tensor h = gptqHessian(xs, w.size(1), plan.name);
         const GptqResult r = gptqQuantize(w, h, plan.scheme->weight, m_options, plan.name, report);
         plan.weight.reference = w;
         plan.weight.dequantized = r.dequantized.to(w.scalar_type());
         plan.weight.codes = r.codes;
         plan.transforms.push_back(name());
+        if (sequential) {
+            swapped.emplace_back(linear, w);
+            linear->weight = plan.weight.dequantized;
+            quantizedSinceCapture = true;
+        }
     }
 }
 
