@@ -109,8 +109,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!inspected || !info.realQuantized)
             return;
         std::set<std::string> quantized;
-        for (const std::string& line : info.layers) // "name: scheme"
-            quantized.insert(line.substr(0, line.find(": ")));
+        for (const auto& layer : info.layers)
+            quantized.insert(layer.first);
         checkOpened(*opened, quantized);
         // What an eval run applies besides the weights: the stored activation parameters.
         const qs::quant::StoredQuantization stored = qs::readStoredQuantization(dir.path());

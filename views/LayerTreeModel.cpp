@@ -92,6 +92,11 @@ void LayerTreeModel::setRecipe(const Recipe& recipe) {
     updateStale();
 }
 
+void LayerTreeModel::setStoredSchemes(const StoredSchemes& stored) {
+    m_stored = stored;
+    announceColumns(SchemeColumn, SchemeColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});
+}
+
 void LayerTreeModel::setReportsRecipeHash(const std::string& hash) {
     m_reportsRecipeHash = hash;
     updateStale();
@@ -272,8 +277,15 @@ std::vector<const LayerReport*> LayerTreeModel::reports() const {
     return out;
 }
 
+const std::string* LayerTreeModel::storedScheme(int e) const {
+    const auto it = m_stored.layers.find(entries()[size_t(e)].fullName.toStdString());
+    return it == m_stored.layers.end() ? nullptr : &it->second;
+}
+
 QString LayerTreeModel::schemeText(int e) const {
     const Entry& entry = entries()[size_t(e)];
+    if (const std::string* stored = storedScheme(e); stored && showsStoredSchemes())
+        return tr("%1 (stored)").arg(QString::fromStdString(*stored));
     if (!isQuantizableKind(entry.node->kind) || !m_hasRecipe)
         return kDash;
     const auto scheme =
@@ -282,6 +294,20 @@ QString LayerTreeModel::schemeText(int e) const {
         return m_recipe.isExcluded(entry.fullName.toStdString()) ? tr("none (excluded)")
                                                                  : tr("none");
     return QString::fromStdString(scheme->label());
+}
+
+QString LayerTreeModel::schemeToolTip(int e) const {
+    const QString name = entries()[size_t(e)].fullName;
+    const std::string* stored = storedScheme(e);
+    if (!stored)
+        return name;
+    const QString what = *stored == StoredSchemes::kStoredFloat
+                             ? tr("kept in float")
+                             : tr("stored as %1").arg(QString::fromStdString(*stored));
+    return tr("%1\n%2 in the checkpoint (%3).\n%4")
+        .arg(name, what, QString::fromStdString(m_stored.format),
+             showsStoredSchemes() ? tr("A run uses the stored weights and scales as they are.")
+                                  : tr("The recipe quantizes the dequantized weights again."));
 }
 
 QString LayerTreeModel::metricText(int column, double value) const {
@@ -345,7 +371,7 @@ QVariant LayerTreeModel::data(const QModelIndex& index, int role) const {
             return column == ExcludedColumn ? QVariant::fromValue(Qt::Alignment(Qt::AlignCenter))
                                             : QVariant();
         case Qt::ToolTipRole:
-            return entry.fullName;
+            return column == SchemeColumn ? schemeToolTip(e) : entry.fullName;
         case FullNameRole:
         case KindRole:
         case ParametersRole:

@@ -4,6 +4,7 @@
 
 #include "analysis/LayerReport.h"
 #include "analysis/Sensitivity.h"
+#include "model/ModelInfo.h"
 #include "recipe/Recipe.h"
 
 #include <QColor>
@@ -46,6 +47,15 @@ public:
 
     void setRecipe(const Recipe& recipe);
     const Recipe& recipe() const { return m_recipe; }
+    // The quantization the opened checkpoint stores (ModelInfo::stored). While the recipe
+    // quantizes nothing, the scheme column shows it, marked "(stored)": a run then uses the
+    // stored weights and scales as they are. A recipe that quantizes takes the column back (it
+    // quantizes the dequantized weights again); the tooltip keeps naming what is stored.
+    void setStoredSchemes(const StoredSchemes& stored);
+    const StoredSchemes& storedSchemes() const { return m_stored; }
+    bool showsStoredSchemes() const {
+        return !m_stored.empty() && !(m_hasRecipe && m_recipe.quantizesAnything());
+    }
     // The recipe the shown reports were computed under (recipe/Provenance.h recipeHash). While
     // reports are shown and setRecipe gives another recipe, the results are stale: metric cells
     // are greyed without heat, their tooltips and the headers say so, resultsStaleChanged fires.
@@ -109,12 +119,16 @@ private:
     void recomputeHeat(int entryNumber);
     void announceColumns(int first, int last, const QList<int>& roles);
     QString schemeText(int entryNumber) const;
+    QString schemeToolTip(int entryNumber) const;
+    // The stored scheme of a layer, nullptr when the checkpoint stores none for it.
+    const std::string* storedScheme(int entryNumber) const;
     QString metricText(int column, double value) const;
 
     void updateStale();
 
     Recipe m_recipe;
     bool m_hasRecipe = false;
+    StoredSchemes m_stored;
     std::string m_reportsRecipeHash;
     bool m_stale = false;
     bool m_resetting = false; // computing inside a reset or a bulk change: no per-row signals

@@ -8,6 +8,8 @@
 #include <QTreeWidgetItemIterator>
 #include <QVBoxLayout>
 
+#include <map>
+
 namespace qs {
 
 ModelSummaryView::ModelSummaryView(QWidget* parent)
@@ -59,6 +61,22 @@ void ModelSummaryView::setModelInfo(const ModelInfo& info) {
         for (const std::string& file : info.checkpointFiles)
             addRow(QString(), QString::fromStdString(file), files);
         files->setExpanded(fileCount <= 4);
+    }
+    if (!info.sourceFile.empty())
+        addRow(tr("Opened from"),
+               QDir::toNativeSeparators(QString::fromStdString(info.sourceFile)));
+    if (!info.stored.empty()) {
+        std::map<std::string, int> counts; // stored scheme -> layers
+        for (const auto& [layer, scheme] : info.stored.layers)
+            ++counts[scheme];
+        QStringList parts;
+        for (const auto& [scheme, n] : counts)
+            parts << QStringLiteral("%1 \u00d7 %2").arg(n).arg(QString::fromStdString(scheme));
+        QTreeWidgetItem* stored =
+            addRow(tr("Stored quantization"), QString::fromStdString(info.stored.format));
+        addRow(tr("Layers"), parts.join(QStringLiteral(", ")), stored);
+        addRow(tr("On load"), tr("dequantized to float"), stored);
+        stored->setExpanded(true);
     }
     addRow(tr("Tokenizer"), info.tokenizerFiles.empty()
                                 ? tr("none found")

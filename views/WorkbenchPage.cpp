@@ -68,6 +68,7 @@ WorkbenchPage::WorkbenchPage(QWidget* parent)
 
 void WorkbenchPage::setModelInfo(const ModelInfo& info) {
     m_summary->setModelInfo(info);
+    m_layerTree->model()->setStoredSchemes(info.stored);
     m_layerTree->setTree(info.tree);
     m_evalPanel->setModelLoaded(true);
     m_depthChart->refresh();
@@ -77,6 +78,7 @@ void WorkbenchPage::setModelInfo(const ModelInfo& info) {
 void WorkbenchPage::clear() {
     m_summary->clear();
     m_layerTree->clear();
+    m_layerTree->model()->setStoredSchemes({});
     m_layerTree->model()->clearLayerReports();
     m_evalPanel->setModelLoaded(false);
     m_depthChart->refresh();

@@ -65,6 +65,9 @@ int runInspect(const QStringList& args) {
     // A Quark real-quantized export: its weights are dequantized on load; say so and list the
     // stored scheme per layer.
     const QuarkFolderInfo quark = inspectQuarkFolder(dir.toStdString());
+    std::vector<std::string> quarkLayers; // "name: scheme"
+    for (const auto& [layer, scheme] : quark.layers)
+        quarkLayers.push_back(layer + ": " + scheme);
     if (parser.isSet("json")) {
         nlohmann::json config = nlohmann::json::object();
         for (const auto& kv : info.configSummary)
@@ -78,10 +81,10 @@ int runInspect(const QStringList& args) {
                    {"total_parameters", info.totalParameters},
                    {"tokenizer", info.tokenizerFiles},
                    {"tree", nodeJson(info.tree)},
-                   {"quark_real_quantized", quark.realQuantized
-                                                ? nlohmann::json{{"pack_method", quark.packMethod},
-                                                                 {"layers", quark.layers}}
-                                                : nlohmann::json(nullptr)}});
+                   {"quark_real_quantized",
+                    quark.realQuantized
+                        ? nlohmann::json{{"pack_method", quark.packMethod}, {"layers", quarkLayers}}
+                        : nlohmann::json(nullptr)}});
         return 0;
     }
     printLine("model:        " + info.directory);
@@ -96,7 +99,7 @@ int runInspect(const QStringList& args) {
         printLine("quantized:    AMD Quark hf_format, real quantized (pack " + quark.packMethod +
                   "), dequantized on load; " + std::to_string(quark.layers.size()) +
                   " quantized layers:");
-        for (const std::string& l : quark.layers)
+        for (const std::string& l : quarkLayers)
             printLine("  " + l);
     }
     printLine("config:");

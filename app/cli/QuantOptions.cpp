@@ -155,7 +155,7 @@ void addOutputOptions(QCommandLineParser& parser) {
          "precision), q4_0, q4_1, q8_0 (quantized layers must fit the type exactly, else the "
          "run is refused naming them; unquantized tensors rounded by ggml's quantizer), q4_k, "
          "q6_k (ggml's K-quants of unquantized tensors; rows not a multiple of 256 fall back "
-         "to q5_0 / q8_0 as llama.cpp does), f16, f32 (the dequantized weights).",
+         "to q5_0 / q8_0 as llama.cpp does), f16, bf16, f32 (the dequantized weights).",
          "TYPE", "auto"});
     parser.addOption({"allow-unloadable",
                       "Write layouts the format holds but its consumers refuse (as Quark does for "

@@ -23,10 +23,6 @@ namespace qs {
 
 namespace {
 
-bool recipeQuantizes(const Recipe& r) {
-    return r.global || !r.layerOverrides.empty() || !r.layerTypeOverrides.empty() || r.kvCache;
-}
-
 // The formats a run writes (see QuantizationRequest::exportFormats); given formats replace the
 // recipe's export_targets so the recipe written beside the output replays the same run.
 std::vector<std::string> resolveExportFormats(const QuantizationRequest& req, Recipe& recipe) {
@@ -128,7 +124,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
     // runs as exported, as transformers + amd-quark and vLLM run it: its quantization_config is
     // the recipe, the weights are the stored codes dequantized, and static activations take the
     // stored scales (no calibration). Its algorithms were applied when it was written.
-    const quant::StoredQuantization stored = req.outDir.empty() && !recipeQuantizes(recipe)
+    const quant::StoredQuantization stored = req.outDir.empty() && !recipe.quantizesAnything()
                                                  ? readStoredQuantization(req.modelDir)
                                                  : quant::StoredQuantization{};
     if (!stored.empty()) {

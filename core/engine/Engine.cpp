@@ -156,9 +156,8 @@ int Engine::openModel(const QString& directory) {
                           report(0.0, "dequantizing " + directory.toStdString() + " to fp32");
                       const std::string folder = resolveModelFolder(directory.toStdString());
                       report(0.0, "reading headers of " + folder);
-                      ModelInfo info = inspectModel(folder);
-                      if (gguf)
-                          info.sourceFile = directory.toStdString();
+                      const ModelInfo info =
+                          inspectModel(folder, gguf ? directory.toStdString() : std::string());
                       d->modelDir = QString::fromStdString(folder);
                       report(1.0, "opened " + directory.toStdString());
                       Q_EMIT modelOpened(job, info);

@@ -47,8 +47,8 @@ const ExportFormat* findExportFormat(const std::string& n) {
 }
 
 const std::vector<std::string>& ggufTypeNames() {
-    static const std::vector<std::string> names = {"auto", "q8_0", "q4_0", "q4_1",
-                                                   "q4_k", "q6_k", "f16",  "f32"};
+    static const std::vector<std::string> names = {"auto", "q8_0", "q4_0", "q4_1", "q4_k",
+                                                   "q6_k", "f16",  "bf16", "f32"};
     return names;
 }
 

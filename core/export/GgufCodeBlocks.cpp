@@ -77,8 +77,8 @@ std::optional<GgmlType> ggufCodeBlockType(const quant::QuantScheme& scheme, std:
 
 std::string ggufUnfitReason(const quant::QuantScheme& scheme, const std::vector<int64_t>& shape,
                             std::optional<GgmlType> asked) {
-    if (asked && (*asked == GgmlType::F32 || *asked == GgmlType::F16))
-        return {};
+    if (asked && (*asked == GgmlType::F32 || *asked == GgmlType::F16 || *asked == GgmlType::BF16))
+        return {}; // the dequantized weights, rounded to the float type
     if (shape.size() != 2)
         return "not a 2-D linear weight";
     std::string why;
@@ -87,7 +87,7 @@ std::string ggufUnfitReason(const quant::QuantScheme& scheme, const std::vector<
     if (!plan)
         return label + ": " + why +
                "; write the dequantized weights with --gguf-type f32 (exact) "
-               "or f16";
+               "or f16/bf16";
     if (!asked || *asked == *plan)
         return {};
     // A wider block holds the narrower codes exactly: Q4_1 every 4-bit code (m = -8 d for
@@ -99,7 +99,7 @@ std::string ggufUnfitReason(const quant::QuantScheme& scheme, const std::vector<
            " form (re-rounding them would export another model than the one measured); use "
            "--gguf-type auto (" +
            ggmlTypeName(*plan) + " here), " + ggmlTypeName(*plan) +
-           ", or f32/f16 for the dequantized weights";
+           ", or f32/f16/bf16 for the dequantized weights";
 }
 
 CodeBlockRows codeBlockRows(const quant::QuantizedTensor& q, const quant::QuantSpec& spec,

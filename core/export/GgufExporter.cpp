@@ -36,6 +36,17 @@ void putHalf(std::string& out, float f) {
     out.append(reinterpret_cast<const char*>(&h), 2);
 }
 
+// ggml's ggml_compute_fp32_to_bf16: round to nearest even on the upper 16 bits; a NaN keeps its
+// sign and top mantissa bits and is made quiet (bit 6 of the result). Infinities stay infinite,
+// and subnormals are rounded like any value (not flushed).
+uint16_t toBrainBits(float f) {
+    uint32_t u = 0;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return uint16_t((u >> 16) | 64u);
+    return uint16_t((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
+}
+
 // Minimal GGUF metadata serialisation (little endian, as GGUF is).
 struct Kv {
     std::string bytes;
@@ -242,6 +253,8 @@ uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
         return 0;
     case GgmlType::F16:
         return 1;
+    case GgmlType::BF16:
+        return 32; // LLAMA_FTYPE_MOSTLY_BF16
     case GgmlType::Q4_0:
         return 2;
     case GgmlType::Q4_1:
@@ -260,10 +273,14 @@ uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
 
 const std::vector<std::pair<std::string, GgmlType>>& typeNames() {
     static const std::vector<std::pair<std::string, GgmlType>> names = {
-        {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"q4_0", GgmlType::Q4_0},
-        {"q4_1", GgmlType::Q4_1}, {"q5_0", GgmlType::Q5_0}, {"q8_0", GgmlType::Q8_0},
-        {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K}};
+        {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16},
+        {"q4_0", GgmlType::Q4_0}, {"q4_1", GgmlType::Q4_1}, {"q5_0", GgmlType::Q5_0},
+        {"q8_0", GgmlType::Q8_0}, {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K}};
     return names;
+}
+
+bool isFloatType(GgmlType t) {
+    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
 }
 
 bool isKQuant(GgmlType t) {
@@ -308,6 +325,7 @@ uint64_t ggmlRowBytes(int64_t n, GgmlType type) {
     case GgmlType::F32:
         return uint64_t(n) * 4;
     case GgmlType::F16:
+    case GgmlType::BF16:
         return uint64_t(n) * 2;
     case GgmlType::Q8_0:
         return uint64_t(n / 32) * 34;
@@ -326,7 +344,7 @@ uint64_t ggmlRowBytes(int64_t n, GgmlType type) {
 }
 
 GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
-    if (asked == GgmlType::F32 || asked == GgmlType::F16)
+    if (isFloatType(asked))
         return asked;
     if (isKQuant(asked) && rowLength % kGgmlSuperBlock != 0)
         asked = asked == GgmlType::Q4_K ? GgmlType::Q5_0 : GgmlType::Q8_0;
@@ -343,6 +361,13 @@ std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type) {
     if (type == GgmlType::F16) {
         for (int64_t i = 0; i < n; ++i)
             putHalf(out, x[i]);
+        return out;
+    }
+    if (type == GgmlType::BF16) {
+        for (int64_t i = 0; i < n; ++i) {
+            const uint16_t b = toBrainBits(x[i]);
+            out.append(reinterpret_cast<const char*>(&b), 2);
+        }
         return out;
     }
     if (isKQuant(type)) {
@@ -503,6 +528,9 @@ void GgufExporter::add(const std::string& hfName, const at::Tensor& t,
     else if (w.dim() == 2 && m_context.source->contains(hfName) &&
              m_context.source->info(hfName).dtype == DType::F16)
         type = GgmlType::F16; // auto: the source's precision
+    else if (w.dim() == 2 && m_context.source->contains(hfName) &&
+             m_context.source->info(hfName).dtype == DType::BF16)
+        type = GgmlType::BF16;
     Entry e{ggufName(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
     const float* p = w.data_ptr<float>();
     const int64_t rows = w.numel() / rowLen;
@@ -559,7 +587,7 @@ void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<
     std::map<std::string, const LayerPlan*> planOf; // "<linear>.weight" -> plan
     for (const LayerPlan& p : plans)
         planOf[p.name + ".weight"] = &p;
-    const bool floatOnly = m_type == GgmlType::F32 || m_type == GgmlType::F16;
+    const bool floatOnly = m_type && isFloatType(*m_type);
     while (m_next < m_names.size() && m_blockOf[m_next] == index) {
         const std::string& n = m_names[m_next++];
         const auto it = weights.find(n);

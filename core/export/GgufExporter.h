@@ -18,10 +18,11 @@ namespace qs {
 // of largest magnitude); q = min(15, (int8)(x/d + 8.5))}, Q4_1 {f16 d = (max-min)/15, f16 m =
 // min; q = min(15, (int8)((x-min)/d + 0.5))}, Q5_0 {f16 d = max/-16; 5-bit q = min(31,
 // (int8)(x/d + 16.5)), high bits in a 32-bit mask}, Q4_K and Q6_K (GgmlKQuants.h; n a multiple
-// of 256, the others of 32); F16 round to nearest even. The multiplications by the reciprocal
+// of 256, the others of 32); F16 and BF16 round to nearest even (ggml_compute_fp32_to_bf16:
+// NaN made quiet, subnormals kept). The multiplications by the reciprocal
 // and the casts are ggml's, in its order.
 std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type);
-// "f32", "f16", "q8_0", "q4_0", "q4_1", "q4_k", "q6_k" (case-insensitive); qs::Error naming
+// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q4_k", "q6_k" (case-insensitive); qs::Error naming
 // --gguf-type. ggufTypeFromName also takes "auto" (nullopt).
 GgmlType ggmlTypeFromName(const std::string& name);
 std::optional<GgmlType> ggufTypeFromName(const std::string& name);

@@ -286,7 +286,7 @@ QuarkFolderInfo inspectQuarkFolder(const std::string& directory) {
             continue;
         const std::string layer = n.substr(0, n.size() - 13);
         const auto scheme = recipe.schemeFor(layer, layerKindOf(layer));
-        info.layers.push_back(layer + ": " + (scheme ? scheme->label() : std::string("?")));
+        info.layers.emplace_back(layer, scheme ? scheme->label() : std::string("?"));
     }
     return info;
 }

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qs {
@@ -21,9 +22,10 @@ namespace qs {
 // is (readStoredQuantization; prepareRun imports the quantization_config for such a run), so its
 // perplexity is that of the fake-quantized model it came from, activations included.
 struct QuarkFolderInfo {
-    bool realQuantized = false;      // config.json has a Quark quantization_config, real_quantized
-    std::string packMethod;          // "reorder" | "order"
-    std::vector<std::string> layers; // quantized linears, "name: scheme" as stored
+    bool realQuantized = false; // config.json has a Quark quantization_config, real_quantized
+    std::string packMethod;     // "reorder" | "order"
+    // Quantized linears as stored: full name and the label of the scheme its config gives it.
+    std::vector<std::pair<std::string, std::string>> layers;
 };
 
 // Reads config.json of `directory` (quick: no tensor is read). A Quark fake_quantized export

@@ -1,3 +1,6 @@
+#include "io/GgufFile.h"
+#include "io/GgufFolder.h"
+#include "io/QuarkFolder.h"
 #include "model/ModelInfo.h"
 #include "model/ModelLoader.h"
 
@@ -64,9 +67,54 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
     return out;
 }
 
+// The linears (and LM head) of the tree: the layers a stored scheme can belong to.
+std::vector<const ModuleNode*> storableLayers(const ModuleNode& tree) {
+    std::vector<const ModuleNode*> layers;
+    tree.collect("linear", layers);
+    tree.collect("head", layers);
+    return layers;
+}
+
+StoredSchemes quarkStoredSchemes(const std::string& directory, const ModuleNode& tree) {
+    StoredSchemes stored;
+    const QuarkFolderInfo quark = inspectQuarkFolder(directory);
+    if (!quark.realQuantized)
+        return stored;
+    stored.format = "AMD Quark hf_format, real quantized (pack " + quark.packMethod + ")";
+    for (const ModuleNode* layer : storableLayers(tree))
+        stored.layers[layer->name] = StoredSchemes::kStoredFloat;
+    for (const auto& [layer, scheme] : quark.layers)
+        stored.layers[layer] = scheme;
+    return stored;
+}
+
+// The ggml type of each linear's weight, e.g. "Q4_0"; F32/F16/BF16 weights are stored as such.
+StoredSchemes ggufStoredSchemes(const std::string& ggufPath, const ModuleNode& tree) {
+    StoredSchemes stored;
+    const auto file = GgufFile::open(ggufPath);
+    stored.format = "GGUF v" + std::to_string(file->header().version);
+    std::map<std::string, std::string> typeOf; // Hugging Face layer name -> ggml type
+    for (const GgufTensorInfo& t : file->header().tensors) {
+        const std::string hf = hfNameOfGgufTensor(t.name);
+        const std::string suffix = ".weight";
+        if (hf.size() > suffix.size() &&
+            hf.compare(hf.size() - suffix.size(), suffix.size(), suffix) == 0)
+            typeOf[hf.substr(0, hf.size() - suffix.size())] = ggmlTypeTraits(t.type).name;
+    }
+    for (const ModuleNode* layer : storableLayers(tree)) {
+        auto it = typeOf.find(layer->name);
+        // A tied LM head has no tensor of its own: it is the embedding's.
+        if (it == typeOf.end() && layer->kind == "head")
+            it = typeOf.find("model.embed_tokens");
+        if (it != typeOf.end())
+            stored.layers[layer->name] = it->second;
+    }
+    return stored;
+}
+
 } // namespace
 
-ModelInfo inspectModel(const std::string& directory) {
+ModelInfo inspectModel(const std::string& directory, const std::string& sourceFile) {
     const ModelHandle h = openModelHandle(directory);
     ModelInfo info;
     info.directory = QFileInfo(QString::fromStdString(directory)).absoluteFilePath().toStdString();
@@ -83,6 +131,9 @@ ModelInfo inspectModel(const std::string& directory) {
         if (dir.exists(f))
             tok += (tok.empty() ? "" : " + ") + std::string(f);
     info.tokenizerFiles = tok.empty() ? "none" : tok;
+    info.sourceFile = sourceFile;
+    info.stored = sourceFile.empty() ? quarkStoredSchemes(directory, info.tree)
+                                     : ggufStoredSchemes(sourceFile, info.tree);
     return info;
 }
 

@@ -116,6 +116,11 @@ struct Recipe {
     Provenance provenance;
 
     // ---- resolution (see the precedence above) ----
+    // Whether any layer or the KV cache gets a scheme. A recipe that quantizes nothing run over
+    // a checkpoint with stored quantization runs it as stored (calib/QuantizationRun.h).
+    bool quantizesAnything() const {
+        return global || !layerOverrides.empty() || !layerTypeOverrides.empty() || kvCache;
+    }
     bool isExcluded(const std::string& layerName) const;
     std::optional<quant::QuantScheme> schemeFor(const std::string& layerName,
                                                 const std::string& kind) const;

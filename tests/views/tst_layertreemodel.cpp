@@ -332,6 +332,57 @@ private Q_SLOTS:
                 .toString(),
             QStringLiteral("\u2014"));
     }
+
+    // An opened checkpoint that stores quantized weights (a Quark export, a GGUF file): the
+    // column shows what is stored while the recipe quantizes nothing, the recipe's scheme once
+    // it does, and the tooltip always names what is stored.
+    void storedSchemesShowUntilTheRecipeQuantizes() {
+        LayerTreeModel model;
+        QAbstractItemModelTester tester(&model,
+                                        QAbstractItemModelTester::FailureReportingMode::Fatal);
+        qs::StoredSchemes stored;
+        stored.format = "AMD Quark hf_format, real quantized (pack reorder)";
+        for (const char* kind : {"q_proj", "k_proj", "up_proj"})
+            stored.layers[layer(0, kind).toStdString()] = "uint4 g32";
+        stored.layers[layer(0, "down_proj").toStdString()] = qs::StoredSchemes::kStoredFloat;
+        stored.layers["lm_head"] = qs::StoredSchemes::kStoredFloat;
+        model.setTree(fixtureTree(1));
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        model.setStoredSchemes(stored);
+        QVERIFY(!changed.isEmpty());
+        auto schemeOf = [&](const QString& name) {
+            return model.layerValue(name, LayerTreeModel::SchemeColumn).toString();
+        };
+        QVERIFY(model.showsStoredSchemes()); // no recipe at all
+        QCOMPARE(schemeOf(layer(0, "q_proj")), QStringLiteral("uint4 g32 (stored)"));
+        QCOMPARE(schemeOf(layer(0, "down_proj")), QStringLiteral("float (stored)"));
+        QCOMPARE(schemeOf(QStringLiteral("lm_head")), QStringLiteral("float (stored)"));
+        QCOMPARE(schemeOf(QStringLiteral("model.layers.0.mlp")), QStringLiteral("\u2014"));
+
+        model.setRecipe(qs::Recipe{}); // quantizes nothing: the stored schemes run
+        QVERIFY(model.showsStoredSchemes());
+        QCOMPARE(schemeOf(layer(0, "k_proj")), QStringLiteral("uint4 g32 (stored)"));
+        const QModelIndex q =
+            model.indexOf(layer(0, "q_proj")).siblingAtColumn(LayerTreeModel::SchemeColumn);
+        QVERIFY2(q.data(Qt::ToolTipRole).toString().contains(QLatin1String("as they are")),
+                 qPrintable(q.data(Qt::ToolTipRole).toString()));
+
+        qs::Recipe recipe;
+        recipe.global = qs::quant::resolveScheme("int8");
+        model.setRecipe(recipe);
+        QVERIFY(!model.showsStoredSchemes());
+        QCOMPARE(schemeOf(layer(0, "q_proj")), QStringLiteral("int8"));
+        QCOMPARE(schemeOf(QStringLiteral("lm_head")), QStringLiteral("\u2014"));
+        const QString tip = q.data(Qt::ToolTipRole).toString();
+        QVERIFY2(tip.contains(QLatin1String("stored as uint4 g32")) &&
+                     tip.contains(QLatin1String("again")),
+                 qPrintable(tip));
+
+        model.setStoredSchemes({}); // another model, a float one
+        model.setRecipe(qs::Recipe{});
+        QCOMPARE(schemeOf(layer(0, "q_proj")), QStringLiteral("none"));
+        QCOMPARE(q.data(Qt::ToolTipRole).toString(), layer(0, "q_proj"));
+    }
 };
 
 QTEST_MAIN(TestLayerTreeModel)

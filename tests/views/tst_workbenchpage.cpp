@@ -7,6 +7,7 @@
 #include "LayerFixtures.h"
 #include "LayerTreeModel.h"
 #include "LayerTreePanel.h"
+#include "ModelSummaryView.h"
 #include "ModuleFilterProxyModel.h"
 #include "PlotWidget.h"
 #include "TestSupport.h"
@@ -63,6 +64,32 @@ class TestWorkbenchPage : public QObject {
     Q_OBJECT
 private Q_SLOTS:
     void initTestCase() { QLocale::setDefault(QLocale::c()); }
+
+    // A model that stores quantized weights: the summary names the format and counts the
+    // stored schemes, the tree shows each layer's; opening a float model clears both.
+    void storedQuantizationShown() {
+        qs::WorkbenchPage page;
+        qs::ModelInfo info = fixtureInfo();
+        info.sourceFile = "/nonexistent/fixture.gguf";
+        info.stored.format = "GGUF v3";
+        for (int b = 0; b < kBlocks; ++b)
+            for (const std::string& kind : fixtureKinds())
+                info.stored.layers[fixtureLayer(b, kind)] = kind == "down_proj" ? "F32" : "Q4_0";
+        page.setModel(info);
+        QCOMPARE(page.summary()->value(QStringLiteral("Stored quantization")),
+                 QStringLiteral("GGUF v3"));
+        QCOMPARE(page.summary()->value(QStringLiteral("Layers")),
+                 QStringLiteral("3 \u00d7 F32, 9 \u00d7 Q4_0"));
+        QCOMPARE(page.summary()->value(QStringLiteral("Opened from")),
+                 QStringLiteral("/nonexistent/fixture.gguf"));
+        const QString q = QString::fromStdString(fixtureLayer(1, "q_proj"));
+        QCOMPARE(page.layerValue(q, LayerTreeModel::SchemeColumn).toString(),
+                 QStringLiteral("Q4_0 (stored)"));
+        page.setModel(fixtureInfo());
+        QVERIFY(page.summary()->value(QStringLiteral("Stored quantization")).isEmpty());
+        QCOMPARE(page.layerValue(q, LayerTreeModel::SchemeColumn).toString(),
+                 QStringLiteral("\u2014"));
+    }
 
     void depthChartClickSelectsTheLayer() {
         qs::WorkbenchPage page;

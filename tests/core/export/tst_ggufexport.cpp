@@ -18,6 +18,7 @@
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
+#include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <nlohmann/json.hpp>
 
@@ -338,6 +339,79 @@ private Q_SLOTS:
                 QVERIFY(std::fabs(mn + q * d1 - v[j]) <= d1 / 2 * 1.0001f);
             }
         }
+    }
+
+    // BF16 is ggml_compute_fp32_to_bf16: round to nearest even on the upper half, NaN made
+    // quiet, subnormals rounded (not flushed), overflow to infinity. Hand-picked edges, then
+    // random values against c10::BFloat16's own rounding, then a whole export against the f32
+    // export of the same model, element for element.
+    void bf16Formula() {
+        const std::vector<std::pair<uint32_t, uint16_t>> cases = {
+            {0x3f800000u, 0x3f80}, // 1
+            {0x3f808000u, 0x3f80}, // 1 + 2^-8: a tie, even below
+            {0x3f818000u, 0x3f82}, // 1 + 3 * 2^-8: a tie, odd below: up
+            {0x3f808001u, 0x3f81}, // just above the tie
+            {0xbf80ffffu, 0xbf81}, // negative, above half
+            {0x7f800000u, 0x7f80}, // inf
+            {0xff800000u, 0xff80}, // -inf
+            {0x7f7fffffu, 0x7f80}, // the largest float rounds to inf
+            {0x7fa00001u, 0x7fe0}, // signalling NaN: quiet bit set
+            {0xffc00000u, 0xffc0}, // quiet NaN keeps its sign
+            {0x00018000u, 0x0002}, // subnormal tie, odd below: up (not flushed)
+            {0x00008000u, 0x0000}, // subnormal tie, even below
+        };
+        for (const auto& [in, out] : cases) {
+            float f;
+            std::memcpy(&f, &in, 4);
+            const std::string b = qs::ggmlQuantizeRow(&f, 1, qs::GgmlType::BF16);
+            QCOMPARE(b.size(), size_t(2));
+            uint16_t got;
+            std::memcpy(&got, b.data(), 2);
+            QVERIFY2(got == out, qPrintable(QStringLiteral("0x%1 -> 0x%2, expected 0x%3")
+                                                .arg(in, 8, 16, QChar('0'))
+                                                .arg(got, 4, 16, QChar('0'))
+                                                .arg(out, 4, 16, QChar('0'))));
+        }
+        std::mt19937 rng(11);
+        std::normal_distribution<float> dist(0.0f, 3.0f);
+        std::vector<float> x(4096);
+        for (float& v : x)
+            v = dist(rng);
+        const std::string row =
+            qs::ggmlQuantizeRow(x.data(), int64_t(x.size()), qs::GgmlType::BF16);
+        QCOMPARE(uint64_t(row.size()), qs::ggmlRowBytes(int64_t(x.size()), qs::GgmlType::BF16));
+        for (size_t i = 0; i < x.size(); ++i) {
+            uint16_t got;
+            std::memcpy(&got, row.data() + 2 * i, 2);
+            QCOMPARE(got, c10::BFloat16(x[i]).x);
+        }
+
+        const Gguf b(exportModel("bf16"));
+        const Gguf f(exportModel("f32"));
+        uint32_t ftype = 0;
+        std::memcpy(&ftype, b.kv.at("general.file_type").data(), 4);
+        QCOMPARE(ftype, 32u); // LLAMA_FTYPE_MOSTLY_BF16
+        int compared = 0;
+        for (const auto& [name, t] : b.tensors) {
+            const Gguf::Tensor& ref = f.tensors.at(name);
+            QCOMPARE(t.dims, ref.dims);
+            if (t.dims.size() == 1) {
+                QCOMPARE(t.type, 0u); // norms stay F32
+                continue;
+            }
+            QCOMPARE(t.type, 30u);
+            uint64_t n = 1;
+            for (uint64_t d : t.dims)
+                n *= d;
+            const auto* w = reinterpret_cast<const float*>(f.data(name));
+            const auto* h = reinterpret_cast<const uint16_t*>(b.data(name));
+            for (uint64_t i = 0; i < n; ++i)
+                if (h[i] != c10::BFloat16(w[i]).x)
+                    QFAIL(qPrintable(QString::fromStdString(name) + " element " +
+                                     QString::number(i)));
+            ++compared;
+        }
+        QCOMPARE(compared, 36); // 7 linears x 5 blocks + token_embd
     }
 
     void quantizedFileLayout() {

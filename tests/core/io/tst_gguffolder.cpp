@@ -12,6 +12,7 @@
 #include "io/Checkpoint.h"
 #include "io/GgmlDequantize.h"
 #include "io/GgufFolder.h"
+#include "model/ModelInfo.h"
 #include "recipe/RecipeFlags.h"
 #include "tokenize/TokenizerLoader.h"
 #include "util/Error.h"
@@ -151,6 +152,14 @@ private Q_SLOTS:
         req.ggufType = "q8_0";
         qs::runQuantization(req);
         const std::string opened = qs::resolveModelFolder((out + "/model.gguf").toStdString());
+        // What the workbench shows as stored: each linear's ggml type (172-long down_proj rows
+        // do not fit 32-blocks and stay F32), the tied head's is the embedding's.
+        const qs::ModelInfo info = qs::inspectModel(opened, (out + "/model.gguf").toStdString());
+        QCOMPARE(info.stored.format, std::string("GGUF v3"));
+        QCOMPARE(int(info.stored.layers.size()), 36);
+        QCOMPARE(info.stored.layers.at("model.layers.0.self_attn.q_proj"), std::string("Q8_0"));
+        QCOMPARE(info.stored.layers.at("model.layers.4.mlp.down_proj"), std::string("F32"));
+        QCOMPARE(info.stored.layers.at("lm_head"), std::string("Q8_0"));
 
         const QString ref = qs::test::tempDir("q8-ref") + "/ref";
         QVERIFY(QDir().mkpath(ref));

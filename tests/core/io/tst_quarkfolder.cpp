@@ -10,6 +10,7 @@
 #include "calib/QuantizationRun.h"
 #include "io/QuarkFolder.h"
 #include "io/SafetensorsFile.h"
+#include "model/ModelInfo.h"
 #include "recipe/RecipeFlags.h"
 #include "util/Error.h"
 
@@ -149,7 +150,23 @@ private Q_SLOTS:
         QVERIFY(info.realQuantized);
         QCOMPARE(info.packMethod, std::string("reorder"));
         QCOMPARE(int(info.layers.size()), 30); // 6 per block (down_proj excluded) x 5
-        QVERIFY2(info.layers[0].find("uint4") != std::string::npos, info.layers[0].c_str());
+        QVERIFY2(info.layers[0].second.find("uint4") != std::string::npos,
+                 info.layers[0].second.c_str());
+        // What the workbench's tree and summary show (ModelInfo::stored): every linear and the
+        // head, the 30 quantized ones with the stored scheme, down_proj and lm_head in float.
+        const qs::ModelInfo model = qs::inspectModel(ref.toStdString());
+        QVERIFY2(model.stored.format.find("AMD Quark") != std::string::npos,
+                 model.stored.format.c_str());
+        QCOMPARE(int(model.stored.layers.size()), 36);
+        int uint4 = 0;
+        for (const auto& [layer, scheme] : model.stored.layers) {
+            const bool kept = layer == "lm_head" || layer.find("down_proj") != std::string::npos;
+            QCOMPARE(scheme == qs::StoredSchemes::kStoredFloat, kept);
+            uint4 += scheme.find("uint4") != std::string::npos ? 1 : 0;
+        }
+        QCOMPARE(uint4, 30);
+        // A float checkpoint stores nothing.
+        QVERIFY(qs::inspectModel(m_model.toStdString()).stored.empty());
         qs::QuantFlags flags;
         flags.quantScheme = "uint4_wo_32";
         flags.excludeLayers = {"*down_proj", "lm_head"};
