@@ -22,6 +22,10 @@ public:
 
     std::string name() const override { return "gptq"; }
     bool needsInputs() const override { return true; }
+    // Quark's GPTQ takes each block's Hessians from the previous blocks as quantized (its
+    // processor feeds block i+1 with block i's outputs after GPTQ), whatever the calibration
+    // mode of the static observers.
+    Stream stream() const override { return Stream::Quantized; }
     bool choosesCodes() const override { return true; }
     void checkLayer(const std::string& layer, const quant::QuantScheme& scheme) const override;
     void apply(BlockTransformInput& input) override;

@@ -53,6 +53,14 @@ public:
     virtual std::string name() const = 0;
     // Whether apply() needs the captured inputs (the capture pass runs only if one does).
     virtual bool needsInputs() const { return false; }
+    // The calibration stream apply() sees (BlockTransformInput::stream and ::inputs).
+    // Observed (the default): the one the recipe's static observers see (calibration mode: the
+    // full-precision model upstream, or the quantized one). Quantized: the model quantized
+    // upstream whatever the mode, as Quark's GPTQ takes its Hessians (each block's inputs are
+    // the previous block's outputs after its weights were quantized); the pipeline then carries
+    // that stream too.
+    enum class Stream { Observed, Quantized };
+    virtual Stream stream() const { return Stream::Observed; }
     // Whether the transform chooses what the weight pass rounds (GPTQ's codes, AWQ's scales and
     // clips): an analysed run then compares each layer it changed with rounding to nearest of
     // the layer before it (LayerPlan::keepRoundToNearest).

@@ -154,8 +154,8 @@ void dropUnchanged(BlockRun& run, const std::vector<size_t>& rangesTakenAt) {
 } // namespace
 
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
-                     const std::map<std::string, std::vector<at::Tensor>>& captured,
-                     const ModelConfig& config, const at::Tensor& stream, const ForwardContext& ctx,
+                     const TransformInputs& observed, const TransformInputs& quantized,
+                     const ModelConfig& config, const ForwardContext& ctx,
                      const Checkpoint* checkpoint) {
     std::vector<size_t> rangesTakenAt(run.plans->size(), SIZE_MAX);
     for (size_t i = 0; i < transforms.size(); ++i) {
@@ -165,9 +165,12 @@ void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTrans
         const double from = 0.1 + 0.05 * double(i) / double(transforms.size());
         const double span = 0.05 / double(transforms.size());
         run.progress->report(run.index, from, t->name());
+        const TransformInputs& inputs =
+            t->stream() == BlockTransform::Stream::Quantized ? quantized : observed;
+        const auto& captured = inputs.captured;
         BlockTransformInput in{*run.block, *run.plans, captured};
         in.config = &config;
-        in.stream = stream;
+        in.stream = inputs.stream;
         in.context = &ctx;
         in.maxBatchTokens = run.maxBatchTokens;
         const BlockProgress* progress = run.progress;

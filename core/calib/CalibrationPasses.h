@@ -84,14 +84,22 @@ at::Tensor forward(BlockRun& run, const at::Tensor& stream, const ForwardContext
 std::map<std::string, std::vector<at::Tensor>>
 captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx);
 
-// 2. Transforms (algorithms), in order, on the full-precision block.
-//    `stream` (the block's calibration inputs, as captured) and `ctx` are passed on to the
-//    transforms that run the block themselves. With run.analyse, each layer a transform changes
-//    keeps its weight from before the first code-choosing one (LayerPlan::baseline) and its
-//    input and weight ranges from before the first range-moving one (LayerReport::ranges).
+// A calibration stream of a block (its inputs [N, T, H], undefined without calibration) and,
+// when a transform needs them, its linears' inputs captured over it.
+struct TransformInputs {
+    at::Tensor stream;
+    std::map<std::string, std::vector<at::Tensor>> captured;
+};
+
+// 2. Transforms (algorithms), in order, on the full-precision block. Each sees the stream it
+//    asks for (BlockTransform::stream): `observed` or `quantized` (the same object when the
+//    calibration is sequential); `ctx` is passed on to the transforms that run the block
+//    themselves. With run.analyse, each layer a transform changes keeps its weight from before
+//    the first code-choosing one (LayerPlan::baseline) and its input and weight ranges from
+//    before the first range-moving one (LayerReport::ranges).
 void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTransform>>& transforms,
-                     const std::map<std::string, std::vector<at::Tensor>>& captured,
-                     const ModelConfig& config, const at::Tensor& stream, const ForwardContext& ctx,
+                     const TransformInputs& observed, const TransformInputs& quantized,
+                     const ModelConfig& config, const ForwardContext& ctx,
                      const Checkpoint* checkpoint = nullptr);
 
 // 3. Weight quantization: each plan quantizes its linear's current weight round-to-nearest

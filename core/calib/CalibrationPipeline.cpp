@@ -39,16 +39,25 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
     const BlockProgress progress(progressFn, blocks);
     const bool analyze = m_options.analyze;
     const bool floatCalibration = m_options.mode == CalibrationMode::Float;
-    // An analysed run also captures for the transforms whose ranges before it shows.
-    bool needsInputs = false;
-    for (const auto& t : m_options.transforms)
-        needsInputs = needsInputs || t->needsInputs() || (analyze && !t->rangesLabel().empty());
+    // The inputs each stream's transforms capture; an analysed run also captures for the
+    // transforms whose ranges before it shows. With sequential calibration both kinds read the
+    // quantized stream, captured once.
+    bool observedInputs = false, quantizedInputs = false, transformWantsQuant = false;
+    for (const auto& t : m_options.transforms) {
+        const bool quantized =
+            !floatCalibration || t->stream() == BlockTransform::Stream::Quantized;
+        const bool captures = t->needsInputs() || (analyze && !t->rangesLabel().empty());
+        transformWantsQuant =
+            transformWantsQuant || t->stream() == BlockTransform::Stream::Quantized;
+        (quantized ? quantizedInputs : observedInputs) |= captures;
+    }
 
     // The streams this run needs. Static observers read the reference stream (float
-    // calibration) or the quantized one (sequential); analysis compares both.
+    // calibration) or the quantized one (sequential); analysis compares both; a transform that
+    // asks for the quantized stream (GPTQ) has it carried in either mode.
     const bool hasCalibration = calibration.defined() && calibration.size(0) > 0;
     const bool needRef = hasCalibration && (analyze || floatCalibration);
-    const bool needQuant = hasCalibration && (analyze || !floatCalibration);
+    const bool needQuant = hasCalibration && (analyze || !floatCalibration || transformWantsQuant);
     const ForwardContext calibCtx =
         hasCalibration ? m_model.makeContext(calibration.size(1)) : ForwardContext{};
     at::Tensor ref, quant;
@@ -83,13 +92,20 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         const at::Tensor& observed = floatCalibration ? ref : quant;
 
         // Capture and transforms see the full-precision block.
-        std::map<std::string, std::vector<at::Tensor>> captured;
-        if (needsInputs && hasCalibration)
-            captured = pass::captureInputs(run, observed, calibCtx);
-        pass::applyTransforms(run, m_options.transforms, captured, m_model.config(),
-                              hasCalibration ? observed : at::Tensor(), calibCtx,
-                              &m_model.checkpoint());
-        captured.clear();
+        {
+            pass::TransformInputs fromObserved, fromQuant;
+            if (hasCalibration) {
+                fromObserved.stream = observed;
+                fromQuant.stream = quant;
+                if (floatCalibration && observedInputs)
+                    fromObserved.captured = pass::captureInputs(run, observed, calibCtx);
+                if (quantizedInputs)
+                    fromQuant.captured = pass::captureInputs(run, quant, calibCtx);
+            }
+            pass::applyTransforms(run, m_options.transforms,
+                                  floatCalibration ? fromObserved : fromQuant, fromQuant,
+                                  m_model.config(), calibCtx, &m_model.checkpoint());
+        }
         pass::quantizeWeights(run);
 
         bool observe = false;

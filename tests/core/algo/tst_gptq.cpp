@@ -1,10 +1,12 @@
 // GPTQ against the algorithm written out column by column, against rounding to nearest on
 // correlated inputs, and through the pipeline on stories260K (codes kept, replay identical).
 #include "../quant/QuantTestHelpers.h"
+#include "ScalingTestHarness.h"
 #include "StoriesRequest.h"
 #include "TestSupport.h"
 
 #include "algo/Gptq.h"
+#include "algo/GptqTransform.h"
 #include "calib/QuantizationRun.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
@@ -174,6 +176,96 @@ private Q_SLOTS:
               a.perplexity->perplexity);
         QCOMPARE(a.perplexity->perplexity, b.perplexity->perplexity);
         QVERIFY(a.perplexity->perplexity < 6.210564);
+    }
+
+    // True-sequential within a block, as Quark: each linear's Hessian comes from the block run
+    // with the linears before it already quantized (q/k/v share the block's input, o_proj sees
+    // attention computed with the quantized q/k/v, gate/up the quantized attention, down_proj
+    // the quantized gate/up; stories260K's down_proj, 172 inputs, is left in float here). The
+    // reference rebuilds each input that way by hand and quantizes
+    // with gptqQuantize: the codes must be equal (same inputs, same arithmetic). Hessians from
+    // the full-precision block instead would change o_proj's codes, which is checked too.
+    void trueSequentialWithinTheBlock() {
+        const QString dir = qs::test::sharedPath("models/stories260K");
+        const ModelHandle h = openModelHandle(dir.toStdString());
+        std::unique_ptr<DecoderModel> model = h.instantiate({});
+        const at::Tensor ids = qs::test::sampleTokens(2, 64, model->config().vocabSize, 5);
+        const ForwardContext ctx = model->makeContext(ids.size(1));
+        const at::Tensor stream = model->embed(ids);
+        std::unique_ptr<DecoderBlock> block = model->loadBlock(0);
+        const QuantScheme scheme = resolveScheme("uint4_wo_32");
+
+        auto captureWith = [&](const std::map<std::string, at::Tensor>& weights) {
+            std::map<std::string, at::Tensor> saved;
+            for (LinearLayer* l : block->linears())
+                if (weights.count(l->name)) {
+                    saved[l->name] = l->weight;
+                    l->weight = weights.at(l->name);
+                }
+            qs::test::InputCollector collector;
+            ForwardContext hooked = ctx;
+            hooked.hook = &collector;
+            block->forward(stream, hooked);
+            for (LinearLayer* l : block->linears())
+                if (saved.count(l->name))
+                    l->weight = saved.at(l->name);
+            return collector.inputs;
+        };
+        const auto fullPrecision = captureWith({});
+        std::vector<LayerPlan> plans = qs::test::plansFor(*block, scheme);
+        for (LayerPlan& p : plans)
+            if (p.kind == "down_proj")
+                p.scheme.reset();
+        algo::GptqTransform gptq(nlohmann::json::object(), "test");
+        BlockTransformInput in{*block, plans, fullPrecision};
+        in.config = &model->config();
+        in.stream = stream;
+        in.context = &ctx;
+        gptq.apply(in);
+
+        std::map<std::string, at::Tensor> quantizedSoFar;
+        std::vector<at::Tensor> readBefore; // the input the previous linear read
+        std::map<std::string, at::Tensor> weightOf;
+        for (LinearLayer* l : block->linears())
+            weightOf[l->name] = l->weight;
+        bool checkedDifference = false;
+        for (const LayerPlan& p : plans) {
+            if (!p.scheme)
+                continue;
+            const std::vector<at::Tensor> xs = captureWith(quantizedSoFar).at(p.name);
+            const at::Tensor& w = weightOf.at(p.name);
+            QVERIFY2(at::equal(p.weight.reference, w), p.name.c_str()); // weights put back
+            const algo::GptqResult expected = algo::gptqQuantize(
+                w, algo::gptqHessian(xs, w.size(1), p.name), scheme.weight, gptq.options(), p.name);
+            QVERIFY2(at::equal(p.weight.codes->codes, expected.codes.codes), p.name.c_str());
+            QVERIFY2(at::equal(p.weight.dequantized, expected.dequantized), p.name.c_str());
+            if (p.kind == "o_proj") {
+                const std::vector<at::Tensor>& fp = fullPrecision.at(p.name);
+                const algo::GptqResult fromFloat =
+                    algo::gptqQuantize(w, algo::gptqHessian(fp, w.size(1), p.name), scheme.weight,
+                                       gptq.options(), p.name);
+                QVERIFY(!at::equal(fromFloat.codes.codes, expected.codes.codes));
+                checkedDifference = true;
+            }
+            quantizedSoFar[p.name] = p.weight.dequantized;
+        }
+        QVERIFY(checkedDifference);
+        QCOMPARE(quantizedSoFar.size(), size_t(6));
+    }
+
+    // Quark's GPTQ feeds each block the previous block's outputs after quantization; so does
+    // ours whatever the static observers' calibration mode. With a weight-only scheme nothing
+    // else depends on the mode, so float and sequential runs are the same computation.
+    void hessiansFromTheQuantizedModelInEitherMode() {
+        QuantizationRequest req =
+            qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
+                                     {{"gptq", nlohmann::json::object()}}, {4, 128, true});
+        req.recipe.calibration.mode = CalibrationMode::Float;
+        const QuantizationOutcome fromFloatMode = runQuantization(req, {});
+        req.recipe.calibration.mode = CalibrationMode::Sequential;
+        const QuantizationOutcome fromSequentialMode = runQuantization(req, {});
+        QVERIFY(fromFloatMode.perplexity && fromSequentialMode.perplexity);
+        QCOMPARE(fromFloatMode.perplexity->perplexity, fromSequentialMode.perplexity->perplexity);
     }
 
     // Analyze with GPTQ puts rounding to nearest beside each layer GPTQ quantized. In block 0
