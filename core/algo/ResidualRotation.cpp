@@ -1,6 +1,7 @@
 #include "algo/ResidualRotation.h"
 
 #include "util/Error.h"
+#include "util/Strings.h"
 
 #include <ATen/ATen.h>
 
@@ -10,10 +11,6 @@
 namespace qs::algo {
 
 namespace {
-
-bool endsWith(const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // Why a family cannot be rotated by this transform; empty when it can. The rotation needs every
 // norm of the residual stream to be a plain RMSNorm whose weight can be folded into linears that

@@ -3,6 +3,7 @@
 #include "tokenize/HfJson.h"
 #include "tokenize/PreTokenPattern.h"
 #include "util/Error.h"
+#include "util/Strings.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,24 +26,6 @@ using nlohmann::json;
 
 // The score gguf-py gives every token it has no score for (LlamaHfVocab, padding, added tokens).
 constexpr float kDefaultScore = -1000.0f;
-
-std::optional<json> readJson(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return std::nullopt;
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size > std::streamoff(hfjson::kMaxJsonBytes))
-        throw Error(path, "",
-                    "file of " + std::to_string(size) + " bytes exceeds the limit of " +
-                        std::to_string(hfjson::kMaxJsonBytes) + " (kMaxJsonBytes)");
-    in.seekg(0, std::ios::beg);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad())
-        throw Error(path, "", std::string("read failed: ") + std::strerror(errno));
-    return hfjson::parseDocument(text.str(), path);
-}
 
 // A string member, or the "content" of an AddedToken object written in its place (tokenizer
 // configs hold either); empty when absent or of another type.
@@ -87,7 +70,7 @@ struct TokenizerJson {
 TokenizerJson readTokenizerJson(const std::string& path) {
     TokenizerJson t;
     t.path = path;
-    std::optional<json> root = readJson(path);
+    std::optional<json> root = hfjson::readOptionalDocument(path);
     if (!root)
         throw Error(path, "",
                     std::string("cannot read (GGUF needs the sentencepiece tokenizer.model or a "
@@ -331,13 +314,6 @@ bool isByteToken(const std::string& t) {
            std::isxdigit(uint8_t(t[4])) && t[5] == '>';
 }
 
-bool startsWith(const std::string& s, const std::string& p) {
-    return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
-bool endsWith(const std::string& s, const std::string& p) {
-    return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
-
 // The converter's does_token_look_special: added tokens some models forget to mark special.
 bool looksSpecial(const std::string& t) {
     if (t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]")
@@ -487,9 +463,11 @@ void padTo(GgufVocab& v, int64_t modelVocabSize, const std::string& source,
 
 GgufVocab tokenizerJsonGgufVocab(const std::string& sourceDir, int64_t modelVocabSize) {
     const TokenizerJson t = readTokenizerJson(sourceDir + "/tokenizer.json");
-    const std::optional<json> tokenizerConfig = readJson(sourceDir + "/tokenizer_config.json");
-    const std::optional<json> specialMap = readJson(sourceDir + "/special_tokens_map.json");
-    const std::optional<json> config = readJson(sourceDir + "/config.json");
+    const std::optional<json> tokenizerConfig =
+        hfjson::readOptionalDocument(sourceDir + "/tokenizer_config.json");
+    const std::optional<json> specialMap =
+        hfjson::readOptionalDocument(sourceDir + "/special_tokens_map.json");
+    const std::optional<json> config = hfjson::readOptionalDocument(sourceDir + "/config.json");
     const std::string configPath = sourceDir + "/config.json";
     const json& model = t.root["model"];
     const std::string modelType = hfjson::typeOf(model, t.path, "model");

@@ -3,6 +3,7 @@
 #include "io/QuarkFolder.h"
 #include "model/ModelInfo.h"
 #include "model/ModelLoader.h"
+#include "util/Strings.h"
 
 #include <QDir>
 #include <QFileInfo>

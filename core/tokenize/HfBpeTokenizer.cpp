@@ -14,27 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string readFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error(path, "", std::string("cannot open: ") + std::strerror(errno));
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size > std::streamoff(hfjson::kMaxJsonBytes))
-        throw Error(path, "",
-                    "file of " + std::to_string(size) + " bytes exceeds the limit of " +
-                        std::to_string(hfjson::kMaxJsonBytes) + " (kMaxJsonBytes)");
-    in.clear();
-    in.seekg(0, std::ios::beg);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad())
-        throw Error(path, "", "read failed");
-    return ss.str();
-}
-
 json parseJson(const std::string& path) {
-    return hfjson::parseDocument(readFile(path), path);
+    return hfjson::parseDocument(hfjson::readBoundedFile(path), path);
 }
 
 std::unordered_map<std::string, int32_t> parseVocab(const json& vocab, const std::string& source,
@@ -201,7 +182,7 @@ std::unique_ptr<HfBpeTokenizer> HfBpeTokenizer::fromVocabAndMerges(const std::st
                                                                    const std::string& mergesPath) {
     auto vocab = parseVocab(parseJson(vocabJsonPath), vocabJsonPath, "");
     std::vector<std::pair<std::string, std::string>> merges;
-    std::istringstream lines(readFile(mergesPath));
+    std::istringstream lines(hfjson::readBoundedFile(mergesPath));
     std::string line;
     for (size_t lineNo = 1; std::getline(lines, line); ++lineNo) {
         if (!line.empty() && line.back() == '\r')

@@ -4,7 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 
 namespace qs::hfjson {
@@ -42,6 +47,35 @@ inline nlohmann::json parseDocument(const std::string& text, const std::string& 
         // parse_error for syntax, out_of_range for a number like 1e400
         throw Error(source, "", std::string("not valid JSON: ") + e.what());
     }
+}
+
+// The bytes of file `path`, refused before reading when larger than kMaxJsonBytes. qs::Error
+// names the file: cannot be opened (with the system's reason), too large, read failed.
+inline std::string readBoundedFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw Error(path, "", std::string("cannot open: ") + std::strerror(errno));
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    if (size > std::streamoff(kMaxJsonBytes))
+        throw Error(path, "",
+                    "file of " + std::to_string(size) + " bytes exceeds the limit of " +
+                        std::to_string(kMaxJsonBytes) + " (kMaxJsonBytes)");
+    in.clear();
+    in.seekg(0, std::ios::beg);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad())
+        throw Error(path, "", std::string("read failed: ") + std::strerror(errno));
+    return text.str();
+}
+
+// The JSON document in `path`, nullopt when there is no such file; a file that is there but
+// unreadable, too large or not JSON throws qs::Error naming it.
+inline std::optional<nlohmann::json> readOptionalDocument(const std::string& path) {
+    if (!std::ifstream(path, std::ios::binary))
+        return std::nullopt;
+    return parseDocument(readBoundedFile(path), path);
 }
 
 // A token id in [0, kMaxTokenId]; `node` must be an integer.

@@ -40,19 +40,9 @@ bool isFile(const std::string& path) {
 // The JSON object in `path`, or null when the file is absent. Throws qs::Error when it is there
 // but unreadable or not JSON.
 json readOptionalJson(const std::string& path) {
-    QFile f(QString::fromStdString(path));
-    if (!f.exists())
-        return json();
-    if (!f.open(QIODevice::ReadOnly))
-        throw Error(path, "", "cannot open: " + f.errorString().toStdString());
-    if (f.size() > qint64(hfjson::kMaxJsonBytes))
-        throw Error(path, "",
-                    "file larger than " + std::to_string(hfjson::kMaxJsonBytes) +
-                        " bytes (kMaxJsonBytes)");
-    const QByteArray bytes = f.readAll();
     // Also turns 1e400 (out_of_range, not a parse_error) into qs::Error: found by
     // fuzz_tokenizer_config.
-    return hfjson::parseDocument(std::string(bytes.constData(), size_t(bytes.size())), path);
+    return hfjson::readOptionalDocument(path).value_or(json());
 }
 
 // tokenizer_config.json writes special tokens as "text" or {"content": "text", ...}.
