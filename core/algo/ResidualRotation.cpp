@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 namespace qs::algo {
@@ -61,12 +62,11 @@ RotationOptions rotationOptionsFromParams(const nlohmann::json& params, const st
     };
     if (!flag("r1", true))
         throw Error(source, field + ".r1",
-                    "rotation without r1 does nothing here (r2, r3 and r4 are not implemented)");
-    for (const char* online : {"r2", "r3"})
-        if (flag(online, false))
-            throw Error(source, field + "." + online,
-                        std::string(online) +
-                            " is not implemented (R1 and the online R4 run); set it to false");
+                    "rotation without r1 is not implemented (r2 and r4 run beside r1)");
+    if (flag("r3", false))
+        throw Error(source, field + ".r3",
+                    "r3 is not implemented (R1, the offline R2 and the online R4 run); set it to "
+                    "false");
     if (flag("online_r1_rotation", false))
         throw Error(source, field + ".online_r1_rotation",
                     "online R1 is not implemented (R1 is fused offline into the weights)");
@@ -79,6 +79,10 @@ RotationOptions rotationOptionsFromParams(const nlohmann::json& params, const st
         o.rotationSize = params["rotation_size"].get<int64_t>();
     o.randomR1 = flag("random_r1", false);
     o.r4 = flag("r4", false);
+    o.r2 = flag("r2", false);
+    o.randomR2 = flag("random_r2", false);
+    if (o.randomR2 && !o.r2)
+        throw Error(source, field + ".random_r2", "random_r2 needs r2");
     if (o.randomR1 && o.rotationSize > 0)
         throw Error(source, field + ".random_r1",
                     "random_r1 with a rotation_size is refused (as Quark refuses it)");
@@ -101,6 +105,26 @@ ResidualRotation::ResidualRotation(const ModelConfig& config, const RotationOpti
     if (options.r4)
         m_r4 =
             std::make_shared<OrthogonalRotation>(config.intermediateSize, 0, false, options.seed);
+    if (options.r2) {
+        if (config.headDim <= 0 || config.numHeads * config.headDim <= 0)
+            throw Error(source, "algorithms.rotation.r2", "the model has no head_dim");
+        m_r2 =
+            std::make_shared<OrthogonalRotation>(config.headDim, 0, options.randomR2, options.seed);
+    }
+}
+
+// x with every head of its last dimension (heads of R2's size) times R2, or R2^T: float64.
+at::Tensor ResidualRotation::perHead(const at::Tensor& x, bool transpose) const {
+    const int64_t d = m_r2->size();
+    if (x.size(-1) % d != 0)
+        throw Error("rotation", "r2",
+                    "a dimension of " + std::to_string(x.size(-1)) +
+                        " is not a whole number of heads of " + std::to_string(d));
+    std::vector<int64_t> heads = x.sizes().vec();
+    heads.back() = x.size(-1) / d;
+    heads.push_back(d);
+    const at::Tensor h = x.reshape(heads);
+    return (transpose ? m_r2->applyTranspose(h) : m_r2->apply(h)).reshape(x.sizes());
 }
 
 void ResidualRotation::prepareBlock(DecoderBlock& block) const {
@@ -127,11 +151,15 @@ at::Tensor ResidualRotation::unrotatedInput(const std::string& layer, const at::
         return m_rotation.applyTranspose(x) * loadExact(ckpt, norm, x.device()).to(at::kDouble);
     if (kind == "down_proj" && m_r4)
         return m_r4->applyTranspose(x);
+    if (kind == "o_proj" && m_r2)
+        return perHead(x, true);
     return x.to(at::kDouble);
 }
 
 std::string ResidualRotation::description() const {
     std::string d = "rotation r1 " + m_rotation.description();
+    if (m_r2)
+        d += ", r2 " + m_r2->description();
     if (m_r4)
         d += ", r4 " + m_r4->description();
     return d;
@@ -159,14 +187,15 @@ at::Tensor ResidualRotation::load(const std::string& name, const Checkpoint& ckp
     };
     // Q^T W for a linear writing the stream: its columns are independent, (Q^T W)^T = W^T Q.
     // `inputs` (R4) first rotates the rows, W R4, kept in float64 for the second rotation.
-    auto rotateOutputs = [&](const std::string& weight, const OrthogonalRotation* inputs) {
+    auto rotateOutputs = [&](const std::string& weight,
+                             const std::function<at::Tensor(const at::Tensor&)>& inputs) {
         at::Tensor w = loadExact(ckpt, weight, compute.device);
         if (inputs) {
             at::Tensor rotated = at::empty(w.sizes(), w.options().dtype(at::kDouble));
             const int64_t step = chunkRows(w.size(1));
             for (int64_t r = 0; r < w.size(0); r += step) {
                 const int64_t len = std::min(step, w.size(0) - r);
-                rotated.narrow(0, r, len).copy_(inputs->apply(w.narrow(0, r, len)));
+                rotated.narrow(0, r, len).copy_(inputs(w.narrow(0, r, len)));
             }
             w = rotated;
         }
@@ -194,15 +223,31 @@ at::Tensor ResidualRotation::load(const std::string& name, const Checkpoint& ckp
         const std::string sub = name.substr(dot + 1);
         if (sub == "input_layernorm.weight" || sub == "post_attention_layernorm.weight")
             return ones();
+        if (m_r2 && sub == "self_attn.v_proj.weight") {
+            // R2^T W diag(g) Q, all in float64 and rounded once: v_proj is small (kv heads x
+            // head_dim rows), so it is rotated whole. R2^T on each head's rows is R2 on the
+            // columns of W^T, a head at a time.
+            const at::Tensor g =
+                loadExact(ckpt, prefix + "input_layernorm.weight", compute.device).to(at::kDouble);
+            const at::Tensor w =
+                m_rotation.apply(loadExact(ckpt, name, compute.device).to(at::kDouble) * g);
+            return perHead(w.t(), false).t().to(opts);
+        }
+        if (m_r2 && sub == "self_attn.v_proj.bias")
+            return perHead(loadExact(ckpt, name, compute.device).to(at::kDouble), false).to(opts);
         if (sub == "self_attn.q_proj.weight" || sub == "self_attn.k_proj.weight" ||
             sub == "self_attn.v_proj.weight")
             return rotateInputs(name, prefix + "input_layernorm.weight");
         if (sub == "mlp.gate_proj.weight" || sub == "mlp.up_proj.weight")
             return rotateInputs(name, prefix + "post_attention_layernorm.weight");
-        if (sub == "self_attn.o_proj.weight")
-            return rotateOutputs(name, nullptr);
-        if (sub == "mlp.down_proj.weight")
-            return rotateOutputs(name, m_r4.get());
+        if (sub == "self_attn.o_proj.weight") // Q^T W (per head R2 with r2)
+            return rotateOutputs(name,
+                                 m_r2 ? [this](const at::Tensor& x) { return perHead(x, false); }
+                                      : std::function<at::Tensor(const at::Tensor&)>());
+        if (sub == "mlp.down_proj.weight") // Q^T W (R4 with r4)
+            return rotateOutputs(name,
+                                 m_r4 ? [r4 = m_r4](const at::Tensor& x) { return r4->apply(x); }
+                                      : std::function<at::Tensor(const at::Tensor&)>());
         if (sub == "self_attn.o_proj.bias" || sub == "mlp.down_proj.bias")
             return m_rotation.apply(loadExact(ckpt, name, compute.device)).to(opts);
         if (endsWith(sub, "_proj.weight"))

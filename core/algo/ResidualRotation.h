@@ -11,6 +11,11 @@
 //   o_proj, down_proj           Q^T W  (bias b Q); with r4, down_proj Q^T W R4 and its input
 //                               rotated online by R4 (Hadamard of the intermediate size)
 //   LM head                     W diag(g_final) Q  (a tied head becomes its own weight)
+// With r2 (SpinQuant's R2, offline): a rotation R2 of one head's dimensions applied to every
+// head of v_proj's output (rows, and bias, per head: R2^T W_v) and undone on o_proj's input
+// columns (W_o R2 per head). Attention mixes v's rows per head with the softmax weights, so each
+// head's output is the original times R2 and o_proj's output is unchanged; o_proj's input
+// activations are the rotated ones (what its activation quantizer sees).
 // RMSNorm(x Q) = RMSNorm(x) Q for orthogonal Q (the mean square is unchanged), so every hidden
 // state is the original times Q and the logits are unchanged. Applied as weights load
 // (DecoderModel::setWeightTransform): block by block, never the whole model.
@@ -33,11 +38,15 @@ struct RotationOptions {
     // Quark's r4: an online rotation R4 of down_proj's input (intermediate size), its inverse
     // fused into down_proj's weight; the activation quantizer sees the rotated input.
     bool r4 = false;
+    // Quark's r2 / random_r2: an offline rotation of each attention head's dimensions between
+    // v_proj and o_proj (Hadamard of head_dim, random signs with random_r2).
+    bool r2 = false;
+    bool randomR2 = false;
 };
 
 // The recipe's rotation parameters (AlgorithmCatalog names) read into options; throws
-// qs::Error(source, "algorithms[i].<param>", why) for what the engine does not run (r2, r3, r4,
-// online R1, trainable rotations).
+// qs::Error(source, "algorithms[i].<param>", why) for what the engine does not run (r3, online
+// R1, trainable rotations).
 RotationOptions rotationOptionsFromParams(const nlohmann::json& params, const std::string& source,
                                           const std::string& field);
 
@@ -57,8 +66,9 @@ public:
 
     // The input of block linear `layer` ("model.layers.3.mlp.up_proj") as the unrotated model
     // computes it, from its input x in the rotated model: x Q^T diag(g) for q/k/v and gate/up
-    // (g the norm's weight, read from `checkpoint`), x R4^T for down_proj under r4, x for
-    // o_proj and down_proj otherwise (their inputs are not rotated). Float64.
+    // (g the norm's weight, read from `checkpoint`), x R4^T for down_proj under r4, each head
+    // of x times R2^T for o_proj under r2, x for o_proj and down_proj otherwise (their inputs
+    // are not rotated by R1). Float64.
     at::Tensor unrotatedInput(const std::string& layer, const at::Tensor& x,
                               const Checkpoint& checkpoint) const;
 
@@ -67,9 +77,13 @@ public:
     const OrthogonalRotation& rotation() const { return m_rotation; }
 
 private:
+    // x with each head (R2's size) of its last dimension times R2 (R2^T with `transpose`).
+    at::Tensor perHead(const at::Tensor& x, bool transpose) const;
+
     ModelConfig m_config;
     OrthogonalRotation m_rotation;
     std::shared_ptr<const OrthogonalRotation> m_r4; // null without r4
+    std::shared_ptr<const OrthogonalRotation> m_r2; // null without r2
 };
 
 } // namespace qs::algo

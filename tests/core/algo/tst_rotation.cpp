@@ -153,21 +153,28 @@ private Q_SLOTS:
             o.outlierGain = 4.0;
             const QString dir = synth(QString("%1-%2").arg(c.arch).arg(c.hidden), o);
             const at::Tensor ids = at::randint(o.vocabSize, {2, 48}, at::kLong);
-            const auto rot = rotationFor(dir);
-            QCOMPARE(rot->rotation().description(), std::string(c.rotation));
             const at::Tensor orig32 = logitsOf(dir, ids, nullptr);
             const at::Tensor orig64 = logitsOf(dir, ids, nullptr, at::kDouble);
-            const double err32 = relativeError(logitsOf(dir, ids, rot), orig32);
-            const double err64 = relativeError(logitsOf(dir, ids, rot, at::kDouble), orig64);
             const double own = relativeError(orig32, orig64);
-            qInfo("%s hidden %lld%s: rotated vs original %.3g (float64 forward %.3g); the "
-                  "original's own fp32 error %.3g",
-                  c.arch, (long long)c.hidden, c.tied ? " tied" : "", err32, err64, own);
-            // The algebra, in the float64 forward: weights and matmuls in float64, only the
-            // norms and the softmax round to float32 (as transformers computes them), a few
-            // 2^-24 roundings per block: within 1e-6, where an algebra error is O(1).
-            QVERIFY2(err64 <= 1e-6, qPrintable(QString("%1: %2").arg(c.arch).arg(err64)));
-            QVERIFY2(err32 <= 1e-5, qPrintable(QString("%1: %2").arg(c.arch).arg(err32)));
+            // R1 alone, then with R2 on every head between v_proj and o_proj (head_dim 32,
+            // 24 = 12 x 2, 36, 32 and 94: a random orthogonal R2).
+            for (const bool r2 : {false, true}) {
+                algo::RotationOptions options;
+                options.r2 = r2;
+                const auto rot = rotationFor(dir, options);
+                QCOMPARE(rot->rotation().description(), std::string(c.rotation));
+                const double err32 = relativeError(logitsOf(dir, ids, rot), orig32);
+                const double err64 = relativeError(logitsOf(dir, ids, rot, at::kDouble), orig64);
+                qInfo("%s hidden %lld%s%s: rotated vs original %.3g (float64 forward %.3g); "
+                      "the original's own fp32 error %.3g",
+                      c.arch, (long long)c.hidden, c.tied ? " tied" : "", r2 ? " r2" : "", err32,
+                      err64, own);
+                // The algebra, in the float64 forward: weights and matmuls in float64, only
+                // the norms and the softmax round to float32 (as transformers computes them), a
+                // few 2^-24 roundings per block: within 1e-6, where an algebra error is O(1).
+                QVERIFY2(err64 <= 1e-6, qPrintable(QString("%1: %2").arg(c.arch).arg(err64)));
+                QVERIFY2(err32 <= 1e-5, qPrintable(QString("%1: %2").arg(c.arch).arg(err32)));
+            }
         }
     }
 
@@ -184,8 +191,22 @@ private Q_SLOTS:
         r4.r4 = true;
         QCOMPARE(rotationFor(dir, r4)->description(),
                  std::string("rotation r1 hadamard 64, r4 random orthogonal 172 (seed 0)"));
-        for (const auto& o : {blocks, random, r4})
+        algo::RotationOptions r2; // head_dim 8
+        r2.r2 = true;
+        QCOMPARE(rotationFor(dir, r2)->description(),
+                 std::string("rotation r1 hadamard 64, r2 hadamard 8"));
+        algo::RotationOptions randomR2 = r2;
+        randomR2.randomR2 = true;
+        algo::RotationOptions all = r2;
+        all.r4 = true;
+        for (const auto& o : {blocks, random, r4, r2, randomR2, all})
             QVERIFY(relativeError(logitsOf(dir, ids, rotationFor(dir, o)), ref) <= 1e-5);
+        // R2 rotates what o_proj reads: its weight differs from R1's alone (a rotation left
+        // out on one side would change the logits, which the line above rules out).
+        const ModelHandle h = openModelHandle(dir.toStdString());
+        const std::string o = "model.layers.0.self_attn.o_proj.weight";
+        QVERIFY(!at::equal(rotationFor(dir, r2)->load(o, *h.checkpoint, {}),
+                           rotationFor(dir)->load(o, *h.checkpoint, {})));
     }
 
     void unsupportedFamiliesRefused() {
@@ -216,7 +237,7 @@ private Q_SLOTS:
     }
 
     void recipeParametersRefusedByName() {
-        for (const char* online : {"r2", "r3", "online_r1_rotation", "trainable"}) {
+        for (const char* online : {"r3", "online_r1_rotation", "trainable"}) {
             try {
                 algo::rotationOptionsFromParams({{online, true}}, "recipe", "algorithms[0]");
                 QFAIL(online);
@@ -227,6 +248,9 @@ private Q_SLOTS:
         const auto o = algo::rotationOptionsFromParams({{"rotation_size", 32}, {"r1", true}},
                                                        "recipe", "algorithms[0]");
         QCOMPARE(o.rotationSize, int64_t(32));
+        QVERIFY(algo::rotationOptionsFromParams({{"r2", true}}, "recipe", "algorithms[0]").r2);
+        QVERIFY_THROWS_EXCEPTION(Error, algo::rotationOptionsFromParams({{"random_r2", true}},
+                                                                        "recipe", "algorithms[0]"));
     }
 
     // Through the pipeline: the full-precision perplexity is unchanged, every plan records the
