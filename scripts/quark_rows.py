@@ -123,23 +123,32 @@ def main():
             label, ppl, secs = (line.rstrip("\n").split("\t") + ["", ""])[:3]
             ours.setdefault(label, (ppl, secs))
 
-    def ours_cols(label):
+    def ours_cols(label, quark_ppl=None):
+        # Quantscope's perplexity and seconds, then (ours - Quark) / Quark: negative or zero is
+        # at least as good as Quark (lower perplexity is better).
         if not args.ours:
             return ""
         ppl, secs = ours.get(label, ("", ""))
-        return f" {ppl} | {secs} |"
+        if quark_ppl is None or not ppl:
+            return f" {ppl} | {secs} | |"
+        diff = (float(ppl) - quark_ppl) / quark_ppl
+        # Equal when both print the same to the six decimals of the tables.
+        same = f"{float(ppl):.6f}" == f"{quark_ppl:.6f}"
+        verdict = "equal" if same else ("ours better" if diff < 0 else "Quark better")
+        return f" {ppl} | {secs} | {diff:+.1e} ({verdict}) |"
 
     t0 = time.time()
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
     fp = perplexity(model, eval_windows)
-    print(f"| fp32 | {fp:.6f} | {time.time() - t0:.1f} |{ours_cols('fp32')}", flush=True)
+    print(f"| fp32 | {fp:.6f} | {time.time() - t0:.1f} |{ours_cols('fp32', fp)}", flush=True)
     for key, label, scheme, algos, excl, our_label in ROWS:
         if wanted and key not in wanted:
             continue
         t0 = time.time()
         try:
             ppl = run_row(model_dir, scheme, algos, excl, calib, eval_windows)
-            print(f"| {label} | {ppl:.6f} | {time.time() - t0:.1f} |{ours_cols(our_label)}", flush=True)
+            print(f"| {label} | {ppl:.6f} | {time.time() - t0:.1f} |{ours_cols(our_label, ppl)}",
+                  flush=True)
         except Exception as e:  # a row Quark cannot run is recorded, not fatal
             msg = f"{type(e).__name__}: {e}".replace("|", "/").replace("\n", " ")[:300]
             traceback.print_exc(file=sys.stderr)

@@ -63,16 +63,22 @@ row() {
   echo "size 64: Sylvester) fused into the embedding, every block's linears and the LM head."
   echo "R4 (\`\"r4\": true\`): down_proj's input rotated online (intermediate size 172 = 4 x 43 has"
   echo "no Hadamard construction here: a seeded random orthogonal matrix), its inverse fused."
+  echo "R2 (\`\"r2\": true\`, offline): each attention head's dimensions rotated between v_proj and"
+  echo "o_proj (head_dim 8: Sylvester), fused into both; o_proj reads rotated activations."
   echo
   echo "| recipe | perplexity | seconds |"
   echo "|---|---|---|"
   rotation_rows() {
     row "int8 (W8A8 static), round to nearest" int8 '[]'
     row "int8 (W8A8 static), rotation R1" int8 '[{"name": "rotation"}]'
+    row "int8 (W8A8 static), rotation R1 + R2" int8 '[{"name": "rotation", "r2": true}]'
     row "int8 (W8A8 static), rotation R1 + R4" int8 '[{"name": "rotation", "r4": true}]'
+    row "int8 (W8A8 static), rotation R1 + R2 + R4" int8 '[{"name": "rotation", "r2": true, "r4": true}]'
     row "mxfp4 (W+A), round to nearest" mxfp4 '[]'
     row "mxfp4 (W+A), rotation R1" mxfp4 '[{"name": "rotation"}]'
+    row "mxfp4 (W+A), rotation R1 + R2" mxfp4 '[{"name": "rotation", "r2": true}]'
     row "mxfp4 (W+A), rotation R1 + R4" mxfp4 '[{"name": "rotation", "r4": true}]'
+    row "mxfp4 (W+A), rotation R1 + R2 + R4" mxfp4 '[{"name": "rotation", "r2": true, "r4": true}]'
   }
   rotation_rows
   echo
@@ -89,6 +95,9 @@ row() {
        sed -n 's/.*"perplexity": \([0-9.]*\).*/\1/p' | head -1)
   printf '| fp32 | %.6f | |\n' "$fp"
   rotation_rows
+  row "int8 (W8A8 static), SmoothQuant (Quark's defaults: alpha 1)" int8 '[{"name": "smoothquant"}]'
+  row "int8 (W8A8 static), SmoothQuant alpha 0.5" int8 '[{"name": "smoothquant", "alpha": 0.5}]'
+  row "int8 (W8A8 static), AutoSmoothQuant (MSE)" int8 '[{"name": "autosmoothquant"}]'
   model=$saved_model
   # --- end of the rotation rows ---
 
@@ -102,14 +111,32 @@ row() {
   echo "Seconds: load + quantize + eval of each row in PyPI torch on CPU."
   echo
   quark_venv=${QS_QUARK_VENV:-/work/venvs/quark}
-  echo "| recipe | Quark perplexity | Quark seconds | Quantscope perplexity | Quantscope seconds |"
-  echo "|---|---|---|---|---|"
+  echo "stories260K ties lm_head to the embedding, which Quantscope does not quantize, so excluding"
+  echo "lm_head on Quark's side is the same plan. Relative diff: (Quantscope - Quark) / Quark, equal"
+  echo "when both print the same six decimals; lower perplexity is better."
+  echo
+  echo "| recipe | Quark perplexity | Quark seconds | Quantscope perplexity | Quantscope seconds | relative diff |"
+  echo "|---|---|---|---|---|---|"
   if [ -x "$quark_venv/bin/python" ]; then
     "$quark_venv/bin/python" scripts/quark_rows.py "$shared" --ours "$tmp/ours.tsv" 2> "$tmp/quark.log" ||
-      echo "| (quark_rows.py failed: $(tail -1 "$tmp/quark.log" | tr '|' '/')) | | | | |"
+      echo "| (quark_rows.py failed: $(tail -1 "$tmp/quark.log" | tr '|' '/')) | | | | | |"
   else
-    echo "| all rows | not run (no venv: scripts/make-quark-venv.sh) | | | |"
+    echo "| all rows | not run (no venv: scripts/make-quark-venv.sh) | | | | |"
   fi
+  echo
+  echo "What is known about the differences:"
+  echo
+  echo "- GPTQ: equal since GPTQ takes its Hessians from the model quantized upstream, as Quark's"
+  echo "  processor feeds each block (docs/algorithms.md). From the float stream the rows were"
+  echo "  6.038040 (uint4) and 6.048381 (int4)."
+  echo "- AWQ: Quark's scale search for the q/k/v group runs the decoder layer on the block's"
+  echo "  outputs, not its inputs (\`awq.py\`: \`_get_input_feat\` advances \`self.inps\` before the"
+  echo "  search reads it for attention modules). Replaying that quirk moved our rows to 6.037918"
+  echo "  (uint4) and 6.166737 (int4), still not Quark's: the rest of the gap is not explained. We"
+  echo "  keep the search on the block's inputs (AutoAWQ's definition)."
+  echo "- int8 W8A8 static, SmoothQuant, AutoSmoothQuant, rotation and mxfp4 rows differ by 5e-5 to"
+  echo "  1e-3 relative, not explained (candidates: observer details of static int8, mxfp4"
+  echo "  activation rounding)."
 } > docs/results.md.tmp
 mv docs/results.md.tmp docs/results.md
 cat docs/results.md
