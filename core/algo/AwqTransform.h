@@ -48,7 +48,8 @@ public:
     void checkModel(const ModelConfig& config) const override;
     void apply(BlockTransformInput& input) override;
 
-    // The grid search of one group (step 1): the chosen scales (constrained, float32) and ratio.
+    // The grid search of one group (step 1): the chosen scales (float32, before the GQA
+    // constraint, which apply() takes when it applies them: constrainScales) and ratio.
     // `progress` is called before each grid point with the fraction done and may throw
     // (qs::Cancelled).
     struct Choice {

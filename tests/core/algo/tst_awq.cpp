@@ -40,6 +40,31 @@ public:
     LinearLayer m_fc;
 };
 
+// v -> o under grouped-query attention: v has 2 kv heads of 8, o reads 4 query heads of 8 (each
+// kv head read by two query heads), as attention hands o_proj its input.
+class TinyGqaBlock : public DecoderBlock {
+public:
+    TinyGqaBlock(const at::Tensor& v, const at::Tensor& o) : DecoderBlock(0) {
+        m_v.name = "model.layers.0.v", m_v.kind = "v", m_v.weight = v;
+        m_o.name = "model.layers.0.o", m_o.kind = "o", m_o.weight = o;
+    }
+    at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
+        const at::Tensor v = applyLinear(m_v, x, ctx); // [..., 2 * 8]
+        std::vector<int64_t> heads = v.sizes().vec();
+        heads.back() = 2;
+        heads.push_back(8);
+        // Each query head weighs its kv head's values differently, as its own attention
+        // pattern would: a per-head factor (linear in v, so the scaling stays exact).
+        const at::Tensor mix = at::tensor({1.0f, 3.0f, 0.5f, 2.0f}).view({4, 1});
+        const at::Tensor repeated = v.reshape(heads).repeat_interleave(2, -2) * mix;
+        return applyLinear(m_o, repeated.flatten(-2), ctx);
+    }
+    std::vector<LinearLayer*> linears() override { return {&m_v, &m_o}; }
+    std::vector<BlockNorm> norms() override { return {}; }
+
+    LinearLayer m_v, m_o;
+};
+
 ScalingTemplate tinyTemplate() {
     ScalingTemplate t;
     t.groups = {{"norm", {"fc"}, "fc", ""}};
@@ -128,6 +153,69 @@ private Q_SLOTS:
         QVERIFY(bestRatio > 0.0); // the outliers make scaling worth it: a real choice
         QVERIFY(at::allclose(choice.scales, bestScales, 1e-6, 0));
         QVERIFY(std::abs(choice.loss - bestLoss) <= 1e-4 * bestLoss);
+    }
+
+    // Under GQA the candidates are measured as they are over o's 32 input channels (Quark's
+    // search), and what is applied is their maximum over the two query heads of each kv head:
+    // v's rows divided by it, o's columns multiplied by it repeated (scale.py scale_fc_fc).
+    void gqaSearchesUnconstrainedAppliesTheMaximum() {
+        at::manual_seed(21);
+        const at::Tensor wv = 0.2 * at::randn({16, 24});
+        const at::Tensor wo = 0.2 * at::randn({20, 32});
+        TinyGqaBlock block(wv.clone(), wo.clone());
+        at::Tensor stream = at::randn({4, 32, 24});
+        stream.narrow(2, 3, 1).mul_(15.0); // an outlier channel: a ratio above 0 pays
+        ModelConfig config;
+        config.modelType = "llama"; // the family supplies moduleOutputs (unused here)
+        config.numHeads = 4, config.numKvHeads = 2, config.headDim = 8;
+        const quant::QuantScheme scheme = quant::resolveScheme("uint4_wo_32");
+        std::vector<LayerPlan> plans = qs::test::plansFor(block, scheme);
+        qs::test::InputCollector collector;
+        ForwardContext ctx, hooked;
+        hooked.hook = &collector;
+        block.forward(stream, hooked);
+        BlockTransformInput in{block, plans, collector.inputs};
+        in.config = &config;
+        in.stream = stream;
+        in.context = &ctx;
+        ScalingTemplate t;
+        t.groups = {{"v", {"o"}, "o", ""}};
+        auto groups = algo::resolveScalingGroups(block, plans, t, config, "t", "f");
+        QCOMPARE(groups[0].kvRepeats, int64_t(2));
+        algo::AwqOptions noClip;
+        noClip.clip = false;
+        nlohmann::json params = {{"scaling_layers", scalingGroupsToJson(t.groups)}};
+        algo::AwqTransform awq(params, "test", noClip);
+        const algo::AwqTransform::Choice choice = awq.searchScales(in, groups[0]);
+
+        const at::Tensor x = collector.inputs.at("model.layers.0.o").front();
+        const at::Tensor ref = at::matmul(x, wo.t());
+        const at::Tensor xmean = x.abs().mean(0);
+        double bestLoss = 1e300;
+        at::Tensor bestScales;
+        for (int i = 0; i < 20; ++i) {
+            at::Tensor s = xmean.pow(i / 20.0).clamp_min(1e-4);
+            s = s / (s.max() * s.min()).sqrt();
+            const at::Tensor q = quant::fakeQuantize(wo * s.view({1, -1}), scheme.weight);
+            const double loss = mse(at::matmul(x / s, q.t()), ref);
+            if (loss < bestLoss) {
+                bestLoss = loss;
+                bestScales = s;
+            }
+        }
+        QVERIFY(at::allclose(choice.scales, bestScales, 1e-6, 0));
+        // Unconstrained: the two query heads of a kv head got different scales.
+        QVERIFY(!at::equal(choice.scales.view({2, 2, 8}).select(1, 0),
+                           choice.scales.view({2, 2, 8}).select(1, 1)));
+
+        awq.apply(in);
+        const at::Tensor kvMax = std::get<0>(choice.scales.view({2, 2, 8}).max(1)); // [2, 8]
+        const at::Tensor expanded = kvMax.unsqueeze(1).expand({2, 2, 8}).reshape({32});
+        QVERIFY(at::allclose(block.m_v.weight, wv / kvMax.reshape({16, 1}), 1e-6, 1e-7));
+        QVERIFY(at::allclose(block.m_o.weight, wo * expanded.view({1, 32}), 1e-6, 1e-7));
+        // The function is unchanged by the scales alone (before quantization).
+        QVERIFY(at::allclose(block.forward(stream, ctx), at::matmul(x, wo.t()).view({4, 32, 20}),
+                             1e-5, 1e-5));
     }
 
     // Scaled and clipped, the layer's quantized output is closer to the full-precision one than
