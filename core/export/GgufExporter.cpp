@@ -3,6 +3,7 @@
 #include "export/GgmlKQuants.h"
 #include "export/GgufCodeBlocks.h"
 #include "io/TensorDType.h"
+#include "quant/Quantize.h"
 
 #include "export/TensorBlocks.h"
 #include "util/Error.h"
@@ -220,9 +221,10 @@ at::Tensor floatOf(const Checkpoint& c, const std::string& name) {
     const std::optional<at::ScalarType> t = denseScalarType(info.dtype);
     if (!t || !at::isFloatingType(*t))
         throw Error(c.fileOf(name).path(), name, "GGUF export reads float tensors only");
+    // An fp32 tensor is read in place from the mapped file (nothing is written to it); others
+    // convert into a new tensor.
     return at::from_blob(const_cast<uint8_t*>(c.fileOf(name).data(info)), info.shape, *t)
-        .to(at::kFloat)
-        .clone();
+        .to(at::kFloat);
 }
 
 // llama.cpp's converter undoes the HF rotate_half row order of q/k (LlamaModel.permute).
@@ -505,10 +507,24 @@ GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType>
 
 GgufExporter::~GgufExporter() = default;
 
-void GgufExporter::spool(Entry e, const std::string& bytes) {
-    if (m_spool.write(bytes.data(), qint64(bytes.size())) != qint64(bytes.size()))
-        throw Error(m_context.outDir, e.name, m_spool.errorString().toStdString());
-    e.size = bytes.size();
+void GgufExporter::spool(Entry e, int64_t rows,
+                         const std::function<void(int64_t, std::string&)>& row) {
+    constexpr size_t kChunkBytes = size_t(8) << 20;
+    std::string chunk;
+    uint64_t written = 0;
+    auto flush = [&] {
+        if (m_spool.write(chunk.data(), qint64(chunk.size())) != qint64(chunk.size()))
+            throw Error(m_context.outDir, e.name, m_spool.errorString().toStdString());
+        written += chunk.size();
+        chunk.clear();
+    };
+    for (int64_t r = 0; r < rows; ++r) {
+        row(r, chunk);
+        if (chunk.size() >= kChunkBytes)
+            flush();
+    }
+    flush();
+    e.size = written;
     m_entries.push_back(std::move(e));
 }
 
@@ -533,11 +549,9 @@ void GgufExporter::add(const std::string& hfName, const at::Tensor& t,
         type = GgmlType::BF16;
     Entry e{ggufName(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
     const float* p = w.data_ptr<float>();
-    const int64_t rows = w.numel() / rowLen;
-    std::string bytes;
-    for (int64_t r = 0; r < rows; ++r)
-        bytes += ggmlQuantizeRow(p + r * rowLen, rowLen, type);
-    spool(std::move(e), bytes);
+    spool(std::move(e), w.numel() / rowLen, [&](int64_t r, std::string& out) {
+        out += ggmlQuantizeRow(p + r * rowLen, rowLen, type);
+    });
 }
 
 void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
@@ -546,7 +560,11 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
         throw Error(m_context.outDir, plan.name, r); // checked before the run; kept as a guard
     const int64_t out = plan.shape[0], in = plan.shape[1];
     if (in % 32 != 0) { // no 32-blocks: F32 holds the dequantized weight exactly
-        add(hfName, weight, GgmlType::F32);
+        // A run that released the float weights (readsOnlyCodes) dequantizes the codes, which
+        // gives the fake-quantized weight bit for bit (quant::dequantize).
+        add(hfName,
+            weight.defined() ? weight : quant::dequantize(*plan.weight.codes, plan.scheme->weight),
+            GgmlType::F32);
         return;
     }
     const GgmlType type = m_type ? *m_type : *ggufCodeBlockType(*plan.scheme, nullptr);
@@ -561,19 +579,28 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
     }
     Entry e{ggufName(hfName), {out, in}, type, uint64_t(m_spool.pos()), 0};
     const int64_t blocks = in / 32;
-    std::string bytes;
-    bytes.reserve(size_t(ggmlRowBytes(in, type) * uint64_t(out)));
-    for (int64_t r = 0; r < out; ++r)
+    spool(std::move(e), out, [&](int64_t r, std::string& bytes) {
         bytes += codeBlockRow(
             rows.codes.data_ptr<int32_t>() + r * in, rows.scale.data_ptr<float>() + r * blocks,
             rows.zeroPoint.data_ptr<int32_t>() + r * blocks, in, rows.dtype, type, plan.name);
-    spool(std::move(e), bytes);
+    });
+}
+
+void GgufExporter::addFromSource(const std::string& hfName) {
+    add(hfName, floatOf(*m_context.source, hfName));
+    // Written: its mapped pages need not stay resident (the embedding and head are the
+    // largest tensors of a small model).
+    m_context.source->fileOf(hfName).releasePages(m_context.source->info(hfName));
+}
+
+bool GgufExporter::readsOnlyCodes() const {
+    return !(m_type && isFloatType(*m_type));
 }
 
 void GgufExporter::copyUntil(int blockLimit) {
     while (m_next < m_names.size() && m_blockOf[m_next] < blockLimit) {
         const std::string& n = m_names[m_next++];
-        add(n, floatOf(*m_context.source, n));
+        addFromSource(n);
     }
 }
 
@@ -595,8 +622,10 @@ void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<
         if (it != weights.end() && plan != planOf.end() && plan->second->scheme &&
             plan->second->weight.codes && !floatOnly)
             addCodes(n, *plan->second, *it->second);
+        else if (it != weights.end())
+            add(n, *it->second);
         else
-            add(n, it != weights.end() ? *it->second : floatOf(*m_context.source, n));
+            addFromSource(n);
     }
 }
 
@@ -604,7 +633,7 @@ void GgufExporter::commit(const std::string& recipeJson) {
     copyUntil(INT_MAX);
     while (m_next < m_names.size()) {
         const std::string& n = m_names[m_next++];
-        add(n, floatOf(*m_context.source, n));
+        addFromSource(n);
     }
     m_spool.close();
 

@@ -7,6 +7,7 @@
 #include <QFile>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ public:
     void writeLeading() override;
     void writeBlock(int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) override;
     void commit(const std::string& recipeJson) override;
+    // Quantized linears are written from their codes (a row that fits no 32-block, from the
+    // codes dequantized), except with a float type (f32/f16/bf16), which writes the engine's
+    // dequantized weights.
+    bool readsOnlyCodes() const override;
 
     static std::string ggufName(const std::string& hfName); // empty: not exported
 
@@ -73,7 +78,12 @@ private:
     void add(const std::string& hfName, const at::Tensor& floatTensor,
              std::optional<GgmlType> forced = std::nullopt);
     void addCodes(const std::string& hfName, const LayerPlan& plan, const at::Tensor& weight);
-    void spool(Entry entry, const std::string& bytes);
+    // Writes one tensor to the spool row by row: `row(r, out)` appends row r's bytes to out;
+    // rows are flushed in chunks of about 8 MiB, so a tensor never sits whole in memory as
+    // bytes.
+    // A tensor as the source checkpoint stores it (read in float), its pages released after.
+    void addFromSource(const std::string& hfName);
+    void spool(Entry entry, int64_t rows, const std::function<void(int64_t, std::string&)>& row);
     void copyUntil(int blockLimit);
 
     ExportContext m_context;
