@@ -82,6 +82,23 @@ row() {
   }
   rotation_rows
   echo
+  echo "Combinations, applied in Quark's order (rotation, then smoothing, then AWQ or GPTQ). GPTQ"
+  echo "needs per-group or per-channel integer weights (as Quark), so int8's per-tensor weights take"
+  echo "rotation and smoothing only; 4-bit rows exclude \`*down_proj\` (group rows) and \`*lm_head\`:"
+  echo
+  echo "| recipe | perplexity | seconds |"
+  echo "|---|---|---|"
+  row "uint4_wo_32, rotation R1 + GPTQ (Quark defaults)" uint4_wo_32 '[{"name": "rotation"}, {"name": "gptq"}]' '*down_proj' '*lm_head'
+  row "uint4_wo_32, rotation R1 + GPTQ (desc_act off)" uint4_wo_32 '[{"name": "rotation"}, {"name": "gptq", "desc_act": false, "static_groups": false}]' '*down_proj' '*lm_head'
+  row "uint4_wo_32, rotation R1 + AWQ" uint4_wo_32 '[{"name": "rotation"}, {"name": "awq"}]' '*down_proj' '*lm_head'
+  row "int4_wo_per_channel, round to nearest" int4_wo_per_channel '[]' '*lm_head'
+  row "int4_wo_per_channel, rotation R1" int4_wo_per_channel '[{"name": "rotation"}]' '*lm_head'
+  row "int4_wo_per_channel, GPTQ" int4_wo_per_channel '[{"name": "gptq"}]' '*lm_head'
+  row "int4_wo_per_channel, rotation R1 + GPTQ" int4_wo_per_channel '[{"name": "rotation"}, {"name": "gptq"}]' '*lm_head'
+  row "int4_wo_per_channel, AWQ" int4_wo_per_channel '[{"name": "awq"}]' '*lm_head'
+  row "int4_wo_per_channel, rotation R1 + AWQ" int4_wo_per_channel '[{"name": "rotation"}, {"name": "awq"}]' '*lm_head'
+  row "int8 (W8A8 static), rotation R1 + SmoothQuant" int8 '[{"name": "rotation"}, {"name": "smoothquant"}]'
+  echo
   echo "The same on a synthetic model with planted outliers (\`quantscope-cli synth --arch llama"
   echo "--seed 1\`: random weights, hidden 256 (Sylvester), intermediate 688 = 43 x 16 (R4 random"
   echo "orthogonal), RMSNorm gains of 40 on two channels, byte tokenizer; same text and windows):"
