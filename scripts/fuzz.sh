@@ -11,6 +11,8 @@
 # <target> (kept between runs), findings (crash-*, timeout-*, oom-*, leak-*) in
 # build/fuzz/fuzz/findings/<target>/ and the log in build/fuzz/fuzz/logs/<target>.log. A finding's
 # input belongs in fuzz/regressions/<target>/ once fixed, so every later run replays it.
+# Every run is appended to fuzz/ledger.tsv (tracked: the build folder does not outlive a machine,
+# and the per-target totals are what issue 15 asks for; LEDGER overrides the path).
 # Environment: JOBS (build parallelism, default 2), NICE (default 15: the machine is shared).
 # Exit status: 0 when every target built and ran without a finding, 1 otherwise.
 set -u -o pipefail
@@ -28,6 +30,7 @@ jobs=${JOBS:-2}
 nice_level=${NICE:-15}
 build=build/fuzz
 out=$build/fuzz
+ledger=${LEDGER:-fuzz/ledger.tsv}
 
 # target  seed-folder  max_len  dictionaries (fuzz/<name>.dict)
 table=(
@@ -131,7 +134,7 @@ for row in "${table[@]}"; do
         "${execs:-?}" "${cov:-?}" "$found" "$note")")
     # Every run is appended to a ledger, so runs over several sessions add up per target.
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$elapsed" \
-        "${cpu:-?}" "${execs:-?}" "${cov:-?}" "$found" >>"$out/ledger.tsv"
+        "${cpu:-?}" "${execs:-?}" "${cov:-?}" "$found" >>"$ledger"
 done
 
 printf '\n%-22s %8s %8s %10s %8s %8s  %s\n' target seconds cpu_s executions coverage findings \
