@@ -4,6 +4,7 @@
 #include "export/TensorBlocks.h"
 #include "quant/Packing.h"
 #include "quant/TypeTraits.h"
+#include "recipe/LayerPattern.h"
 #include "recipe/QuarkConfig.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
@@ -25,6 +26,9 @@ using quant::Granularity;
 using quant::isFp8;
 using quant::isInt4;
 using quant::isInt8;
+
+// Hugging Face's name of the LM head in every causal-LM family we read.
+constexpr const char* kHeadName = "lm_head";
 
 // MX types with FP4/FP6 elements: the ones Quark 0.13 writes real_quantized (element codes
 // packed into bytes, one E8M0 byte per block of 32).
@@ -119,6 +123,21 @@ void addQuark013Fields(nlohmann::json& spec) {
     spec.emplace("enable_buffer_reuse", false);
     spec.emplace("max_input_numel", 4194304);
     spec.emplace("zero_point_type", "int32");
+}
+
+// The engine quantizes block linears only, so the head is always written in float. Quark's
+// loaders (transformers + amd-quark, vLLM) quantize every Linear the config does not exclude:
+// without "lm_head" in `exclude`, transformers initialises the head's missing scales and the
+// model is garbage (stories260K int8: perplexity 512 instead of 5.80). The recipe need not name
+// the head, so the export does when no exclusion reaches it already.
+void excludeFloatHead(nlohmann::json& qc) {
+    nlohmann::json& exclude = qc["exclude"];
+    if (!exclude.is_array())
+        exclude = nlohmann::json::array();
+    for (const auto& p : exclude)
+        if (p.is_string() && matchesLayerPattern(p.get<std::string>(), kHeadName))
+            return;
+    exclude.push_back(kHeadName);
 }
 
 void addQuark013FieldsToConfig(nlohmann::json& layerConfig) {
@@ -379,6 +398,7 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
     options.packMethod = m_order;
     options.quarkVersion = "0.13";
     nlohmann::json qc = quarkConfigFromRecipe(*m_context.recipe, m_context.layerNames, options);
+    excludeFloatHead(qc);
     addQuark013FieldsToConfig(qc["global_quant_config"]);
     for (const char* table :
          {"layer_quant_config", "layer_type_quant_config", "kv_cache_quant_config"})

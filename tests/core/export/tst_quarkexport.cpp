@@ -22,6 +22,7 @@
 #include <QFileInfo>
 #include <QtTest>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -126,6 +127,23 @@ private Q_SLOTS:
         for (const char* f : {"tokenizer.json", "tokenizer.model", "tokenizer_config.json",
                               "generation_config.json", "quantscope_recipe.json"})
             QVERIFY2(QFile::exists(out + "/" + f), f);
+    }
+
+    // The head is written in float whatever the recipe says, and Quark's loaders quantize every
+    // Linear the config does not exclude: the export names lm_head in `exclude` unless an
+    // exclusion already reaches it (then nothing is added twice).
+    void floatHeadAlwaysExcluded() {
+        const QString out = qs::test::tempDir("head") + "/export";
+        qs::runQuantization(request("w_int8_per_tensor_sym", {}, out + "/plain"));
+        QCOMPARE(readJson(out + "/plain/config.json")["quantization_config"]["exclude"],
+                 nlohmann::json::array({"lm_head"}));
+        qs::runQuantization(
+            request("w_int8_per_tensor_sym", {"*lm_head", "*down_proj"}, out + "/named"));
+        const nlohmann::json named =
+            readJson(out + "/named/config.json")["quantization_config"]["exclude"];
+        QCOMPARE(std::count(named.begin(), named.end(), nlohmann::json("*lm_head")), 1);
+        QCOMPARE(std::count(named.begin(), named.end(), nlohmann::json("lm_head")), 0);
+        QCOMPARE(int(named.size()), 1 + 5); // *lm_head and the five down_proj by name
     }
 
     // The consumer (transformers + amd-quark) allocates floor(out/8) packed columns: refused by
