@@ -6,9 +6,10 @@
 //     minimises the mean squared error of the inspected module's output (o_proj's for the
 //     attention inputs, down_proj's for the MLP's, the linear's own otherwise) over the
 //     calibration batches wins (ties keep the smaller ratio). Quark computes a weight mean as
-//     well but leaves it out of the scales; so do we. Under grouped-query attention each
-//     candidate is constrained (max over the query heads of a kv head) before it is measured,
-//     so the search measures the scales that are applied.
+//     well but leaves it out of the scales; so do we. Under grouped-query attention the
+//     v_proj -> o_proj candidates are measured as they are, over all of o_proj's input
+//     channels, and the chosen one is constrained (max over the query heads of a kv head) when
+//     it is applied, as Quark does.
 //  2. All groups' scales are applied at once (1/s into the preceding norm or linear).
 //  3. clipping search, per linear except q/k (their products go through softmax): per output
 //     channel and weight group, the clip max|w| (1 - i / 20), i = 0..9, that minimises the
