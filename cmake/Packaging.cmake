@@ -31,8 +31,9 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME quantscope-cli)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION science)
 # LibTorch's float matmuls go through the libblas.so.3 alternative; netlib's reference BLAS is
-# ~30x slower (docs/pitfalls.md), so the CLI asks for OpenBLAS by name.
-set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "libopenblas0-pthread | libopenblas0")
+# ~30x slower (docs/pitfalls.md), so the CLI asks for OpenBLAS by name, the OpenMP build first
+# (one thread team with LibTorch's; packaging/install-deps.sh selects it).
+set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "libopenblas0-openmp | libopenblas0")
 string(CONCAT CPACK_COMPONENT_CLI_DESCRIPTION
     "LLM post-training quantization workbench (command line)\n"
     "Quantscope quantizes large language models after training, following\n"

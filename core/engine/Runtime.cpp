@@ -50,11 +50,13 @@ std::string activeBlas() {
     if (found.empty())
         return "none loaded";
     if (found.find("openblas") != std::string::npos)
-        return found.find("pthread") != std::string::npos ? "openblas-pthread" : "openblas";
+        return found.find("pthread") != std::string::npos  ? "openblas-pthread"
+               : found.find("openmp") != std::string::npos ? "openblas-openmp"
+                                                           : "openblas";
     if (found.find("mkl") != std::string::npos)
         return "mkl";
     if (found.find("blas/libblas") != std::string::npos)
-        return "netlib reference (slow: install libopenblas0-pthread)";
+        return "netlib reference (slow: install libopenblas0-openmp)";
     return found;
 }
 

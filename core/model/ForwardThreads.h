@@ -4,9 +4,10 @@
 
 namespace qs {
 
-// Thread counts of the two pools a CPU forward uses: LibTorch's OpenMP team (elementwise ops,
-// the attention loop, the NLL) and the BLAS library's own (Debian's OpenBLAS pthread variant
-// keeps a second pool; BLIS starts single-threaded). Both are looked up at run time, so a
+// Thread counts of the pools a CPU forward uses: LibTorch's OpenMP team (elementwise ops, the
+// attention loop, the NLL) and the BLAS library's. OpenBLAS's OpenMP build (the one
+// packaging/install-deps.sh selects) runs its matmuls in that same team; its pthread build keeps
+// a second pool of its own, BLIS starts single-threaded. Both are looked up at run time, so a
 // LibTorch without OpenMP or a BLAS without the call simply keeps its own setting.
 
 // Sets the BLAS library's thread count (OpenBLAS, BLIS); returns false when none is found.
@@ -23,7 +24,8 @@ bool blasHasOwnPool();
 // a parallel region then costs more than it saves, and its idle workers spin against the
 // threads that work; measured on stories260K, docs/performance.md), and also when the BLAS runs
 // its matmuls in a pool of its own, which are most of a larger model's time: two pools of n
-// threads on n cores spin against each other. The BLAS keeps its own count.
+// threads on n cores spin against each other. A pthread BLAS pool keeps its own count; the
+// OpenMP build follows the team.
 class SmallForwardGuard {
 public:
     // besideOwnBlasPool = false: only the small-step rule (a scope whose own work is not
