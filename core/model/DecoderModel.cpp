@@ -4,6 +4,10 @@
 #include "util/Error.h"
 #include "util/LargeTensor.h"
 
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+
 #include <limits>
 
 namespace qs {
@@ -56,7 +60,7 @@ std::unique_ptr<DecoderBlock> DecoderModel::finishBlock(std::unique_ptr<DecoderB
 at::Tensor DecoderModel::loadWeight(const std::string& name) const {
     if (m_weightTransform)
         return m_weightTransform->load(name, *m_checkpoint, m_compute);
-    return loadTensor(*m_checkpoint, name, m_compute.dtype, m_compute.device);
+    return loadTensorShared(m_checkpoint, name, m_compute.dtype, m_compute.device);
 }
 
 at::Tensor DecoderModel::loadOptional(const std::string& name) const {
@@ -87,6 +91,22 @@ at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at:
     }
     file.releasePages(info);
     return copy;
+}
+
+at::Tensor loadTensorShared(const std::shared_ptr<const Checkpoint>& checkpoint,
+                            const std::string& name, at::ScalarType dtype, at::Device device) {
+    const TensorInfo& info = checkpoint->info(name);
+    const SafetensorsFile& file = checkpoint->fileOf(name);
+    const std::optional<at::ScalarType> dense = denseScalarType(info.dtype);
+    const uint8_t* bytes = file.data(info);
+    const bool inPlace = device.is_cpu() && dense && *dense == dtype &&
+                         reinterpret_cast<uintptr_t>(bytes) % c10::elementSize(dtype) == 0;
+    if (!inPlace)
+        return loadTensor(*checkpoint, name, dtype, device);
+    // The deleter owns the checkpoint (and with it the mapping) for as long as the tensor lives.
+    auto release = [checkpoint, file = &file, info = &info](void*) { file->releasePages(*info); };
+    return at::from_blob(const_cast<uint8_t*>(bytes), info.shape, release,
+                         at::TensorOptions().dtype(dtype));
 }
 
 } // namespace qs

@@ -158,4 +158,12 @@ protected:
 at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at::ScalarType dtype,
                       at::Device device);
 
+// As loadTensor, except that a CPU tensor the file already stores in `dtype` is not copied: it
+// is a view of the file's read-only mapping, which keeps `checkpoint` alive and hands the pages
+// back when the last reference goes (a 100M model's eval spent a twentieth of its time copying
+// its weights out; docs/performance.md). Such a tensor must never be written in place: the
+// mapping is read-only, a write is a segmentation fault. Every transform here makes new tensors.
+at::Tensor loadTensorShared(const std::shared_ptr<const Checkpoint>& checkpoint,
+                            const std::string& name, at::ScalarType dtype, at::Device device);
+
 } // namespace qs

@@ -3,6 +3,9 @@
 // reader), on synthetic checkpoints with planted outliers; block-by-block streaming; shards.
 #include "TestSupport.h"
 
+#include "io/Checkpoint.h"
+#include "io/SafetensorsFile.h"
+#include "model/DecoderModel.h"
 #include "model/ModelLoader.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
@@ -177,6 +180,28 @@ private Q_SLOTS:
             const QString msg = e.what();
             QVERIFY2(msg.contains("model.layers.2.") && msg.contains("missing"), e.what());
         }
+    }
+
+    // A CPU weight the file stores in the compute dtype is read in place: a view of the mapping
+    // with the copy's values, alive after every other owner of the checkpoint has gone; any
+    // other dtype is converted into memory of its own.
+    void sharedLoadReadsTheMappingInPlace() {
+        qs::SyntheticModelOptions o;
+        o.numLayers = 1;
+        o.dtype = "F32";
+        const QString dir = synth("shared-load", o);
+        const std::string name = "model.layers.0.mlp.down_proj.weight";
+        std::shared_ptr<const qs::Checkpoint> ckpt = qs::Checkpoint::open(dir.toStdString());
+        const at::Tensor copy = qs::loadTensor(*ckpt, name, at::kFloat, at::kCPU);
+        const void* mapped = ckpt->fileOf(name).data(ckpt->info(name));
+        const at::Tensor view = qs::loadTensorShared(ckpt, name, at::kFloat, at::kCPU);
+        QCOMPARE(view.data_ptr(), mapped);
+        QVERIFY(copy.data_ptr() != mapped);
+        const at::Tensor converted = qs::loadTensorShared(ckpt, name, at::kDouble, at::kCPU);
+        QVERIFY(converted.data_ptr() != mapped);
+        QVERIFY(at::equal(converted, copy.to(at::kDouble)));
+        ckpt.reset(); // the view's deleter now holds the only reference to the mapping
+        QVERIFY(at::equal(view, copy));
     }
 
     // A stored tensor the family does not read is refused by name, never dropped: here Qwen2's
