@@ -38,7 +38,9 @@ struct AttentionJob {
 // The helpers are always inlined so that each clone of attendUnits compiles them for its target.
 
 // Scaled scores s[j] = (q . k_{lo + j}) * scale for j < n (transformers: (q k^T) * scaling);
-// returns their maximum.
+// returns their maximum. Keys in blocks of 64: eight independent accumulators keep both FMA
+// pipes busy (four left the loop waiting on each multiply-add's latency, at a fifth of the
+// core's peak), and each q[c] is broadcast once per eight loads of keys.
 QS_VEC_INLINE float scaledScores(const float* q, const float* kt, int64_t ldk, int64_t d,
                                  int64_t lo, int64_t n, float scale, float* s) {
     float m = -std::numeric_limits<float>::infinity();
@@ -46,25 +48,37 @@ QS_VEC_INLINE float scaledScores(const float* q, const float* kt, int64_t ldk, i
 #if QS_HAVE_VECTOR_EXP
     Floats8 vm = splat8(m);
     const Floats8 vs = splat8(scale);
-    for (; j + 32 <= n; j += 32) {
-        Floats8 a0{}, a1{}, a2{}, a3{};
+    for (; j + 64 <= n; j += 64) {
+        Floats8 a[8] = {};
         for (int64_t c = 0; c < d; ++c) {
             const float* k = kt + c * ldk + lo + j;
             const Floats8 qc = splat8(q[c]);
-            a0 += qc * load8(k);
-            a1 += qc * load8(k + 8);
-            a2 += qc * load8(k + 16);
-            a3 += qc * load8(k + 24);
+#pragma GCC unroll 8
+            for (int u = 0; u < 8; ++u)
+                a[u] += qc * load8(k + 8 * u);
         }
-        a0 *= vs, a1 *= vs, a2 *= vs, a3 *= vs;
-        vm = a0 > vm ? a0 : vm;
-        vm = a1 > vm ? a1 : vm;
-        vm = a2 > vm ? a2 : vm;
-        vm = a3 > vm ? a3 : vm;
-        store8(s + j, a0);
-        store8(s + j + 8, a1);
-        store8(s + j + 16, a2);
-        store8(s + j + 24, a3);
+#pragma GCC unroll 8
+        for (int u = 0; u < 8; ++u) {
+            a[u] *= vs;
+            vm = a[u] > vm ? a[u] : vm;
+            store8(s + j + 8 * u, a[u]);
+        }
+    }
+    for (; j + 32 <= n; j += 32) {
+        Floats8 a[4] = {};
+        for (int64_t c = 0; c < d; ++c) {
+            const float* k = kt + c * ldk + lo + j;
+            const Floats8 qc = splat8(q[c]);
+#pragma GCC unroll 4
+            for (int u = 0; u < 4; ++u)
+                a[u] += qc * load8(k + 8 * u);
+        }
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) {
+            a[u] *= vs;
+            vm = a[u] > vm ? a[u] : vm;
+            store8(s + j + 8 * u, a[u]);
+        }
     }
     for (; j + 8 <= n; j += 8) {
         Floats8 a{};
@@ -109,11 +123,25 @@ QS_VEC_INLINE float softmaxNumerators(float* s, int64_t n, float m) {
     return sum;
 }
 
-// out[c] = sum_j p[j] v_{lo + j}[c] / sum.
+// out[c] = sum_j p[j] v_{lo + j}[c] / sum. Columns in blocks of 64 (a head of 64 or 128 in
+// one or two): eight accumulators, each value row read once per block as contiguous vectors.
 QS_VEC_INLINE void weightedValues(const float* p, const float* v, int64_t vT, int64_t d, int64_t lo,
                                   int64_t n, float invSum, float* out) {
     int64_t c = 0;
 #if QS_HAVE_VECTOR_EXP
+    for (; c + 64 <= d; c += 64) {
+        Floats8 a[8] = {};
+        const float* vr = v + lo * vT + c;
+        for (int64_t j = 0; j < n; ++j, vr += vT) {
+            const Floats8 pj = splat8(p[j]);
+#pragma GCC unroll 8
+            for (int u = 0; u < 8; ++u)
+                a[u] += pj * load8(vr + 8 * u);
+        }
+#pragma GCC unroll 8
+        for (int u = 0; u < 8; ++u)
+            store8(out + c + 8 * u, a[u] * invSum);
+    }
     for (; c + 8 <= d; c += 8) {
         Floats8 a0{}, a1{}, a2{}, a3{};
         const float* vr = v + lo * vT + c;

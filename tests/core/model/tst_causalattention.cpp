@@ -54,6 +54,9 @@ private Q_SLOTS:
         QTest::addColumn<int>("window");
         QTest::newRow("stories260K shape (8 heads, 4 KV, d 8)") << 2 << 8 << 4 << 256 << 8 << 0;
         QTest::newRow("d 64, odd length") << 1 << 4 << 4 << 77 << 64 << 0;
+        // Every key block of the scores (64, 32, 8, scalar) and two 64-column value blocks.
+        QTest::newRow("d 128, length 150") << 1 << 2 << 1 << 150 << 128 << 0;
+        QTest::newRow("d 72, window 100") << 1 << 2 << 2 << 180 << 72 << 100;
         QTest::newRow("d 5 (scalar tail), 3 groups") << 2 << 6 << 2 << 45 << 5 << 0;
         QTest::newRow("sliding window 16") << 1 << 4 << 2 << 100 << 16 << 16;
         QTest::newRow("window longer than the sequence") << 1 << 2 << 1 << 40 << 8 << 64;
