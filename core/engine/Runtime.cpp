@@ -12,6 +12,7 @@
 
 #include <link.h>
 #include <malloc.h>
+#include <omp.h>
 
 #include <string>
 
@@ -20,6 +21,10 @@ namespace qs {
 void configureThreads(int threads) {
     const int n = threads > 0 ? threads : std::max(1, QThread::idealThreadCount());
     at::set_num_threads(n);
+    // Our own parallel_for regions run in the OpenMP runtime core is linked with. Debian's
+    // LibTorch uses that same libgomp and the call above already set it; a LibTorch that bundles
+    // its own (PyPI's) would otherwise leave our loops at one thread per core.
+    omp_set_num_threads(n);
     // The BLAS keeps its own count: OpenBLAS's pthread pool starts with one thread per core
     // whatever LibTorch is told, BLIS with one. --threads means both.
     setBlasThreads(n);
