@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
                             {"llama-100m (8 windows)", 8, 12, 12, 256, 64},
                             {"llama-1b (2 windows)", 2, 32, 4, 256, 64}};
     std::printf("# threads %d, float32, median of %d\n", at::get_num_threads(), repeat);
-    std::printf("| shape | loop ms | loop GFLOP/s | materialising ms | ratio |\n|---|---|---|---|---|\n");
+    std::printf(
+        "| shape | loop ms | loop GFLOP/s | materialising ms | ratio |\n|---|---|---|---|---|\n");
     for (const Shape& s : shapes) {
         at::manual_seed(1);
         // As the blocks make them: [B, T, h, d] memory viewed as [B, h, T, d].
@@ -69,10 +70,9 @@ int main(int argc, char** argv) {
         const at::Tensor mask = at::triu(
             at::full({s.len, s.len}, -std::numeric_limits<float>::infinity(), at::kFloat), 1);
         const double loop = medianMs(repeat, [&] { qs::causalAttentionCpu(q, k, v, scale, 0); });
-        const double materialised =
-            medianMs(repeat, [&] { qs::attention(q, k, v, mask, scale); });
-        const double flops = 4.0 * double(s.batch * s.heads * s.headDim) *
-                             double(s.len * (s.len + 1) / 2);
+        const double materialised = medianMs(repeat, [&] { qs::attention(q, k, v, mask, scale); });
+        const double flops =
+            4.0 * double(s.batch * s.heads * s.headDim) * double(s.len * (s.len + 1) / 2);
         std::printf("| %s | %.2f | %.1f | %.2f | %.2f |\n", s.name, loop, flops / loop / 1e6,
                     materialised, materialised / loop);
     }

@@ -37,10 +37,33 @@ struct AttentionJob {
 
 // The helpers are always inlined so that each clone of attendUnits compiles them for its target.
 
+#if QS_HAVE_VECTOR_EXP
+// Scaled scores of the 8U keys from `first` into s, their maximum into vm: U independent
+// accumulators of 8 keys, each q[c] broadcast once per U loads of keys.
+template <int U>
+QS_VEC_INLINE void scoreBlock(const float* q, const float* kt, int64_t ldk, int64_t d,
+                              int64_t first, Floats8 vs, Floats8& vm, float* s) {
+    Floats8 a[U] = {};
+    for (int64_t c = 0; c < d; ++c) {
+        const float* k = kt + c * ldk + first;
+        const Floats8 qc = splat8(q[c]);
+#pragma GCC unroll 8
+        for (int u = 0; u < U; ++u)
+            a[u] += qc * load8(k + 8 * u);
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) {
+        a[u] *= vs;
+        vm = a[u] > vm ? a[u] : vm;
+        store8(s + 8 * u, a[u]);
+    }
+}
+#endif
+
 // Scaled scores s[j] = (q . k_{lo + j}) * scale for j < n (transformers: (q k^T) * scaling);
 // returns their maximum. Keys in blocks of 64: eight independent accumulators keep both FMA
 // pipes busy (four left the loop waiting on each multiply-add's latency, at a fifth of the
-// core's peak), and each q[c] is broadcast once per eight loads of keys.
+// core's peak).
 QS_VEC_INLINE float scaledScores(const float* q, const float* kt, int64_t ldk, int64_t d,
                                  int64_t lo, int64_t n, float scale, float* s) {
     float m = -std::numeric_limits<float>::infinity();
@@ -48,46 +71,12 @@ QS_VEC_INLINE float scaledScores(const float* q, const float* kt, int64_t ldk, i
 #if QS_HAVE_VECTOR_EXP
     Floats8 vm = splat8(m);
     const Floats8 vs = splat8(scale);
-    for (; j + 64 <= n; j += 64) {
-        Floats8 a[8] = {};
-        for (int64_t c = 0; c < d; ++c) {
-            const float* k = kt + c * ldk + lo + j;
-            const Floats8 qc = splat8(q[c]);
-#pragma GCC unroll 8
-            for (int u = 0; u < 8; ++u)
-                a[u] += qc * load8(k + 8 * u);
-        }
-#pragma GCC unroll 8
-        for (int u = 0; u < 8; ++u) {
-            a[u] *= vs;
-            vm = a[u] > vm ? a[u] : vm;
-            store8(s + j + 8 * u, a[u]);
-        }
-    }
-    for (; j + 32 <= n; j += 32) {
-        Floats8 a[4] = {};
-        for (int64_t c = 0; c < d; ++c) {
-            const float* k = kt + c * ldk + lo + j;
-            const Floats8 qc = splat8(q[c]);
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; ++u)
-                a[u] += qc * load8(k + 8 * u);
-        }
-#pragma GCC unroll 4
-        for (int u = 0; u < 4; ++u) {
-            a[u] *= vs;
-            vm = a[u] > vm ? a[u] : vm;
-            store8(s + j + 8 * u, a[u]);
-        }
-    }
-    for (; j + 8 <= n; j += 8) {
-        Floats8 a{};
-        for (int64_t c = 0; c < d; ++c)
-            a += splat8(q[c]) * load8(kt + c * ldk + lo + j);
-        a *= vs;
-        vm = a > vm ? a : vm;
-        store8(s + j, a);
-    }
+    for (; j + 64 <= n; j += 64)
+        scoreBlock<8>(q, kt, ldk, d, lo + j, vs, vm, s + j);
+    for (; j + 32 <= n; j += 32)
+        scoreBlock<4>(q, kt, ldk, d, lo + j, vs, vm, s + j);
+    for (; j + 8 <= n; j += 8)
+        scoreBlock<1>(q, kt, ldk, d, lo + j, vs, vm, s + j);
     for (int k = 0; k < 8; ++k)
         m = std::max(m, vm[k]);
 #endif
