@@ -240,8 +240,9 @@ at::Tensor causalAttentionCpu(const at::Tensor& q, const at::Tensor& k, const at
     // Keys transposed once per call ([B, nkv, d, T]) so one query's scores are read as rows.
     // Each row padded with 8 zeros, so the score loop's last vector of keys stays inside it.
     const int64_t ldk = T + 8;
-    const at::Tensor kt = at::zeros({B, nkv, d, ldk}, k.options());
+    const at::Tensor kt = at::empty({B, nkv, d, ldk}, k.options());
     kt.narrow(3, 0, T).copy_(k.permute({0, 1, 3, 2}));
+    kt.narrow(3, T, 8).zero_();
     at::Tensor out = at::empty({B, T, nh, d}, q.options());
 
     AttentionJob job{};
