@@ -2,10 +2,15 @@
 // (core/export/ExporterRegistry.h) and the GUI's export dialog read this one table.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 namespace qs {
+
+// A format's own options by name ("gguf_type" -> "q4_k"): data the format declares and checks,
+// carried through the run layer without it knowing what they mean.
+using ExportOptions = std::map<std::string, std::string>;
 
 // `name` is what the CLI (--format), the GUI and the registry use; `recipeTarget` what a recipe's
 // export_targets records.

@@ -1,6 +1,6 @@
 #include "io/GgufFile.h"
 #include "io/GgufFolder.h"
-#include "io/QuarkFolder.h"
+#include "model/QuarkFolder.h"
 #include "model/ModelInfo.h"
 #include "model/ModelLoader.h"
 #include "util/Strings.h"

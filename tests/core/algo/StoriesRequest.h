@@ -5,7 +5,7 @@
 
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
+#include "run/QuantizationRun.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
 
@@ -21,7 +21,7 @@ struct StoriesWindows {
 };
 
 // `scheme` on every linear except `exclude`, with `algorithms` in order.
-inline QuantizationRequest storiesRequest(const std::string& scheme,
+inline RunRequest storiesRequest(const std::string& scheme,
                                           const std::vector<std::string>& exclude,
                                           const std::vector<AlgorithmSpec>& algorithms,
                                           const StoriesWindows& windows) {
@@ -36,7 +36,7 @@ inline QuantizationRequest storiesRequest(const std::string& scheme,
         recipe.evaluation.dataPath = sharedPath("data/tinystories-eval.txt").toStdString();
         recipe.evaluation.seqLen = 256;
     }
-    QuantizationRequest req;
+    RunRequest req;
     req.modelDir = sharedPath("models/stories260K").toStdString();
     req.recipe = recipe;
     req.evaluate = windows.evaluate;

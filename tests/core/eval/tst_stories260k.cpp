@@ -2,7 +2,7 @@
 // docs/evaluation.md and the model's known greedy story opening.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
+#include "run/QuantizationRun.h"
 #include "eval/TextEvaluation.h"
 #include "util/Error.h"
 

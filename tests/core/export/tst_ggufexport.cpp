@@ -7,7 +7,7 @@
 // multiples of 256, with llama.cpp's fallbacks for the rows that are not.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
+#include "run/QuantizationRun.h"
 #include "export/ExportFormat.h"
 #include "export/GgmlKQuants.h"
 #include "export/GgufExporter.h"
@@ -133,12 +133,12 @@ private:
             qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
         recipe.calibration.numSamples = 4;
         recipe.calibration.seqLen = 128;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
         req.recipe = recipe;
         req.outDir = out.toStdString();
         req.exportFormats = {"gguf"};
-        req.ggufType = type;
+        req.exportOptions["gguf_type"] = type;
         req.keepPlans = true;
         return qs::runQuantization(req);
     }
@@ -245,13 +245,13 @@ private:
         qs::QuantFlags flags;
         flags.quantScheme = "uint4_wo_32";
         flags.excludeLayers = {"*"}; // nothing quantized: the float weights as they are
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         const QString out = qs::test::tempDir(QString::fromStdString(type)) + "/gguf";
         req.outDir = out.toStdString();
         req.exportFormats = {"gguf"};
-        req.ggufType = type;
+        req.exportOptions["gguf_type"] = type;
         qs::runQuantization(req);
         return out + "/model.gguf";
     }
@@ -558,13 +558,13 @@ private Q_SLOTS:
             qs::QuantFlags flags;
             flags.quantScheme = "uint4_wo_32";
             flags.excludeLayers = {"*"}; // nothing quantized by the engine: ggml's K-quants
-            qs::QuantizationRequest req;
+            qs::RunRequest req;
             req.modelDir = opt.outDir;
             req.recipe = qs::recipeFromFlags(flags);
             const QString out = qs::test::tempDir(QString::fromStdString("kq-" + type)) + "/gguf";
             req.outDir = out.toStdString();
             req.exportFormats = {"gguf"};
-            req.ggufType = type;
+            req.exportOptions["gguf_type"] = type;
             qs::runQuantization(req);
             const Gguf g(out + "/model.gguf");
             QCOMPARE(int(g.tensors.size()), 1 + 2 * 9 + 2); // embd, 9 per block, norm, output

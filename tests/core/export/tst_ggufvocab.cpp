@@ -11,7 +11,7 @@
 //    is written.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
+#include "run/QuantizationRun.h"
 #include "export/GgufVocab.h"
 #include "io/GgufFile.h"
 #include "io/GgufFolder.h"
@@ -64,7 +64,7 @@ QString exportGguf(const std::string& modelDir, const QString& name) {
     qs::QuantFlags flags;
     flags.quantScheme = "uint4_wo_32";
     flags.excludeLayers = {"*"};
-    qs::QuantizationRequest req;
+    qs::RunRequest req;
     req.modelDir = modelDir;
     req.recipe = qs::recipeFromFlags(flags);
     const QString out = qs::test::tempDir(name) + "/gguf";

@@ -10,7 +10,7 @@
 // the logits by at least 0.03, four orders of magnitude above the bound.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
+#include "run/QuantizationRun.h"
 #include "io/Checkpoint.h"
 #include "model/LlamaStyleFamily.h"
 #include "model/ModelLoader.h"
@@ -45,7 +45,7 @@ private:
         flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
         flags.numCalibData = 2;
         flags.seqLen = 32;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = dir;
         req.recipe = qs::recipeFromFlags(flags);
         req.analyze = true;

@@ -1,7 +1,7 @@
 // The algorithm catalog's `runnable` flag (what the GUI enables) and the engine's transforms
 // (makeBlockTransforms) agree: every runnable algorithm gets a transform with Quark's defaults,
 // every other one is refused by name with the recipe field.
-#include "calib/BlockTransform.h"
+#include "algo/TransformFactory.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/Recipe.h"
 #include "util/Error.h"

@@ -1,0 +1,19 @@
+#pragma once
+
+#include "calib/BlockTransform.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+struct AlgorithmSpec;
+
+// The transforms of a recipe's algorithms, in recipe order. Throws qs::Error(source,
+// "algorithms[i].name", why) for an algorithm the engine cannot run yet: a recipe field is
+// honoured or refused, never ignored.
+std::vector<std::unique_ptr<BlockTransform>>
+makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::string& source);
+
+} // namespace qs
