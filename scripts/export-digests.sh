@@ -22,7 +22,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export XDG_CACHE_HOME=$tmp/cache
-"$cli" synth --arch llama --out "$tmp/synth" --seed 1 --quiet > /dev/null
+"$cli" synth --arch llama --out "$tmp/synth" --seed 1 > /dev/null
 calib=(--calib-data "$calibtext" --num-calib-data 8 --seq-len 64)
 
 run() { # LABEL MODEL ARGS...
