@@ -103,8 +103,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_workbench, &WorkbenchPage::excludeLayerRequested, this, &MainWindow::excludeLayer);
     connect(m_workbench, &WorkbenchPage::overrideLayerRequested, this,
             &MainWindow::chooseLayerOverride);
-    connect(m_runPanel, &RunPanel::analyzeRequested, this,
-            [this] { startRun(RunKind::Analyze); });
+    connect(m_runPanel, &RunPanel::analyzeRequested, this, [this] { startRun(RunKind::Analyze); });
     connect(m_runPanel, &RunPanel::quantizeRequested, this, &MainWindow::openExportDialog);
     connect(m_runPanel, &RunPanel::evaluateRequested, this,
             [this] { startRun(RunKind::Evaluate); });
@@ -513,8 +512,9 @@ void MainWindow::onRecipeChanged() {
     m_jsonView->setRecipe(recipe);
 }
 
-bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir,
-                          const std::vector<std::string>& exportTargets, const QString& ggufType) {
+bool MainWindow::startRun(RunKind kind, const QString& outDir,
+                          const std::vector<std::string>& exportTargets,
+                          const ExportOptions& exportOptions) {
     if (m_runJob >= 0 || m_modelDirectory.isEmpty())
         return false;
     RunRequest request;

@@ -1,7 +1,7 @@
 #include "algo/AutoSmoothQuantTransform.h"
 
-#include "recipe/AlgorithmCatalog.h"
 #include "algo/AwqTransform.h"
+#include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -15,8 +15,7 @@ AutoSmoothQuantTransform::AutoSmoothQuantTransform(const nlohmann::json& params,
                                                    const std::string& source)
     : m_params(params), m_source(source) {
     // The catalog has validated the choices and holds the default (AlgorithmCatalog.cpp).
-    if (algorithmParam("autosmoothquant", params, "compute_scale_loss").get<std::string>() ==
-        "MAE")
+    if (algorithmParam("autosmoothquant", params, "compute_scale_loss").get<std::string>() == "MAE")
         m_loss = ScaleLoss::Mae;
 }
 

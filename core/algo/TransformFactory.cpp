@@ -16,7 +16,7 @@ namespace qs {
 namespace {
 
 using TransformMaker = std::unique_ptr<BlockTransform> (*)(const nlohmann::json& params,
-                                                            const std::string& where);
+                                                           const std::string& where);
 
 template <class T>
 std::unique_ptr<BlockTransform> make(const nlohmann::json& params, const std::string& where) {

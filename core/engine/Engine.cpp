@@ -185,8 +185,8 @@ int Engine::evaluate(const EvalRequest& request) {
 }
 
 int Engine::run(const RunRequest& request) {
-    return submit(QString::fromStdString(request.title()), [this, request](int job,
-                                                                    const ProgressFn& report) {
+    return submit(QString::fromStdString(request.title()), [this, request](
+                                                               int job, const ProgressFn& report) {
         if (d->modelDir.isEmpty())
             throw Error("run", "", "no model is open");
         RunRequest r = request;
