@@ -70,7 +70,7 @@ QString exportGguf(const std::string& modelDir, const QString& name) {
     const QString out = qs::test::tempDir(name) + "/gguf";
     req.outDir = out.toStdString();
     req.exportFormats = {"gguf"};
-    req.ggufType = "f32";
+    req.exportOptions["gguf_type"] = "f32";
     qs::runQuantization(req);
     return out;
 }
