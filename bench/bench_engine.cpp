@@ -15,12 +15,12 @@
 //
 // usage: quantscope-bench-engine [--shared ../shared] [--threads N] [--reps 3] [--sections 123]
 #include "calib/CalibrationPasses.h"
-#include "run/QuantizationRun.h"
-#include "run/SensitivityRun.h"
 #include "model/ModelLoader.h"
 #include "quant/FastGroupQuant.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
+#include "run/SensitivityRun.h"
 #include "synth/SyntheticModel.h"
 
 #include <ATen/ATen.h>
@@ -68,8 +68,8 @@ double medianOf(int reps, const std::function<void()>& f) {
     return median(t);
 }
 
-qs::RunRequest int8Request(const std::string& model, const std::string& calib,
-                                    int64_t windows, int64_t seq, const std::string& mode) {
+qs::RunRequest int8Request(const std::string& model, const std::string& calib, int64_t windows,
+                           int64_t seq, const std::string& mode) {
     qs::QuantFlags flags;
     flags.quantScheme = "int8";
     flags.calibData = calib;

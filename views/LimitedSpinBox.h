@@ -2,6 +2,8 @@
 
 #include "recipe/RecipeLimits.h"
 
+#include <QString>
+
 class QSpinBox;
 
 namespace qs {

@@ -16,4 +16,8 @@ struct AlgorithmSpec;
 std::vector<std::unique_ptr<BlockTransform>>
 makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::string& source);
 
+// Whether the engine has a transform for `algorithm` (a catalog name): what the catalog's
+// `runnable` must say (tests/core/algo/tst_transformfactory.cpp keeps the two in step).
+bool hasBlockTransform(const std::string& algorithm);
+
 } // namespace qs

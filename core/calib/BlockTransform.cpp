@@ -1,6 +1,5 @@
 #include "calib/BlockTransform.h"
 
-
 #include <ATen/ATen.h>
 
 namespace qs {

@@ -34,9 +34,9 @@
 // same numerics, else as a Quark layer config ({"weight", "input_tensors", "output_tensors"}).
 #pragma once
 
-#include "recipe/EvaluationSpec.h"
 #include "quant/QuantScheme.h"
 #include "quant/QuantSpec.h"
+#include "recipe/EvaluationSpec.h"
 
 #include <nlohmann/json.hpp>
 

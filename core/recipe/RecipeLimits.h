@@ -34,8 +34,8 @@ constexpr int64_t kMaxWindowTokens = int64_t(1) << 24;
 
 constexpr FieldLimit calibrationSamples{"calibration.num_samples", 1, 1000000000};
 constexpr FieldLimit calibrationSeqLen{"calibration.seq_len", kMinWindowTokens, kMaxWindowTokens};
-constexpr FieldLimit evaluationSeqLen{"evaluation.seq_len", kMinWindowTokens, kMaxWindowTokens,
-                                      0, "0 = the model's context length, at most 512"};
+constexpr FieldLimit evaluationSeqLen{"evaluation.seq_len", kMinWindowTokens, kMaxWindowTokens, 0,
+                                      "0 = the model's context length, at most 512"};
 constexpr FieldLimit evaluationMaxWindows{"evaluation.max_windows", 1, int64_t(1) << 40, 0,
                                           "0 = all windows"};
 

@@ -1,7 +1,7 @@
 #include "run/PreparedRun.h"
 
-#include "calib/CalibrationData.h"
 #include "algo/TransformFactory.h"
+#include "calib/CalibrationData.h"
 #include "eval/TextEvaluation.h"
 #include "export/ExporterRegistry.h"
 #include "export/GgufExporter.h"

@@ -29,8 +29,7 @@ PerplexityResult perplexityResult(const PreparedRun& prep, double nllSum, int64_
     return p;
 }
 
-QuantizationOutcome runQuantization(const RunRequest& req,
-                                    const PipelineProgress& progress) {
+QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgress& progress) {
     const auto t0 = std::chrono::steady_clock::now();
     PreparedRun prep = prepareRun(req, progress);
     QuantizationOutcome outcome;

@@ -53,8 +53,8 @@ RunOutcome runJob(const RunRequest& request, const PipelineProgress& progress) {
         fp.evaluation = request.recipe.evaluation;
         fp.device = request.device;
         fp.dtype = request.dtype;
-        fullPrecision = evaluateModelOnText(request.modelDir, fp, part(fpShare, "fp32"),
-                                            request.tokenizer);
+        fullPrecision =
+            evaluateModelOnText(request.modelDir, fp, part(fpShare, "fp32"), request.tokenizer);
     }
     RunOutcome outcome;
     outcome.recipe = request.recipe;
@@ -69,11 +69,10 @@ RunOutcome runJob(const RunRequest& request, const PipelineProgress& progress) {
         RunRequest study = request;
         study.analyze = false;
         study.outDir.clear();
-        outcome.sensitivity = runSensitivity(study, part(sensitivityShare, ""),
-                                             request.onSensitivityRow);
+        outcome.sensitivity =
+            runSensitivity(study, part(sensitivityShare, ""), request.onSensitivityRow);
     }
-    outcome.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return outcome;
 }
 

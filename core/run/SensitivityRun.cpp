@@ -30,8 +30,7 @@ std::string rowName(const std::string& layer) {
 
 } // namespace
 
-SensitivityResult runSensitivity(const RunRequest& request,
-                                 const PipelineProgress& progress,
+SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgress& progress,
                                  const std::function<void(const SensitivityRow&)>& onRow) {
     RunRequest base = request;
     base.evaluate = true;

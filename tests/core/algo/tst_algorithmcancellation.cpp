@@ -5,9 +5,9 @@
 #include "TestSupport.h"
 
 #include "algo/Gptq.h"
-#include "run/QuantizationRun.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -86,7 +86,7 @@ CancelledRun cancelInside(RunRequest req, const std::string& algorithm, size_t s
 }
 
 RunRequest storiesRequest(const std::string& scheme, const std::string& algorithm,
-                                   const QString& outDir) {
+                          const QString& outDir) {
     RunRequest req =
         qs::test::storiesRequest(scheme, {"*down_proj", "*lm_head"}, // 172 inputs: no groups of 32
                                  {{algorithm, nlohmann::json::object()}}, {4, 128});

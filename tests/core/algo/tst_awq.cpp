@@ -9,9 +9,9 @@
 #include "algo/AwqTransform.h"
 #include "algo/GroupOutputProbe.h"
 #include "algo/ScalingGroups.h"
-#include "run/QuantizationRun.h"
 #include "quant/Quantize.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -7,9 +7,9 @@
 
 #include "algo/Gptq.h"
 #include "algo/GptqTransform.h"
-#include "run/QuantizationRun.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>

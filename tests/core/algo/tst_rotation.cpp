@@ -5,12 +5,12 @@
 #include "TestSupport.h"
 
 #include "algo/ResidualRotation.h"
-#include "run/QuantizationRun.h"
 #include "export/ExportFolder.h"
 #include "io/Checkpoint.h"
 #include "model/ModelLoader.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 

@@ -7,9 +7,9 @@
 #include "algo/AutoSmoothQuantTransform.h"
 #include "algo/ScalingGroups.h"
 #include "algo/SmoothQuantTransform.h"
-#include "run/QuantizationRun.h"
 #include "model/ModelFamily.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>

@@ -8,7 +8,7 @@
 
 #include <QtTest>
 
-class TestBlockTransform : public QObject {
+class TestTransformFactory : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
@@ -44,5 +44,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestBlockTransform)
-#include "tst_blocktransform.moc"
+QTEST_GUILESS_MAIN(TestTransformFactory)
+#include "tst_transformfactory.moc"

@@ -5,10 +5,10 @@
 #include "TestSupport.h"
 
 #include "analysis/ExpertRouting.h"
-#include "run/QuantizationRun.h"
-#include "run/SensitivityRun.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
+#include "run/SensitivityRun.h"
 #include "util/Error.h"
 
 #include <QtTest>

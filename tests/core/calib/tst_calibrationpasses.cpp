@@ -8,11 +8,11 @@
 #include "calib/BlockTransform.h"
 #include "calib/CalibrationPipeline.h"
 #include "calib/LayerPlanner.h"
-#include "run/QuantizationRun.h"
 #include "model/ModelLoader.h"
 #include "quant/Quantize.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 

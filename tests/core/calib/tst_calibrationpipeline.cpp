@@ -4,13 +4,13 @@
 #include "TestSupport.h"
 
 #include "calib/CalibrationPipeline.h"
-#include "run/QuantizationRun.h"
 #include "eval/Perplexity.h"
 #include "eval/TextEvaluation.h"
 #include "model/ModelLoader.h"
 #include "quant/Quantize.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 

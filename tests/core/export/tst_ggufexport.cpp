@@ -7,13 +7,13 @@
 // multiples of 256, with llama.cpp's fallbacks for the rows that are not.
 #include "TestSupport.h"
 
-#include "run/QuantizationRun.h"
 #include "export/ExportFormat.h"
 #include "export/GgmlKQuants.h"
 #include "export/GgufExporter.h"
 #include "io/Checkpoint.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 

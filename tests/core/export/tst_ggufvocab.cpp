@@ -11,11 +11,11 @@
 //    is written.
 #include "TestSupport.h"
 
-#include "run/QuantizationRun.h"
 #include "export/GgufVocab.h"
 #include "io/GgufFile.h"
 #include "io/GgufFolder.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "tokenize/TokenizerLoader.h"
 #include "util/Error.h"

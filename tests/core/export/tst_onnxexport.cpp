@@ -7,9 +7,9 @@
 // scripts/check-onnx.sh (onnxruntime), which needs npm; this test does not.
 #include "TestSupport.h"
 
-#include "run/QuantizationRun.h"
 #include "export/ExporterRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 

@@ -4,7 +4,6 @@
 // the consumers cannot load) before any work; atomic output folders.
 #include "TestSupport.h"
 
-#include "run/QuantizationRun.h"
 #include "export/ExportFolder.h"
 #include "export/ExporterRegistry.h"
 #include "export/QuarkHfExporter.h"
@@ -12,6 +11,7 @@
 #include "quant/Packing.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -63,9 +63,8 @@ class TestQuarkExport : public QObject {
 private:
     QString m_model, m_reference;
 
-    qs::RunRequest request(const std::string& scheme,
-                                    const std::vector<std::string>& exclude,
-                                    const QString& out) const {
+    qs::RunRequest request(const std::string& scheme, const std::vector<std::string>& exclude,
+                           const QString& out) const {
         qs::QuantFlags flags;
         flags.quantScheme = scheme;
         flags.excludeLayers = exclude;

@@ -7,13 +7,13 @@
 #include "TestSupport.h"
 
 #include "GgufTestBuilder.h"
-#include "run/QuantizationRun.h"
 #include "export/GgufExporter.h"
 #include "io/Checkpoint.h"
 #include "io/GgmlDequantize.h"
 #include "io/GgufFolder.h"
 #include "model/ModelInfo.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "tokenize/TokenizerLoader.h"
 #include "util/Error.h"
 

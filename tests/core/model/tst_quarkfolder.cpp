@@ -7,11 +7,11 @@
 // close (the issue asks for 1e-6 relative).
 #include "TestSupport.h"
 
-#include "run/QuantizationRun.h"
-#include "model/QuarkFolder.h"
 #include "io/SafetensorsFile.h"
 #include "model/ModelInfo.h"
+#include "model/QuarkFolder.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <QDir>

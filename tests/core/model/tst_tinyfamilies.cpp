@@ -10,11 +10,11 @@
 // the logits by at least 0.03, four orders of magnitude above the bound.
 #include "TestSupport.h"
 
-#include "run/QuantizationRun.h"
 #include "io/Checkpoint.h"
 #include "model/LlamaStyleFamily.h"
 #include "model/ModelLoader.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <c10/core/InferenceMode.h>

@@ -5,11 +5,11 @@
 // on which other layers are quantized. Under sequential calibration they may differ.
 #include "TestSupport.h"
 
-#include "run/QuantizationRun.h"
-#include "run/SensitivityRun.h"
 #include "model/ModelLoader.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
+#include "run/SensitivityRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
