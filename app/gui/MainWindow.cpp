@@ -1,22 +1,16 @@
 #include "MainWindow.h"
-#include "LayerTreeModel.h"
 
 #include "DisplayFormat.h"
+#include "ErrorBox.h"
 #include "EvalPanel.h"
-#include "ExportDialog.h"
-#include "GuiFieldHint.h"
+#include "JobStatusIndicator.h"
 #include "JsonView.h"
-#include "LayerTreePanel.h"
 #include "RecipeDocument.h"
 #include "RecipePanel.h"
 #include "RunPanel.h"
 #include "StartPage.h"
 #include "WorkbenchPage.h"
 #include "engine/Engine.h"
-#include "quant/SchemeRegistry.h"
-#include "recipe/LayerPattern.h"
-#include "recipe/Provenance.h"
-#include "util/Error.h"
 
 #include <QAction>
 #include <QApplication>
@@ -27,7 +21,6 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QInputDialog>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -37,9 +30,6 @@
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QStatusBar>
-#include <QTimer>
-#include <QToolButton>
-#include <QUndoStack>
 
 #include <utility>
 
@@ -73,18 +63,28 @@ QString droppedModelDirectory(const QMimeData* mime) {
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent), m_engine(std::make_unique<Engine>()), m_pages(new QStackedWidget(this)),
       m_startPage(new StartPage(m_pages)), m_workbench(new WorkbenchPage(m_pages)),
-      m_recipe(new RecipeDocument(this)) {
+      m_recipe(new RecipeDocument(this)), m_docks(new RecipeDocks(m_recipe, m_workbench)),
+      m_jobStatus(new JobStatusIndicator(m_engine.get(), statusBar())),
+      m_runs(new RunController(m_engine.get(), m_recipe, m_workbench, m_docks->runPanel(),
+                               m_docks->runDock(), statusBar(), this)),
+      m_recipeActions(new RecipeActions(m_recipe, statusBar(), this)) {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowTitle(tr("Quantscope"));
     setAcceptDrops(true);
     m_pages->addWidget(m_startPage);
     m_pages->addWidget(m_workbench);
     setCentralWidget(m_pages);
-
-    createRecipeDocks();
     createMenus();
-    createStatusBar();
-    connectEngine();
+
+    // Every failed job gets an error box, whoever started it.
+    connect(m_jobStatus, &JobStatusIndicator::jobFailed, this,
+            [this](const QString& title, const QString& message) {
+                showErrorBox(this, tr("%1 failed").arg(title), message);
+            });
+    connect(m_runs, &RunController::runStarted, this, &MainWindow::runStarted);
+    connect(m_runs, &RunController::runFinished, this, &MainWindow::runFinished);
+    connect(m_runs, &RunController::runFailed, this, &MainWindow::runFailed);
+    connect(m_runs, &RunController::runCancelled, this, &MainWindow::runCancelled);
 
     connect(m_startPage, &StartPage::openFolderRequested, this, &MainWindow::chooseModelFolder);
     connect(m_startPage, &StartPage::openDemoRequested, this, &MainWindow::openDemoModel);
@@ -95,25 +95,20 @@ MainWindow::MainWindow(QWidget* parent)
     eval->setDevices(Engine::availableDevices());
     connect(eval, &EvalPanel::runRequested, this, &MainWindow::runEvaluation);
     connect(eval, &EvalPanel::cancelRequested, this, [this] {
-        if (m_evalJob >= 0)
-            m_engine->cancel(m_evalJob);
+        if (m_evalJob)
+            m_evalJob->cancel();
     });
 
     connect(m_recipe, &RecipeDocument::recipeChanged, this, &MainWindow::onRecipeChanged);
-    connect(m_workbench, &WorkbenchPage::excludeLayerRequested, this, &MainWindow::excludeLayer);
-    connect(m_workbench, &WorkbenchPage::overrideLayerRequested, this,
-            &MainWindow::chooseLayerOverride);
-    connect(m_runPanel, &RunPanel::analyzeRequested, this, [this] { startRun(RunKind::Analyze); });
-    connect(m_runPanel, &RunPanel::quantizeRequested, this, &MainWindow::openExportDialog);
-    connect(m_runPanel, &RunPanel::evaluateRequested, this,
-            [this] { startRun(RunKind::Evaluate); });
-    connect(m_runPanel, &RunPanel::sensitivityRequested, this,
-            [this] { startRun(RunKind::Sensitivity); });
-    connect(m_runPanel, &RunPanel::cancelRequested, this, &MainWindow::cancelRun);
+    connect(m_workbench, &WorkbenchPage::excludeLayerRequested, m_recipeActions,
+            &RecipeActions::excludeLayer);
+    connect(m_workbench, &WorkbenchPage::overrideLayerRequested, m_recipeActions,
+            &RecipeActions::chooseLayerOverride);
+    connect(m_recipeActions, &RecipeActions::loadFailed, this, &MainWindow::recipeLoadFailed);
     onRecipeChanged();
 
     QSettings settings;
-    m_recipeFile = settings.value(QLatin1String(RecipeFileKey)).toString();
+    m_recipeActions->setLastFile(settings.value(QLatin1String(RecipeFileKey)).toString());
     setRecentModels(m_recent.entries());
     eval->setDataPath(settings.value(QLatin1String(EvalDataPathKey)).toString());
     if (!restoreGeometry(settings.value(QLatin1String(GeometryKey)).toByteArray()))
@@ -121,15 +116,15 @@ MainWindow::MainWindow(QWidget* parent)
     restoreState(settings.value(QLatin1String(WindowStateKey)).toByteArray(), StateVersion);
     if (m_workbench->restoreState(settings.value(QLatin1String(WorkbenchStateKey)).toByteArray(),
                                   StateVersion))
-        m_recipeLayoutPending = false;
+        m_docks->setLayoutPending(false);
     else
         m_workbench->resetLayout(size());
     statusBar()->showMessage(tr("Ready"));
 }
 
 MainWindow::~MainWindow() {
-    // Stop the engine before the widgets its queued results would reach go away.
-    disconnect(m_engine.get(), nullptr, this, nullptr);
+    // Stop the engine (and with it its jobs) before the widgets their queued results would
+    // reach go away.
     m_engine.reset();
 }
 
@@ -150,49 +145,23 @@ void MainWindow::createMenus() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(m_workbench->summaryDock()->toggleViewAction());
     view->addAction(m_workbench->evalDock()->toggleViewAction());
-    view->addAction(m_recipeDock->toggleViewAction());
-    view->addAction(m_jsonDock->toggleViewAction());
-    view->addAction(m_runDock->toggleViewAction());
+    view->addAction(m_docks->recipeDock()->toggleViewAction());
+    view->addAction(m_docks->jsonDock()->toggleViewAction());
+    view->addAction(m_docks->runDock()->toggleViewAction());
     view->addSeparator();
     view->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
 
-    createRecipeMenu();
+    QMenu* recipe = m_recipeActions->addMenu(menuBar());
+    recipe->addSeparator();
+    recipe->addAction(tr("&Quantize and Export…"), m_runs, &RunController::openExportDialog);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     QAction* about = help->addAction(tr("&About Quantscope"), this, &MainWindow::showAbout);
     about->setMenuRole(QAction::AboutRole);
 }
 
-void MainWindow::createStatusBar() {
-    m_statusProgress = new QProgressBar(this);
-    m_statusProgress->setRange(0, 1000);
-    m_statusProgress->setMinimumWidth(220);
-    m_statusProgress->setTextVisible(true);
-    m_statusProgress->setFormat(QStringLiteral("%p%"));
-    m_statusProgress->hide();
-    m_statusCancel = new QToolButton(this);
-    m_statusCancel->setText(tr("Cancel"));
-    m_statusCancel->setToolTip(tr("Cancel the running and queued jobs"));
-    m_statusCancel->setAutoRaise(true);
-    m_statusCancel->hide();
-    connect(m_statusCancel, &QToolButton::clicked, this, [this] { m_engine->cancelAll(); });
-    statusBar()->addPermanentWidget(m_statusProgress);
-    statusBar()->addPermanentWidget(m_statusCancel);
-}
-
-void MainWindow::connectEngine() {
-    Engine* e = m_engine.get();
-    connect(e, &Engine::jobStarted, this, &MainWindow::onJobStarted);
-    connect(e, &Engine::progress, this, &MainWindow::onProgress);
-    connect(e, &Engine::modelOpened, this, &MainWindow::onModelOpened);
-    connect(e, &Engine::syntheticModelWritten, this, &MainWindow::onSyntheticModelWritten);
-    connect(e, &Engine::evaluated, this, &MainWindow::onEvaluated);
-    connect(e, &Engine::failed, this, &MainWindow::onFailed);
-    connect(e, &Engine::cancelled, this, &MainWindow::onCancelled);
-    connect(e, &Engine::jobFinished, this, &MainWindow::onJobFinished);
-    connect(e, &Engine::layerReports, this, &MainWindow::onLayerReports);
-    connect(e, &Engine::sensitivityRow, this, &MainWindow::onSensitivityRow);
-    connect(e, &Engine::runFinished, this, &MainWindow::onRunFinished);
+QProgressBar* MainWindow::statusProgressBar() const {
+    return m_jobStatus->progressBar();
 }
 
 QString MainWindow::demoModelDirectory() {
@@ -204,9 +173,23 @@ void MainWindow::openModel(const QString& directory) {
     if (directory.trimmed().isEmpty())
         return;
     m_openingDirectory = RecentModelList::normalized(directory);
-    m_openJob = m_engine->openModel(m_openingDirectory);
+    // A later open supersedes an earlier one still going: its results are no longer wanted.
+    if (m_openJob)
+        disconnect(m_openJob, nullptr, this, nullptr);
+    Job* job = m_engine->openModel(m_openingDirectory);
+    m_openJob = job;
+    connect(job, &Job::modelOpened, this, &MainWindow::onModelOpened);
+    connect(job, &Job::failed, this, [this](const QString& message) {
+        m_openJob = nullptr;
+        updateStartPageBusy();
+        Q_EMIT modelOpenFailed(message);
+    });
+    connect(job, &Job::cancelled, this, [this] {
+        m_openJob = nullptr;
+        updateStartPageBusy();
+    });
     statusBar()->showMessage(tr("Opening %1…").arg(QDir::toNativeSeparators(m_openingDirectory)));
-    updateBusy();
+    updateStartPageBusy();
 }
 
 void MainWindow::openDemoModel() {
@@ -215,11 +198,11 @@ void MainWindow::openDemoModel() {
         openModel(directory);
         return;
     }
-    if (m_demoJob >= 0)
+    if (m_demoJob)
         return; // already being written; it opens when done
     if (!QDir().mkpath(directory)) {
-        showError(tr("Open Demo Model"),
-                  tr("Cannot create the folder %1.").arg(QDir::toNativeSeparators(directory)));
+        showErrorBox(this, tr("Open Demo Model"),
+                     tr("Cannot create the folder %1.").arg(QDir::toNativeSeparators(directory)));
         Q_EMIT modelOpenFailed(tr("cannot create %1").arg(directory));
         return;
     }
@@ -229,10 +212,24 @@ void MainWindow::openDemoModel() {
     options.numLayers = 4;
     options.seed = 1;
     options.outDir = directory.toStdString();
-    m_demoJob = m_engine->writeSyntheticModel(options);
+    Job* job = m_engine->writeSyntheticModel(options);
+    m_demoJob = job;
+    connect(job, &Job::syntheticModelWritten, this, [this](const QString& written) {
+        m_demoJob = nullptr;
+        openModel(written.isEmpty() ? demoModelDirectory() : written);
+    });
+    connect(job, &Job::failed, this, [this](const QString& message) {
+        m_demoJob = nullptr;
+        updateStartPageBusy();
+        Q_EMIT modelOpenFailed(message);
+    });
+    connect(job, &Job::cancelled, this, [this] {
+        m_demoJob = nullptr;
+        updateStartPageBusy();
+    });
     statusBar()->showMessage(
         tr("Writing the demo model to %1…").arg(QDir::toNativeSeparators(directory)));
-    updateBusy();
+    updateStartPageBusy();
 }
 
 void MainWindow::chooseModelFolder() {
@@ -258,21 +255,21 @@ void MainWindow::chooseGgufFile() { // the engine dequantizes it once into a cac
 }
 
 void MainWindow::closeModel() {
-    if (m_evalJob >= 0)
-        m_engine->cancel(m_evalJob);
-    cancelRun();
+    if (m_evalJob)
+        m_evalJob->cancel();
+    m_runs->cancelRun();
     m_modelDirectory.clear();
     m_workbench->clear();
-    m_recipePanel->clearModel();
-    m_runPanel->setModelLoaded(false);
+    m_docks->recipePanel()->clearModel();
+    m_runs->setModelDirectory(QString());
     setWindowTitle(tr("Quantscope"));
     showWorkbench(false);
 }
 
 void MainWindow::showWorkbench(bool show) {
     m_pages->setCurrentWidget(show ? static_cast<QWidget*>(m_workbench) : m_startPage);
-    if (show && m_recipeLayoutPending && m_workbench->isVisible())
-        applyRecipeDockLayout();
+    if (show && m_docks->isLayoutPending() && m_workbench->isVisible())
+        m_docks->applyLayout(size());
 }
 
 bool MainWindow::isWorkbenchShown() const {
@@ -282,9 +279,9 @@ bool MainWindow::isWorkbenchShown() const {
 void MainWindow::resetLayout() {
     if (!isMaximized() && !isFullScreen())
         resize(1400, 900);
-    m_recipeLayoutPending = true;
+    m_docks->setLayoutPending(true);
     if (m_workbench->isVisible())
-        applyRecipeDockLayout(); // sizes the page's docks too
+        m_docks->applyLayout(size()); // sizes the page's docks too
     else
         m_workbench->resetLayout(size());
 }
@@ -317,16 +314,6 @@ void MainWindow::updateRecentMenu() {
     clear->setEnabled(!recent.isEmpty());
 }
 
-// Non-blocking: the box is window-modal but opened with open(), so jobs keep reporting.
-void MainWindow::showError(const QString& title, const QString& rawMessage) {
-    const QString message = withGuiField(rawMessage);
-    auto* box = new QMessageBox(QMessageBox::Critical, title, message, QMessageBox::Ok, this);
-    box->setObjectName(QStringLiteral("errorBox"));
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    box->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    box->open();
-}
-
 void MainWindow::showAbout() {
     auto* box = new QMessageBox(QMessageBox::NoIcon, tr("About Quantscope"), QString(),
                                 QMessageBox::Ok, this);
@@ -346,345 +333,54 @@ void MainWindow::showAbout() {
 }
 
 void MainWindow::runEvaluation() {
-    if (m_evalJob >= 0 || m_modelDirectory.isEmpty())
+    if (m_evalJob || m_modelDirectory.isEmpty())
         return;
     EvalPanel* eval = m_workbench->evalPanel();
     QSettings().setValue(QLatin1String(EvalDataPathKey), eval->dataPath());
     eval->setRunning(true);
-    m_evalJob = m_engine->evaluate(eval->request());
-    statusBar()->showMessage(tr("Evaluating %1…").arg(QFileInfo(eval->dataPath()).fileName()));
-    updateBusy();
-}
-
-// The recipe editor, its JSON and the run panel are docks of the workbench page, so they go
-// away with it on the start page; the page is a QMainWindow, its dock API is public. They are
-// tabs beside the page's own right-hand docks (recipe with the model summary, runs with the
-// evaluation), which leaves the layer tree the width its metric columns need.
-void MainWindow::createRecipeDocks() {
-    m_recipePanel = new RecipePanel(m_recipe, m_workbench);
-    m_jsonView = new JsonView(m_workbench);
-    m_runPanel = new RunPanel(m_workbench);
-    m_recipeDock = new QDockWidget(tr("Recipe"), m_workbench);
-    m_recipeDock->setObjectName(QStringLiteral("recipeDock"));
-    m_recipeDock->setWidget(m_recipePanel);
-    m_jsonDock = new QDockWidget(tr("Recipe JSON"), m_workbench);
-    m_jsonDock->setObjectName(QStringLiteral("recipeJsonDock"));
-    m_jsonDock->setWidget(m_jsonView);
-    m_runDock = new QDockWidget(tr("Runs"), m_workbench);
-    m_runDock->setObjectName(QStringLiteral("runDock"));
-    m_runDock->setWidget(m_runPanel);
-    for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock})
-        dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable |
-                          QDockWidget::DockWidgetFloatable);
-    placeRecipeDocks();
-}
-
-void MainWindow::placeRecipeDocks() {
-    for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock}) {
-        dock->setFloating(false);
-        m_workbench->addDockWidget(Qt::RightDockWidgetArea, dock);
-    }
-    m_workbench->tabifyDockWidget(m_workbench->summaryDock(), m_recipeDock);
-    m_workbench->tabifyDockWidget(m_recipeDock, m_jsonDock);
-    m_workbench->tabifyDockWidget(m_workbench->evalDock(), m_runDock);
-    m_recipeDock->raise();
-    m_runDock->raise();
-}
-
-void MainWindow::applyRecipeDockLayout() {
-    m_recipeLayoutPending = false;
-    placeRecipeDocks();
-    for (QDockWidget* dock : {m_recipeDock, m_jsonDock, m_runDock})
-        dock->show();
-    m_recipeDock->raise();
-    m_runDock->raise();
-    // Tabifying moved the page's docks about: let the page size them again, then give the
-    // recipe tabs more of the right-hand column than the runs (the recipe scrolls, but its
-    // pattern preview should be in view).
-    m_workbench->resetLayout(size());
-    // After the page has laid out the new tab groups; sized now, the split would not stick.
-    QTimer::singleShot(0, this, [this] {
-        m_workbench->resizeDocks({m_recipeDock, m_runDock}, {550, 450}, Qt::Vertical);
+    Job* job = m_engine->evaluate(eval->request());
+    m_evalJob = job;
+    connect(job, &Job::progress, eval, &EvalPanel::setProgress);
+    connect(job, &Job::evaluated, this, [this, eval](const PerplexityResult& result) {
+        m_evalJob = nullptr;
+        eval->showResult(result);
+        statusBar()->showMessage(tr("Perplexity %1 over %2 windows")
+                                     .arg(QString::number(result.perplexity, 'f', 4))
+                                     .arg(result.windows),
+                                 StatusMessageMs);
     });
-}
-
-void MainWindow::createRecipeMenu() {
-    QMenu* recipe = menuBar()->addMenu(tr("&Recipe"));
-    recipe->addAction(tr("&Open Recipe…"), this, &MainWindow::chooseRecipeToOpen);
-    QAction* save =
-        recipe->addAction(tr("&Save Recipe As…"), this, &MainWindow::chooseRecipeToSave);
-    save->setShortcut(QKeySequence::SaveAs);
-    recipe->addSeparator();
-    QAction* undo = m_recipe->undoStack()->createUndoAction(this, tr("&Undo"));
-    undo->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Z));
-    QAction* redo = m_recipe->undoStack()->createRedoAction(this, tr("&Redo"));
-    redo->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z));
-    recipe->addAction(undo);
-    recipe->addAction(redo);
-    recipe->addSeparator();
-    recipe->addAction(tr("&Quantize and Export…"), this, &MainWindow::openExportDialog);
-}
-
-bool MainWindow::loadRecipe(const QString& path) {
-    try {
-        m_recipe->load(path);
-    } catch (const std::exception& e) {
-        showError(tr("Open Recipe"), QString::fromUtf8(e.what()));
-        Q_EMIT recipeLoadFailed(QString::fromUtf8(e.what()));
-        return false;
-    }
-    m_recipeFile = QFileInfo(path).absoluteFilePath();
-    statusBar()->showMessage(tr("Recipe %1 opened").arg(QDir::toNativeSeparators(path)),
-                             StatusMessageMs);
-    return true;
-}
-
-bool MainWindow::saveRecipe(const QString& path) {
-    try {
-        m_recipe->save(path);
-    } catch (const std::exception& e) {
-        showError(tr("Save Recipe"), QString::fromUtf8(e.what()));
-        return false;
-    }
-    m_recipeFile = QFileInfo(path).absoluteFilePath();
-    statusBar()->showMessage(tr("Recipe saved to %1").arg(QDir::toNativeSeparators(path)),
-                             StatusMessageMs);
-    return true;
-}
-
-void MainWindow::chooseRecipeToOpen() {
-    auto* dialog = new QFileDialog(this, tr("Open Recipe"), QFileInfo(m_recipeFile).absolutePath(),
-                                   tr("Recipes (*.json);;All files (*)"));
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->setFileMode(QFileDialog::ExistingFile);
-    connect(dialog, &QFileDialog::fileSelected, this, &MainWindow::loadRecipe);
-    dialog->open();
-}
-
-void MainWindow::chooseRecipeToSave() {
-    auto* dialog = new QFileDialog(this, tr("Save Recipe As"), m_recipeFile,
-                                   tr("Recipes (*.json);;All files (*)"));
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->setAcceptMode(QFileDialog::AcceptSave);
-    dialog->setDefaultSuffix(QStringLiteral("json"));
-    connect(dialog, &QFileDialog::fileSelected, this, &MainWindow::saveRecipe);
-    dialog->open();
-}
-
-void MainWindow::excludeLayer(const QString& layerName) {
-    try {
-        m_recipe->excludeLayer(layerName);
-    } catch (const std::exception& e) {
-        showError(tr("Exclude Layer"), QString::fromUtf8(e.what()));
-    }
-}
-
-void MainWindow::chooseLayerOverride(const QString& layerName) {
-    QStringList schemes;
-    for (const quant::SchemeName& s : quant::schemeNames())
-        if (!s.legacy)
-            schemes << QString::fromStdString(s.name);
-    auto* dialog = new QInputDialog(this);
-    dialog->setObjectName(QStringLiteral("overrideDialog"));
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->setWindowTitle(tr("Override Scheme"));
-    dialog->setLabelText(tr("Scheme for %1:").arg(layerName));
-    dialog->setComboBoxItems(schemes);
-    dialog->setComboBoxEditable(false);
-    const std::optional<quant::QuantScheme> current =
-        m_recipe->recipe().schemeFor(layerName.toStdString(), layerKindOf(layerName.toStdString()));
-    if (current && !current->name.empty())
-        dialog->setTextValue(QString::fromStdString(current->name));
-    connect(dialog, &QInputDialog::textValueSelected, this,
-            [this, layerName](const QString& scheme) {
-                try {
-                    m_recipe->addOverride(RecipeDocument::exactLayerPattern(layerName), scheme);
-                } catch (const std::exception& e) {
-                    showError(tr("Override Scheme"), QString::fromUtf8(e.what()));
-                }
-            });
-    dialog->open();
+    connect(job, &Job::failed, this, [this, eval](const QString& message) {
+        m_evalJob = nullptr;
+        eval->showFailure(message);
+    });
+    connect(job, &Job::cancelled, this, [this, eval] {
+        m_evalJob = nullptr;
+        eval->showCancelled();
+    });
+    statusBar()->showMessage(tr("Evaluating %1…").arg(QFileInfo(eval->dataPath()).fileName()));
 }
 
 void MainWindow::onRecipeChanged() {
     const Recipe& recipe = m_recipe->recipe();
     m_workbench->setRecipe(recipe);
-    m_jsonView->setRecipe(recipe);
+    m_docks->jsonView()->setRecipe(recipe);
 }
 
-bool MainWindow::startRun(RunKind kind, const QString& outDir,
-                          const std::vector<std::string>& exportTargets,
-                          const ExportOptions& exportOptions) {
-    if (m_runJob >= 0 || m_modelDirectory.isEmpty())
-        return false;
-    RunRequest request;
-    request.analyze = kind == RunKind::Analyze;
-    request.evaluate = request.evaluateFullPrecision = kind == RunKind::Evaluate;
-    request.sensitivity = kind == RunKind::Sensitivity;
-    request.recipe = m_recipe->recipe();
-    if (kind == RunKind::Quantize)
-        request.outDir = outDir.toStdString();
-    if (!exportTargets.empty())
-        request.recipe.exportTargets = exportTargets;
-    request.exportOptions = exportOptions;
-    const EvalRequest eval = m_workbench->evalPanel()->request();
-    request.device = eval.device;
-    // The evaluation text of the recipe, else the one chosen in the evaluation panel.
-    if (request.recipe.evaluation.dataPath.empty() && !eval.evaluation.dataPath.empty())
-        request.recipe.evaluation = eval.evaluation;
-    QString title;
-    switch (kind) {
-    case RunKind::Analyze:
-        m_reportsBeforeRun.clear();
-        for (const LayerReport* r : m_workbench->layerTreeModel()->reports())
-            m_reportsBeforeRun.push_back(*r);
-        m_reportsRecipeHashBeforeRun = m_workbench->layerTreeModel()->reportsRecipeHash();
-        m_workbench->clearLayerReports();
-        // The reports that stream in belong to this recipe; editing it later marks them stale.
-        m_workbench->layerTreeModel()->setReportsRecipeHash(recipeHash(request.recipe));
-        title = tr("Analyzing");
-        break;
-    case RunKind::Quantize:
-        title = tr("Quantizing to %1").arg(QDir::toNativeSeparators(outDir));
-        break;
-    case RunKind::Evaluate:
-        m_runPanel->showPerplexities(std::nullopt, std::nullopt);
-        title = tr("Evaluating");
-        break;
-    case RunKind::Sensitivity:
-        m_runPanel->clearSensitivity();
-        title = tr("Measuring sensitivity");
-        break;
-    }
-    m_runKind = kind;
-    m_runJob = m_engine->run(request);
-    m_runPanel->setRunning(title);
-    m_runDock->raise();
-    updateBusy();
-    return true;
+void MainWindow::updateStartPageBusy() {
+    m_startPage->setBusy(m_openJob || m_demoJob);
 }
 
-void MainWindow::cancelRun() {
-    if (m_runJob >= 0)
-        m_engine->cancel(m_runJob);
-}
-
-ExportDialog* MainWindow::openExportDialog() {
-    if (m_modelDirectory.isEmpty() || m_runJob >= 0)
-        return nullptr;
-    auto* dialog = new ExportDialog(m_modelDirectory, m_recipe->recipe(), this);
-    dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &QDialog::accepted, this, [this, dialog] {
-        startRun(RunKind::Quantize, dialog->outputDirectory(), dialog->exportTargets(),
-                 dialog->exportOptions());
-    });
-    dialog->open();
-    return dialog;
-}
-
-void MainWindow::onLayerReports(int job, int /*block*/, const std::vector<LayerReport>& layers) {
-    if (job == m_runJob)
-        m_workbench->addLayerReports(layers);
-}
-
-void MainWindow::onSensitivityRow(int job, const SensitivityRow& row) {
-    if (job != m_runJob)
-        return;
-    m_runPanel->addSensitivityRow(row);
-    m_workbench->setSensitivity(row);
-}
-
-void MainWindow::onRunFinished(int job, const RunOutcome& summary) {
-    if (job != m_runJob)
-        return;
-    m_runJob = -1;
-    QString status;
-    switch (m_runKind) {
-    case RunKind::Analyze:
-        status = tr("Analysis done");
-        break;
-    case RunKind::Quantize:
-        status = tr("Quantized model written to %1")
-                     .arg(QDir::toNativeSeparators(QString::fromStdString(summary.outDir)));
-        break;
-    case RunKind::Evaluate:
-        m_lastFp = summary.fullPrecision;
-        m_lastQuantized = summary.perplexity;
-        m_runPanel->showPerplexities(summary.fullPrecision, summary.perplexity);
-        status = tr("Evaluation done");
-        break;
-    case RunKind::Sensitivity:
-        if (summary.sensitivity)
-            m_runPanel->showSensitivityTotals(summary.sensitivity->fpPerplexity,
-                                              summary.sensitivity->fullPerplexity);
-        status = tr("Sensitivity done");
-        break;
-    }
-    if (!summary.skipped.empty())
-        status += tr("; %n unfit layer(s) left unquantized", nullptr,
-                     static_cast<int>(summary.skipped.size()));
-    for (const std::string& w : summary.warnings)
-        status += QStringLiteral("\n") + tr("Warning: %1").arg(QString::fromStdString(w));
-    m_runPanel->setIdle(status);
-    statusBar()->showMessage(status, StatusMessageMs);
-    updateBusy();
-    Q_EMIT runFinished(summary);
-}
-
-void MainWindow::updateBusy() {
-    const bool busy = !m_jobTitles.isEmpty();
-    m_statusProgress->setVisible(busy);
-    m_statusCancel->setVisible(busy);
-    if (!busy)
-        m_statusProgress->setValue(0);
-    m_startPage->setBusy(m_openJob >= 0 || m_demoJob >= 0);
-}
-
-void MainWindow::onJobStarted(int job, const QString& title) {
-    m_jobTitles.insert(job, title);
-    statusBar()->showMessage(title + QStringLiteral("…"));
-    m_statusProgress->setValue(0);
-    m_statusProgress->setFormat(QStringLiteral("%p%"));
-    m_statusClock.start();
-    updateBusy();
-}
-
-void MainWindow::onProgress(int job, double fraction, const QString& message) {
-    const QString title = m_jobTitles.value(job);
-    statusBar()->showMessage(title.isEmpty()     ? message
-                             : message.isEmpty() ? title
-                                                 : title + QStringLiteral(": ") + message);
-    if (fraction >= 0.0) {
-        m_statusProgress->setValue(static_cast<int>(qBound(0.0, fraction, 1.0) * 1000.0 + 0.5));
-        const QString left = RunPanel::remainingText(
-            fraction, m_statusClock.isValid() ? m_statusClock.elapsed() / 1000.0 : 0.0);
-        m_statusProgress->setFormat(left.isEmpty() ? QStringLiteral("%p%")
-                                                   : QStringLiteral("%p%, ") + left);
-    }
-    if (job == m_evalJob)
-        m_workbench->evalPanel()->setProgress(fraction, message);
-    if (job == m_runJob)
-        m_runPanel->setProgress(fraction, message);
-}
-
-void MainWindow::onModelOpened(int job, const ModelInfo& info) {
-    if (job != m_openJob)
-        return; // superseded by a later open
-    m_openJob = -1;
+void MainWindow::onModelOpened(const ModelInfo& info) {
+    m_openJob = nullptr;
     m_modelDirectory =
         info.directory.empty() ? m_openingDirectory : QString::fromStdString(info.directory);
     // Results belong to the model that made them: another model starts without any.
     m_workbench->clearLayerReports();
     m_workbench->evalPanel()->clearResult();
-    m_runPanel->clearSensitivity();
-    m_runPanel->showPerplexities(std::nullopt, std::nullopt);
-    m_reportsBeforeRun.clear();
-    m_lastFp.reset();
-    m_lastQuantized.reset();
+    m_runs->setModelDirectory(m_modelDirectory);
     m_workbench->setModelInfo(info);
     m_workbench->setRecipe(m_recipe->recipe());
-    m_recipePanel->setModelInfo(info);
-    m_runPanel->setModelLoaded(true);
+    m_docks->recipePanel()->setModelInfo(info);
     showWorkbench(true);
     // A GGUF file is remembered and titled as itself, not as its cache folder.
     const QString opened =
@@ -696,83 +392,10 @@ void MainWindow::onModelOpened(int job, const ModelInfo& info) {
                                       QString::fromStdString(info.architecture),
                                       display::compactCount(info.totalParameters)),
                              StatusMessageMs);
-    updateBusy();
+    updateStartPageBusy();
     if (!m_recipeAfterOpen.isEmpty())
         loadRecipe(std::exchange(m_recipeAfterOpen, QString()));
     Q_EMIT modelShown(m_modelDirectory);
-}
-
-void MainWindow::onSyntheticModelWritten(int job, const QString& directory) {
-    if (job != m_demoJob)
-        return;
-    m_demoJob = -1;
-    openModel(directory.isEmpty() ? demoModelDirectory() : directory);
-}
-
-void MainWindow::onEvaluated(int job, const PerplexityResult& result) {
-    if (job != m_evalJob)
-        return;
-    m_evalJob = -1;
-    m_workbench->evalPanel()->showResult(result);
-    statusBar()->showMessage(tr("Perplexity %1 over %2 windows")
-                                 .arg(QString::number(result.perplexity, 'f', 4))
-                                 .arg(result.windows),
-                             StatusMessageMs);
-}
-
-void MainWindow::onFailed(int job, const QString& message) {
-    const QString title = m_jobTitles.value(job, tr("Job"));
-    if (job == m_openJob || job == m_demoJob) {
-        if (job == m_openJob)
-            m_openJob = -1;
-        else
-            m_demoJob = -1;
-        Q_EMIT modelOpenFailed(message);
-    }
-    if (job == m_evalJob) {
-        m_evalJob = -1;
-        m_workbench->evalPanel()->showFailure(message);
-    }
-    if (job == m_runJob) {
-        m_runJob = -1;
-        m_runPanel->setIdle(tr("Failed: %1").arg(message));
-        Q_EMIT runFailed(message);
-    }
-    updateBusy();
-    statusBar()->showMessage(tr("%1 failed").arg(title), StatusMessageMs);
-    showError(tr("%1 failed").arg(title), message);
-}
-
-void MainWindow::onCancelled(int job) {
-    const QString title = m_jobTitles.value(job, tr("Job"));
-    if (job == m_openJob)
-        m_openJob = -1;
-    if (job == m_demoJob)
-        m_demoJob = -1;
-    if (job == m_evalJob) {
-        m_evalJob = -1;
-        m_workbench->evalPanel()->showCancelled();
-    }
-    if (job == m_runJob) {
-        m_runJob = -1;
-        // A cancelled run leaves the previous results in place.
-        if (m_runKind == RunKind::Analyze) {
-            m_workbench->clearLayerReports();
-            m_workbench->layerTreeModel()->setReportsRecipeHash(m_reportsRecipeHashBeforeRun);
-            m_workbench->addLayerReports(std::exchange(m_reportsBeforeRun, {}));
-        } else if (m_runKind == RunKind::Evaluate) {
-            m_runPanel->showPerplexities(m_lastFp, m_lastQuantized);
-        }
-        m_runPanel->setIdle(tr("Cancelled"));
-        Q_EMIT runCancelled();
-    }
-    updateBusy();
-    statusBar()->showMessage(tr("%1 cancelled").arg(title), StatusMessageMs);
-}
-
-void MainWindow::onJobFinished(int job) {
-    m_jobTitles.remove(job);
-    updateBusy();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -781,7 +404,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     settings.setValue(QLatin1String(WindowStateKey), saveState(StateVersion));
     settings.setValue(QLatin1String(WorkbenchStateKey), m_workbench->saveState(StateVersion));
     settings.setValue(QLatin1String(EvalDataPathKey), m_workbench->evalPanel()->dataPath());
-    settings.setValue(QLatin1String(RecipeFileKey), m_recipeFile);
+    settings.setValue(QLatin1String(RecipeFileKey), m_recipeActions->lastFile());
     m_engine->cancelAll();
     event->accept();
 }

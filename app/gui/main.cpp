@@ -1,54 +1,13 @@
-// quantscope: the GUI. Parses the command line, shows the main window and, for --screenshot, saves
-// a picture of it once the model (or the start page) is shown, optionally after an analysis run:
-// scripts/screenshots.sh uses it.
+// quantscope: the GUI. Parses the command line and shows the main window; --screenshot and its
+// companions are the ScreenshotHarness's (scripts/screenshots.sh uses them).
 #include "MainWindow.h"
-#include "RecipePanel.h"
-#include "WorkbenchPage.h"
-#include "util/AtomicFile.h"
+#include "ScreenshotHarness.h"
 
 #include <QApplication>
-#include <QBuffer>
 #include <QCommandLineParser>
-#include <QDir>
-#include <QDockWidget>
-#include <QFile>
-#include <QFileInfo>
 #include <QIcon>
-#include <QLineEdit>
-#include <QPixmap>
-#include <QTimer>
 
 #include <cstdio>
-
-namespace {
-
-// Gives up when no model is shown after this long (a stuck job must not hang a script).
-constexpr int ScreenshotTimeoutMs = 300000;
-constexpr int ScreenshotSettleMs = 500;
-
-bool savePng(const QPixmap& pixmap, const QString& path, QString* error) {
-    const QString dir = QFileInfo(path).absolutePath();
-    if (!QDir().mkpath(dir)) {
-        *error = QStringLiteral("cannot create %1").arg(dir);
-        return false;
-    }
-    // Encoded in memory, then written through the checked temporary-name-and-rename path
-    // (QSaveFile committed empty files on a full disk, see util/AtomicFile).
-    QBuffer buffer;
-    if (!buffer.open(QIODevice::WriteOnly) || !pixmap.save(&buffer, "PNG")) {
-        *error = QStringLiteral("cannot encode the screenshot as PNG");
-        return false;
-    }
-    try {
-        qs::writeFileAtomically(QFile::encodeName(path).toStdString(), buffer.data().toStdString());
-    } catch (const std::exception& e) {
-        *error = QString::fromUtf8(e.what());
-        return false;
-    }
-    return true;
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
@@ -78,145 +37,42 @@ int main(int argc, char** argv) {
         QStringLiteral("demo"),
         QStringLiteral("Open the built-in demo model (a small random Llama, written to the "
                        "application data folder on first use)."));
-    const QCommandLineOption screenshotOption(
-        QStringLiteral("screenshot"),
-        QStringLiteral("Save a PNG of the window to FILE and quit: once the model is shown with "
-                       "MODEL_DIR or --demo (exit status 1 when it cannot be opened), else the "
-                       "start page. Uses the default 1400x900 layout; for docs and tests."),
-        QStringLiteral("FILE"));
     const QCommandLineOption recipeOption(
         QStringLiteral("recipe"),
         QStringLiteral("Recipe file (quantscope-recipe JSON) to load, after the model when one "
                        "is opened."),
         QStringLiteral("FILE"));
-    const QCommandLineOption analyzeOption(
-        QStringLiteral("analyze"),
-        QStringLiteral("With --screenshot: run Analyze with the recipe once the model is shown "
-                       "and take the picture when it has finished."));
-    const QCommandLineOption selectOption(
-        QStringLiteral("select"),
-        QStringLiteral("With --screenshot: select this layer before the picture is taken."),
-        QStringLiteral("LAYER"));
-    const QCommandLineOption patternOption(
-        QStringLiteral("pattern"),
-        QStringLiteral("With --screenshot: type this pattern into the recipe's pattern editor."),
-        QStringLiteral("PATTERN"));
-    const QCommandLineOption grabOption(
-        QStringLiteral("grab"),
-        QStringLiteral("With --screenshot: what to save, \"window\" (default), \"recipe\" "
-                       "(the recipe panel only) or \"detail\" (the layer detail only)."),
-        QStringLiteral("PART"), QStringLiteral("window"));
     parser.addOption(demoOption);
     parser.addOption(recipeOption);
-    parser.addOption(screenshotOption);
-    parser.addOption(analyzeOption);
-    parser.addOption(selectOption);
-    parser.addOption(patternOption);
-    parser.addOption(grabOption);
+    qs::ScreenshotHarness screenshot(parser);
     parser.process(app);
 
     const QStringList positional = parser.positionalArguments();
     const bool demo = parser.isSet(demoOption);
-    const QString screenshot = parser.value(screenshotOption);
-    auto fail = [](const QString& message) {
-        std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
-        return 2;
-    };
-    if (positional.size() > 1)
-        return fail(QStringLiteral("at most one MODEL_DIR, got %1").arg(positional.size()));
-    if (demo && !positional.isEmpty())
-        return fail(QStringLiteral("give MODEL_DIR or --demo, not both"));
-    if (parser.isSet(screenshotOption) && screenshot.isEmpty())
-        return fail(QStringLiteral("--screenshot needs a file name"));
+    const bool opensModel = demo || !positional.isEmpty();
     const QString recipe = parser.value(recipeOption);
-    if (parser.isSet(recipeOption) && recipe.isEmpty())
-        return fail(QStringLiteral("--recipe needs a file name"));
-    const bool analyze = parser.isSet(analyzeOption);
-    const QString grab = parser.value(grabOption);
-    for (const QCommandLineOption* o : {&analyzeOption, &selectOption, &patternOption, &grabOption})
-        if (parser.isSet(*o) && screenshot.isEmpty())
-            return fail(QStringLiteral("--%1 goes with --screenshot").arg(o->names().constFirst()));
-    if (grab != QLatin1String("window") && grab != QLatin1String("recipe") &&
-        grab != QLatin1String("detail"))
-        return fail(QStringLiteral("--grab takes window, recipe or detail, not %1").arg(grab));
-    if (analyze && !demo && positional.isEmpty())
-        return fail(QStringLiteral("--analyze needs MODEL_DIR or --demo"));
+    QString error;
+    if (positional.size() > 1)
+        error = QStringLiteral("at most one MODEL_DIR, got %1").arg(positional.size());
+    else if (demo && !positional.isEmpty())
+        error = QStringLiteral("give MODEL_DIR or --demo, not both");
+    else if (parser.isSet(recipeOption) && recipe.isEmpty())
+        error = QStringLiteral("--recipe needs a file name");
+    else
+        error = screenshot.usageError(opensModel);
+    if (!error.isEmpty()) {
+        std::fprintf(stderr, "quantscope: %s\n", qPrintable(error));
+        return 2;
+    }
 
     qs::MainWindow window;
-    const bool opensModel = demo || !positional.isEmpty();
-    if (!screenshot.isEmpty()) {
-        window.resetLayout();
-        // Lets the page just shown lay out and paint once before it is grabbed.
-        const QString layer = parser.value(selectOption);
-        const QString pattern = parser.value(patternOption);
-        auto shootSoon = [&window, screenshot, layer, pattern, grab] {
-            if (!layer.isEmpty())
-                window.workbenchPage()->selectLayer(layer);
-            if (!pattern.isEmpty())
-                window.recipePanel()->patternEdit()->setText(pattern);
-            // A part alone, at a size that shows it whole (the layer detail's plots: all three
-            // rows of them).
-            QDockWidget* part = grab == QLatin1String("recipe") ? window.recipeDock()
-                                : grab == QLatin1String("detail")
-                                    ? window.workbenchPage()->findChild<QDockWidget*>(
-                                          QStringLiteral("layerDetailDock"))
-                                    : nullptr;
-            if (part) {
-                part->setFloating(true);
-                part->resize(grab == QLatin1String("recipe") ? QSize(460, 1000) : QSize(1200, 860));
-                part->show();
-            }
-            QTimer::singleShot(ScreenshotSettleMs, &window, [&window, screenshot, part] {
-                QString error;
-                const QPixmap picture = part ? part->grab() : window.grab();
-                if (!savePng(picture, screenshot, &error)) {
-                    std::fprintf(stderr, "quantscope: cannot write %s: %s\n",
-                                 qPrintable(screenshot), qPrintable(error));
-                    QCoreApplication::exit(1);
-                    return;
-                }
-                std::printf("%s\n", qPrintable(QDir::toNativeSeparators(screenshot)));
-                QCoreApplication::exit(0);
-            });
-        };
-        if (opensModel && analyze) {
-            QObject::connect(&window, &qs::MainWindow::modelShown, &window, [&window] {
-                if (!window.startRun(qs::RunKind::Analyze)) {
-                    std::fprintf(stderr, "quantscope: cannot start the analysis\n");
-                    QCoreApplication::exit(1);
-                }
-            });
-            QObject::connect(&window, &qs::MainWindow::runFinished, &window, shootSoon);
-            auto runFailed = [](const QString& message) {
-                std::fprintf(stderr, "quantscope: analysis failed: %s\n", qPrintable(message));
-                QCoreApplication::exit(1);
-            };
-            QObject::connect(&window, &qs::MainWindow::runFailed, &window, runFailed);
-        } else if (opensModel) {
-            QObject::connect(&window, &qs::MainWindow::modelShown, &window, shootSoon);
-        } else
-            QTimer::singleShot(0, &window, shootSoon);
-        QObject::connect(&window, &qs::MainWindow::modelOpenFailed, &window,
-                         [](const QString& message) {
-                             std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
-                             QCoreApplication::exit(1);
-                         });
-        QObject::connect(&window, &qs::MainWindow::recipeLoadFailed, &window,
-                         [](const QString& message) {
-                             std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
-                             QCoreApplication::exit(1);
-                         });
-        QTimer::singleShot(ScreenshotTimeoutMs, &window, [] {
-            std::fprintf(stderr, "quantscope: no model shown after %d s, giving up\n",
-                         ScreenshotTimeoutMs / 1000);
-            QCoreApplication::exit(1);
-        });
-    }
+    if (screenshot.isEnabled())
+        screenshot.arm(window, opensModel);
     window.show();
     if (!recipe.isEmpty()) {
         if (opensModel)
             window.loadRecipeAfterOpen(recipe);
-        else if (!window.loadRecipe(recipe) && !screenshot.isEmpty())
+        else if (!window.loadRecipe(recipe) && screenshot.isEnabled())
             return 1;
     }
     if (demo)

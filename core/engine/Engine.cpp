@@ -12,21 +12,18 @@
 
 #include <QElapsedTimer>
 #include <QFileInfo>
-#include <QMutex>
 #include <QThread>
 
 #include <atomic>
 #include <functional>
-#include <map>
 #include <memory>
+#include <utility>
 
 namespace qs {
 
 struct Engine::Private {
     QThread thread;
     QObject* worker = nullptr; // lives in `thread`; queued functors run there in call order
-    QMutex mutex;
-    std::map<int, std::shared_ptr<std::atomic_bool>> cancelFlags;
     std::atomic_int running{0};
     int nextJob = 1;
     QString modelDir; // touched on the engine thread only
@@ -38,6 +35,7 @@ Engine::Engine(QObject* parent) : QObject(parent), d(std::make_unique<Private>()
     qRegisterMetaType<qs::RunOutcome>();
     qRegisterMetaType<qs::SensitivityRow>();
     qRegisterMetaType<std::vector<qs::LayerReport>>();
+    qRegisterMetaType<qs::Job*>(); // jobSubmitted, and signals that hand a job on
     configureThreads(0);
     d->worker = new QObject;
     d->worker->moveToThread(&d->thread);
@@ -67,88 +65,85 @@ bool Engine::isBusy() const {
     return d->running.load() > 0;
 }
 
-void Engine::cancel(int job) {
-    QMutexLocker lock(&d->mutex);
-    auto it = d->cancelFlags.find(job);
-    if (it != d->cancelFlags.end())
-        it->second->store(true);
-}
-
+// Jobs are children of the Engine until they are deleted after finished(), so the children are
+// the jobs not finished yet (and this runs on the Engine's thread, as deletion does).
 void Engine::cancelAll() {
-    QMutexLocker lock(&d->mutex);
-    for (auto& kv : d->cancelFlags)
-        kv.second->store(true);
+    for (Job* job : findChildren<Job*>(QString(), Qt::FindDirectChildrenOnly))
+        job->cancel();
 }
 
 namespace {
+
+// Emits a signal of `job` on the job's own thread (the Engine's), queued behind everything posted
+// to it before, so the receivers see the job's signals in the order the engine thread sent them
+// and only once the code that made the job is back in its event loop, connected.
+template <class Emit> void emitLater(Job* job, Emit&& emitSignal) {
+    QMetaObject::invokeMethod(job, std::forward<Emit>(emitSignal), Qt::QueuedConnection);
+}
 
 // Progress reporting for one job: throttled to one signal per 50 ms so a fast loop cannot flood
 // the GUI's event queue; returns false once the job is cancelled.
 class ProgressReporter {
 public:
-    ProgressReporter(Engine* engine, int job, std::shared_ptr<std::atomic_bool> cancel)
-        : m_engine(engine), m_job(job), m_cancel(std::move(cancel)) {
-        m_timer.start();
-    }
+    explicit ProgressReporter(Job* job) : m_job(job) { m_timer.start(); }
     bool operator()(double fraction, const std::string& message) {
         if (m_timer.elapsed() >= 50 || fraction >= 1.0) {
             m_timer.restart();
-            Q_EMIT m_engine->progress(m_job, fraction, QString::fromStdString(message));
+            emitLater(m_job, [job = m_job, fraction, text = QString::fromStdString(message)] {
+                Q_EMIT job->progress(fraction, text);
+            });
         }
-        return !m_cancel->load();
+        return !m_job->isCancelRequested();
     }
 
 private:
-    Engine* m_engine;
-    int m_job;
-    std::shared_ptr<std::atomic_bool> m_cancel;
+    Job* m_job;
     QElapsedTimer m_timer;
 };
 
 } // namespace
 
-int Engine::submit(const QString& title, std::function<void(int, const ProgressFn&)> work) {
-    Engine* engine = this;
-    int job;
-    auto flag = std::make_shared<std::atomic_bool>(false);
-    {
-        QMutexLocker lock(&d->mutex);
-        job = d->nextJob++;
-        d->cancelFlags[job] = flag;
-    }
+Job* Engine::submit(const QString& title, std::function<void(Job*, const ProgressFn&)> work) {
+    // Made and parented here, on the Engine's thread, where all its signals are emitted; the
+    // engine thread only posts them (emitLater).
+    auto* job = new Job(d->nextJob++, title, this);
     d->running.fetch_add(1);
+    Q_EMIT jobSubmitted(job);
     QMetaObject::invokeMethod(
         d->worker,
-        [engine, d = d.get(), job, title, flag, work = std::move(work)]() {
-            Q_EMIT engine->jobStarted(job, title);
-            ProgressReporter reporter(engine, job, flag);
+        [d = d.get(), job, title, work = std::move(work)]() {
+            emitLater(job, [job, title] { Q_EMIT job->started(title); });
+            ProgressReporter reporter(job);
             const ProgressFn report = [&reporter](double f, const std::string& m) {
                 return reporter(f, m);
             };
             try {
-                if (flag->load())
+                if (job->isCancelRequested())
                     throw Cancelled();
                 c10::InferenceMode inference; // thread-local: must be set on this thread
                 work(job, report);
             } catch (const Cancelled&) {
-                Q_EMIT engine->cancelled(job);
+                emitLater(job, [job] { Q_EMIT job->cancelled(); });
             } catch (const std::exception& e) {
-                Q_EMIT engine->failed(job, QString::fromStdString(errorText(e)));
-            }
-            {
-                QMutexLocker lock(&d->mutex);
-                d->cancelFlags.erase(job);
+                emitLater(job, [job, message = QString::fromStdString(errorText(e))] {
+                    Q_EMIT job->failed(message);
+                });
             }
             d->running.fetch_sub(1);
-            Q_EMIT engine->jobFinished(job);
+            // Last: after finished() the job goes. The engine thread does not touch the job
+            // after posting this.
+            emitLater(job, [job] {
+                Q_EMIT job->finished();
+                job->deleteLater();
+            });
         },
         Qt::QueuedConnection);
     return job;
 }
 
-int Engine::openModel(const QString& directory) {
+Job* Engine::openModel(const QString& directory) {
     return submit(tr("Open %1").arg(QFileInfo(directory).fileName()),
-                  [this, directory](int job, const ProgressFn& report) {
+                  [this, directory](Job* job, const ProgressFn& report) {
                       // A GGUF file converts once into a cached checkpoint folder (minutes
                       // for a large model, hence here on the engine's thread).
                       const bool gguf = isGgufPath(directory.toStdString());
@@ -160,46 +155,48 @@ int Engine::openModel(const QString& directory) {
                           inspectModel(folder, gguf ? directory.toStdString() : std::string());
                       d->modelDir = QString::fromStdString(folder);
                       report(1.0, "opened " + directory.toStdString());
-                      Q_EMIT modelOpened(job, info);
+                      emitLater(job, [job, info] { Q_EMIT job->modelOpened(info); });
                   });
 }
 
-int Engine::writeSyntheticModel(const SyntheticModelOptions& options) {
-    return submit(tr("Write synthetic model"), [this, options](int job, const ProgressFn& report) {
+Job* Engine::writeSyntheticModel(const SyntheticModelOptions& options) {
+    return submit(tr("Write synthetic model"), [options](Job* job, const ProgressFn& report) {
         qs::writeSyntheticModel(options, [&](int64_t done, int64_t total) {
             return report(double(done) / double(std::max<int64_t>(1, total)),
                           "writing tensor " + std::to_string(done) + " of " +
                               std::to_string(total));
         });
-        Q_EMIT syntheticModelWritten(job, QString::fromStdString(options.outDir));
+        emitLater(job, [job, directory = QString::fromStdString(options.outDir)] {
+            Q_EMIT job->syntheticModelWritten(directory);
+        });
     });
 }
 
-int Engine::evaluate(const EvalRequest& request) {
-    return submit(tr("Evaluate perplexity"), [this, request](int job, const ProgressFn& report) {
+Job* Engine::evaluate(const EvalRequest& request) {
+    return submit(tr("Evaluate perplexity"), [this, request](Job* job, const ProgressFn& report) {
         if (d->modelDir.isEmpty())
             throw Error("evaluate", "", "no model is open");
         const PerplexityResult r = evaluateModelOnText(d->modelDir.toStdString(), request, report);
-        Q_EMIT evaluated(job, r);
+        emitLater(job, [job, r] { Q_EMIT job->evaluated(r); });
     });
 }
 
-int Engine::run(const RunRequest& request) {
+Job* Engine::run(const RunRequest& request) {
     return submit(QString::fromStdString(request.title()), [this, request](
-                                                               int job, const ProgressFn& report) {
+                                                               Job* job, const ProgressFn& report) {
         if (d->modelDir.isEmpty())
             throw Error("run", "", "no model is open");
         RunRequest r = request;
         r.modelDir = d->modelDir.toStdString();
         if (r.analyze)
-            r.onBlockReports = [this, job](int block, const std::vector<LayerReport>& layers) {
-                Q_EMIT layerReports(job, block, layers);
+            r.onBlockReports = [job](int block, const std::vector<LayerReport>& layers) {
+                emitLater(job, [job, block, layers] { Q_EMIT job->layerReports(block, layers); });
             };
         if (r.sensitivity)
-            r.onSensitivityRow = [this, job](const SensitivityRow& row) {
-                Q_EMIT sensitivityRow(job, row);
+            r.onSensitivityRow = [job](const SensitivityRow& row) {
+                emitLater(job, [job, row] { Q_EMIT job->sensitivityRow(row); });
             };
-        Q_EMIT runFinished(job, runJob(r, report));
+        emitLater(job, [job, outcome = runJob(r, report)] { Q_EMIT job->runFinished(outcome); });
     });
 }
 

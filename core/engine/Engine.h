@@ -1,5 +1,6 @@
 #pragma once
 
+#include "engine/Job.h"
 #include "eval/PerplexityResult.h"
 #include "model/ModelInfo.h"
 #include "run/RunRequest.h"
@@ -15,24 +16,28 @@
 
 namespace qs {
 
-// The only way the GUI reaches the engine. Every call returns at once with a job id; the work runs
-// on the engine's own thread (one job at a time, in call order) and results arrive as queued
-// signals carrying plain value types. Torch never appears in this header.
+// The only way the GUI reaches the engine. Every call returns at once with a Job (engine/Job.h)
+// whose signals carry the progress and the results: the work runs on the engine's own thread (one
+// job at a time, in call order) and the signals are queued to the caller's objects as plain value
+// types. The Engine owns its jobs and deletes each after its finished(). Torch never appears in
+// this header.
 class Engine : public QObject {
     Q_OBJECT
 public:
     explicit Engine(QObject* parent = nullptr);
     ~Engine() override; // cancels running jobs and waits for the engine thread
 
-    int openModel(const QString& directory);
-    int writeSyntheticModel(const SyntheticModelOptions& options);
-    int evaluate(const EvalRequest& request); // on the model last opened
+    // Emits modelOpened(info).
+    Job* openModel(const QString& directory);
+    // Emits syntheticModelWritten(directory).
+    Job* writeSyntheticModel(const SyntheticModelOptions& options);
+    // Emits evaluated(result), on the model last opened.
+    Job* evaluate(const EvalRequest& request);
     // A run (run/Run.h) on the model last opened (the request's modelDir is ignored). An
     // analysed run streams layerReports() block by block, a sensitivity study sensitivityRow();
     // all end with runFinished() (or failed / cancelled).
-    int run(const RunRequest& request);
-    // Asks the job to stop; it ends with cancelled(job) within one block of work.
-    void cancel(int job);
+    Job* run(const RunRequest& request);
+    // Job::cancel() on every job not finished yet.
     void cancelAll();
     bool isBusy() const;
 
@@ -42,31 +47,17 @@ public:
     static QStringList availableDevices();
 
 Q_SIGNALS:
-    void jobStarted(int job, const QString& title);
-    void progress(int job, double fraction, const QString& message);
-    void modelOpened(int job, const qs::ModelInfo& info);
-    void syntheticModelWritten(int job, const QString& directory);
-    void evaluated(int job, const qs::PerplexityResult& result);
-    void layerReports(int job, int block, const std::vector<qs::LayerReport>& layers);
-    void sensitivityRow(int job, const qs::SensitivityRow& row);
-    void runFinished(int job, const qs::RunOutcome& summary);
-    void failed(int job, const QString& message);
-    void cancelled(int job);
-    void jobFinished(int job);
+    // Every job, as the call that makes it returns (before any of its signals): for observers of
+    // all jobs, such as the status bar, which did not start them.
+    void jobSubmitted(qs::Job* job);
 
 private:
     using ProgressFn = std::function<bool(double, const std::string&)>;
     // Queues `work` on the engine thread with a throttled, cancellable progress function.
-    int submit(const QString& title, std::function<void(int, const ProgressFn&)> work);
+    Job* submit(const QString& title, std::function<void(Job*, const ProgressFn&)> work);
 
     struct Private;
     std::unique_ptr<Private> d;
 };
 
 } // namespace qs
-
-Q_DECLARE_METATYPE(qs::ModelInfo)
-Q_DECLARE_METATYPE(qs::PerplexityResult)
-Q_DECLARE_METATYPE(qs::RunOutcome)
-Q_DECLARE_METATYPE(qs::SensitivityRow)
-Q_DECLARE_METATYPE(std::vector<qs::LayerReport>)

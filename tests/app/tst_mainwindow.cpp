@@ -113,11 +113,14 @@ private Q_SLOTS:
         qs::MainWindow window;
         window.show();
         QSignalSpy shown(&window, &qs::MainWindow::modelShown);
-        QSignalSpy written(window.engine(), &qs::Engine::syntheticModelWritten);
+        int written = 0; // the demo model written by a job of the window's engine
+        connect(window.engine(), &qs::Engine::jobSubmitted, &window, [&written](qs::Job* job) {
+            connect(job, &qs::Job::syntheticModelWritten, job, [&written] { ++written; });
+        });
         StallMeter stalls;
         QTest::mouseClick(window.startPage()->openDemoButton(), Qt::LeftButton);
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 120000);
-        QCOMPARE(written.count(), 1);
+        QCOMPARE(written, 1);
         QVERIFY(window.isWorkbenchShown());
         QVERIFY(QFileInfo::exists(demo + QStringLiteral("/config.json")));
         QCOMPARE(QDir::cleanPath(shown[0][0].toString()), QDir::cleanPath(demo));
@@ -139,7 +142,7 @@ private Q_SLOTS:
         QSignalSpy shownAgain(&window, &qs::MainWindow::modelShown);
         window.openDemoModel();
         QTRY_COMPARE_WITH_TIMEOUT(shownAgain.count(), 1, 60000);
-        QCOMPARE(written.count(), 1);
+        QCOMPARE(written, 1);
     }
 
     void badFolderShowsAnErrorAndStaysUsable() {

@@ -319,8 +319,12 @@ private Q_SLOTS:
         setInt8Recipe(window, 32, 256);
         QSignalSpy cancelled(&window, &qs::MainWindow::runCancelled);
         QSignalSpy finished(&window, &qs::MainWindow::runFinished);
-        QSignalSpy reports(window.engine(), &qs::Engine::layerReports);
+        QSignalSpy started(&window, &qs::MainWindow::runStarted);
         QVERIFY(window.startRun(qs::RunKind::Analyze));
+        QCOMPARE(started.count(), 1);
+        qs::Job* job = started[0][0].value<qs::Job*>();
+        QVERIFY(job);
+        QSignalSpy reports(job, &qs::Job::layerReports);
         QTRY_VERIFY_WITH_TIMEOUT(reports.count() >= 1, 300000); // mid-run: a block is done
         QVERIFY(window.isRunning());
         QTest::mouseClick(window.runPanel()->cancelButton(), Qt::LeftButton);

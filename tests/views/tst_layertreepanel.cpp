@@ -46,12 +46,12 @@ private Q_SLOTS:
         m_directory = qs::test::sharedPath(QStringLiteral("models/stories260K"));
         m_config = readConfig(m_directory);
         qs::Engine engine;
-        QSignalSpy opened(&engine, &qs::Engine::modelOpened);
-        QSignalSpy failed(&engine, &qs::Engine::failed);
-        engine.openModel(m_directory);
+        qs::Job* open = engine.openModel(m_directory);
+        QSignalSpy opened(open, &qs::Job::modelOpened);
+        QSignalSpy failed(open, &qs::Job::failed);
         QTRY_VERIFY_WITH_TIMEOUT(opened.count() == 1 || failed.count() == 1, 60000);
-        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
-        m_info = opened[0][1].value<qs::ModelInfo>();
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
+        m_info = opened[0][0].value<qs::ModelInfo>();
     }
 
     void treeShowsTheAttentionProjections() {
@@ -142,13 +142,14 @@ private Q_SLOTS:
     // A mixture-of-experts checkpoint: router and experts in the tree, the experts collapsed.
     void expertsStartCollapsed() {
         qs::Engine engine;
-        QSignalSpy opened(&engine, &qs::Engine::modelOpened);
-        QSignalSpy failed(&engine, &qs::Engine::failed);
-        engine.openModel(qs::test::sharedPath(QStringLiteral("models/tiny-families/qwen3_moe")));
+        qs::Job* open = engine.openModel(
+            qs::test::sharedPath(QStringLiteral("models/tiny-families/qwen3_moe")));
+        QSignalSpy opened(open, &qs::Job::modelOpened);
+        QSignalSpy failed(open, &qs::Job::failed);
         QTRY_VERIFY_WITH_TIMEOUT(opened.count() == 1 || failed.count() == 1, 60000);
-        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
         qs::LayerTreePanel panel;
-        panel.setTree(opened[0][1].value<qs::ModelInfo>().tree);
+        panel.setTree(opened[0][0].value<qs::ModelInfo>().tree);
         const auto shown = [&](const char* name) {
             return panel.filterModel()->mapFromSource(panel.model()->indexOf(name));
         };

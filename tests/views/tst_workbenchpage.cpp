@@ -305,16 +305,16 @@ private Q_SLOTS:
     void realAnalyzeFillsTheTree() {
         const QString modelDir = sharedPath(QStringLiteral("models/stories260K"));
         qs::Engine engine;
-        QSignalSpy opened(&engine, &qs::Engine::modelOpened);
-        QSignalSpy failed(&engine, &qs::Engine::failed);
-        engine.openModel(modelDir);
+        qs::Job* open = engine.openModel(modelDir);
+        QSignalSpy opened(open, &qs::Job::modelOpened);
+        QSignalSpy failed(open, &qs::Job::failed);
         QTRY_VERIFY_WITH_TIMEOUT(opened.count() == 1 || failed.count() == 1, 60000);
-        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
 
         qs::WorkbenchPage page;
         QAbstractItemModelTester tester(page.layerTree()->filterModel(),
                                         QAbstractItemModelTester::FailureReportingMode::Fatal);
-        page.setModel(opened[0][1].value<qs::ModelInfo>());
+        page.setModel(opened[0][0].value<qs::ModelInfo>());
         qs::RunRequest request;
         request.analyze = true;
         request.recipe.global = qs::quant::resolveScheme("int8");
@@ -326,16 +326,18 @@ private Q_SLOTS:
 
         std::vector<qs::LayerReport> received;
         int batches = 0;
-        connect(&engine, &qs::Engine::layerReports, &page,
-                [&](int, int, const std::vector<qs::LayerReport>& layers) {
+        qs::Job* run = engine.run(request);
+        connect(run, &qs::Job::layerReports, &page,
+                [&](int, const std::vector<qs::LayerReport>& layers) {
                     ++batches;
                     received.insert(received.end(), layers.begin(), layers.end());
                     page.addLayerReports(layers);
                 });
-        QSignalSpy finished(&engine, &qs::Engine::runFinished);
-        engine.run(request);
-        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1 || failed.count() == 1, 300000);
-        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
+        QSignalSpy finished(run, &qs::Job::runFinished);
+        QSignalSpy runFailed(run, &qs::Job::failed);
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1 || runFailed.count() == 1, 300000);
+        QVERIFY2(runFailed.isEmpty(),
+                 runFailed.isEmpty() ? "" : qPrintable(runFailed[0][0].toString()));
         QVERIFY(batches > 1); // streamed per block
         QVERIFY(!received.empty());
         QCOMPARE(page.layerTreeModel()->reportCount(), int(received.size()));
@@ -393,16 +395,16 @@ private Q_SLOTS:
     // with a legend); a layer without such ranges hides the two plots.
     void smoothQuantAnalyzeShowsRangesBeforeAndAfter() {
         qs::Engine engine;
-        QSignalSpy opened(&engine, &qs::Engine::modelOpened);
-        QSignalSpy failed(&engine, &qs::Engine::failed);
-        engine.openModel(sharedPath(QStringLiteral("models/stories260K")));
+        qs::Job* open = engine.openModel(sharedPath(QStringLiteral("models/stories260K")));
+        QSignalSpy opened(open, &qs::Job::modelOpened);
+        QSignalSpy failed(open, &qs::Job::failed);
         QTRY_VERIFY_WITH_TIMEOUT(opened.count() == 1 || failed.count() == 1, 60000);
-        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
 
         qs::WorkbenchPage page;
         QAbstractItemModelTester tester(page.layerTree()->filterModel(),
                                         QAbstractItemModelTester::FailureReportingMode::Fatal);
-        page.setModel(opened[0][1].value<qs::ModelInfo>());
+        page.setModel(opened[0][0].value<qs::ModelInfo>());
         qs::RunRequest request;
         request.analyze = true;
         request.recipe.global = qs::quant::resolveScheme("int8");
@@ -413,15 +415,17 @@ private Q_SLOTS:
         request.recipe.calibration.seqLen = 128;
         page.setRecipe(request.recipe);
         std::vector<qs::LayerReport> received;
-        connect(&engine, &qs::Engine::layerReports, &page,
-                [&](int, int, const std::vector<qs::LayerReport>& layers) {
+        qs::Job* run = engine.run(request);
+        connect(run, &qs::Job::layerReports, &page,
+                [&](int, const std::vector<qs::LayerReport>& layers) {
                     received.insert(received.end(), layers.begin(), layers.end());
                     page.addLayerReports(layers);
                 });
-        QSignalSpy finished(&engine, &qs::Engine::runFinished);
-        engine.run(request);
-        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1 || failed.count() == 1, 300000);
-        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][1].toString()));
+        QSignalSpy finished(run, &qs::Job::runFinished);
+        QSignalSpy runFailed(run, &qs::Job::failed);
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1 || runFailed.count() == 1, 300000);
+        QVERIFY2(runFailed.isEmpty(),
+                 runFailed.isEmpty() ? "" : qPrintable(runFailed[0][0].toString()));
 
         page.show();
         const auto q = std::find_if(received.begin(), received.end(),

@@ -1,0 +1,188 @@
+#include "RunController.h"
+
+#include "EvalPanel.h"
+#include "ExportDialog.h"
+#include "LayerTreeModel.h"
+#include "RecipeDocument.h"
+#include "RunPanel.h"
+#include "WorkbenchPage.h"
+#include "engine/Engine.h"
+#include "recipe/Provenance.h"
+
+#include <QDir>
+#include <QDockWidget>
+#include <QStatusBar>
+
+#include <utility>
+
+namespace qs {
+
+namespace {
+constexpr int StatusMessageMs = 8000;
+} // namespace
+
+RunController::RunController(Engine* engine, RecipeDocument* recipe, WorkbenchPage* workbench,
+                             RunPanel* runPanel, QDockWidget* runDock, QStatusBar* statusBar,
+                             QWidget* window)
+    : QObject(window), m_engine(engine), m_recipe(recipe), m_workbench(workbench),
+      m_runPanel(runPanel), m_runDock(runDock), m_statusBar(statusBar), m_window(window) {
+    connect(m_runPanel, &RunPanel::analyzeRequested, this, [this] { startRun(RunKind::Analyze); });
+    connect(m_runPanel, &RunPanel::quantizeRequested, this, &RunController::openExportDialog);
+    connect(m_runPanel, &RunPanel::evaluateRequested, this,
+            [this] { startRun(RunKind::Evaluate); });
+    connect(m_runPanel, &RunPanel::sensitivityRequested, this,
+            [this] { startRun(RunKind::Sensitivity); });
+    connect(m_runPanel, &RunPanel::cancelRequested, this, &RunController::cancelRun);
+}
+
+void RunController::setModelDirectory(const QString& directory) {
+    m_modelDirectory = directory;
+    m_runPanel->setModelLoaded(!directory.isEmpty());
+    if (directory.isEmpty())
+        return;
+    // Results belong to the model that made them: another model starts without any.
+    m_runPanel->clearSensitivity();
+    m_runPanel->showPerplexities(std::nullopt, std::nullopt);
+    m_reportsBeforeRun.clear();
+    m_lastFp.reset();
+    m_lastQuantized.reset();
+}
+
+bool RunController::startRun(RunKind kind, const QString& outDir,
+                             const std::vector<std::string>& exportTargets,
+                             const ExportOptions& exportOptions) {
+    if (isRunning() || m_modelDirectory.isEmpty())
+        return false;
+    RunRequest request;
+    request.analyze = kind == RunKind::Analyze;
+    request.evaluate = request.evaluateFullPrecision = kind == RunKind::Evaluate;
+    request.sensitivity = kind == RunKind::Sensitivity;
+    request.recipe = m_recipe->recipe();
+    if (kind == RunKind::Quantize)
+        request.outDir = outDir.toStdString();
+    if (!exportTargets.empty())
+        request.recipe.exportTargets = exportTargets;
+    request.exportOptions = exportOptions;
+    const EvalRequest eval = m_workbench->evalPanel()->request();
+    request.device = eval.device;
+    // The evaluation text of the recipe, else the one chosen in the evaluation panel.
+    if (request.recipe.evaluation.dataPath.empty() && !eval.evaluation.dataPath.empty())
+        request.recipe.evaluation = eval.evaluation;
+    QString title;
+    switch (kind) {
+    case RunKind::Analyze:
+        m_reportsBeforeRun.clear();
+        for (const LayerReport* r : m_workbench->layerTreeModel()->reports())
+            m_reportsBeforeRun.push_back(*r);
+        m_reportsRecipeHashBeforeRun = m_workbench->layerTreeModel()->reportsRecipeHash();
+        m_workbench->clearLayerReports();
+        // The reports that stream in belong to this recipe; editing it later marks them stale.
+        m_workbench->layerTreeModel()->setReportsRecipeHash(recipeHash(request.recipe));
+        title = tr("Analyzing");
+        break;
+    case RunKind::Quantize:
+        title = tr("Quantizing to %1").arg(QDir::toNativeSeparators(outDir));
+        break;
+    case RunKind::Evaluate:
+        m_runPanel->showPerplexities(std::nullopt, std::nullopt);
+        title = tr("Evaluating");
+        break;
+    case RunKind::Sensitivity:
+        m_runPanel->clearSensitivity();
+        title = tr("Measuring sensitivity");
+        break;
+    }
+    m_kind = kind;
+    Job* job = m_engine->run(request);
+    m_job = job;
+    connect(job, &Job::progress, m_runPanel, &RunPanel::setProgress);
+    connect(job, &Job::layerReports, m_workbench,
+            [this](int /*block*/, const std::vector<LayerReport>& layers) {
+                m_workbench->addLayerReports(layers);
+            });
+    connect(job, &Job::sensitivityRow, this, [this](const SensitivityRow& row) {
+        m_runPanel->addSensitivityRow(row);
+        m_workbench->setSensitivity(row);
+    });
+    connect(job, &Job::runFinished, this, &RunController::onRunFinished);
+    connect(job, &Job::failed, this, &RunController::onFailed);
+    connect(job, &Job::cancelled, this, &RunController::onCancelled);
+    m_runPanel->setRunning(title);
+    m_runDock->raise();
+    Q_EMIT runStarted(job);
+    return true;
+}
+
+void RunController::cancelRun() {
+    if (m_job)
+        m_job->cancel();
+}
+
+ExportDialog* RunController::openExportDialog() {
+    if (m_modelDirectory.isEmpty() || isRunning())
+        return nullptr;
+    auto* dialog = new ExportDialog(m_modelDirectory, m_recipe->recipe(), m_window);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        startRun(RunKind::Quantize, dialog->outputDirectory(), dialog->exportTargets(),
+                 dialog->exportOptions());
+    });
+    dialog->open();
+    return dialog;
+}
+
+void RunController::onRunFinished(const RunOutcome& summary) {
+    m_job = nullptr;
+    QString status;
+    switch (m_kind) {
+    case RunKind::Analyze:
+        status = tr("Analysis done");
+        break;
+    case RunKind::Quantize:
+        status = tr("Quantized model written to %1")
+                     .arg(QDir::toNativeSeparators(QString::fromStdString(summary.outDir)));
+        break;
+    case RunKind::Evaluate:
+        m_lastFp = summary.fullPrecision;
+        m_lastQuantized = summary.perplexity;
+        m_runPanel->showPerplexities(summary.fullPrecision, summary.perplexity);
+        status = tr("Evaluation done");
+        break;
+    case RunKind::Sensitivity:
+        if (summary.sensitivity)
+            m_runPanel->showSensitivityTotals(summary.sensitivity->fpPerplexity,
+                                              summary.sensitivity->fullPerplexity);
+        status = tr("Sensitivity done");
+        break;
+    }
+    if (!summary.skipped.empty())
+        status += tr("; %n unfit layer(s) left unquantized", nullptr,
+                     static_cast<int>(summary.skipped.size()));
+    for (const std::string& w : summary.warnings)
+        status += QStringLiteral("\n") + tr("Warning: %1").arg(QString::fromStdString(w));
+    m_runPanel->setIdle(status);
+    m_statusBar->showMessage(status, StatusMessageMs);
+    Q_EMIT runFinished(summary);
+}
+
+void RunController::onFailed(const QString& message) {
+    m_job = nullptr;
+    m_runPanel->setIdle(tr("Failed: %1").arg(message));
+    Q_EMIT runFailed(message);
+}
+
+void RunController::onCancelled() {
+    m_job = nullptr;
+    // A cancelled run leaves the previous results in place.
+    if (m_kind == RunKind::Analyze) {
+        m_workbench->clearLayerReports();
+        m_workbench->layerTreeModel()->setReportsRecipeHash(m_reportsRecipeHashBeforeRun);
+        m_workbench->addLayerReports(std::exchange(m_reportsBeforeRun, {}));
+    } else if (m_kind == RunKind::Evaluate) {
+        m_runPanel->showPerplexities(m_lastFp, m_lastQuantized);
+    }
+    m_runPanel->setIdle(tr("Cancelled"));
+    Q_EMIT runCancelled();
+}
+
+} // namespace qs

@@ -1,0 +1,171 @@
+#include "ScreenshotHarness.h"
+
+#include "MainWindow.h"
+#include "RecipePanel.h"
+#include "WorkbenchPage.h"
+#include "util/AtomicFile.h"
+
+#include <QBuffer>
+#include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileInfo>
+#include <QLineEdit>
+#include <QPixmap>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace qs {
+
+namespace {
+
+// Gives up when no model is shown after this long (a stuck job must not hang a script).
+constexpr int ScreenshotTimeoutMs = 300000;
+// Lets the page just shown lay out and paint once before it is grabbed.
+constexpr int ScreenshotSettleMs = 500;
+
+bool savePng(const QPixmap& pixmap, const QString& path, QString* error) {
+    const QString dir = QFileInfo(path).absolutePath();
+    if (!QDir().mkpath(dir)) {
+        *error = QStringLiteral("cannot create %1").arg(dir);
+        return false;
+    }
+    // Encoded in memory, then written through the checked temporary-name-and-rename path
+    // (QSaveFile committed empty files on a full disk, see util/AtomicFile).
+    QBuffer buffer;
+    if (!buffer.open(QIODevice::WriteOnly) || !pixmap.save(&buffer, "PNG")) {
+        *error = QStringLiteral("cannot encode the screenshot as PNG");
+        return false;
+    }
+    try {
+        writeFileAtomically(QFile::encodeName(path).toStdString(), buffer.data().toStdString());
+    } catch (const std::exception& e) {
+        *error = QString::fromUtf8(e.what());
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+ScreenshotHarness::ScreenshotHarness(QCommandLineParser& parser)
+    : m_parser(parser),
+      m_screenshotOption(
+          QStringLiteral("screenshot"),
+          QStringLiteral("Save a PNG of the window to FILE and quit: once the model is shown with "
+                         "MODEL_DIR or --demo (exit status 1 when it cannot be opened), else the "
+                         "start page. Uses the default 1400x900 layout; for docs and tests."),
+          QStringLiteral("FILE")),
+      m_analyzeOption(
+          QStringLiteral("analyze"),
+          QStringLiteral("With --screenshot: run Analyze with the recipe once the model is shown "
+                         "and take the picture when it has finished.")),
+      m_selectOption(
+          QStringLiteral("select"),
+          QStringLiteral("With --screenshot: select this layer before the picture is taken."),
+          QStringLiteral("LAYER")),
+      m_patternOption(
+          QStringLiteral("pattern"),
+          QStringLiteral("With --screenshot: type this pattern into the recipe's pattern editor."),
+          QStringLiteral("PATTERN")),
+      m_grabOption(
+          QStringLiteral("grab"),
+          QStringLiteral("With --screenshot: what to save, \"window\" (default), \"recipe\" "
+                         "(the recipe panel only) or \"detail\" (the layer detail only)."),
+          QStringLiteral("PART"), QStringLiteral("window")) {
+    parser.addOption(m_screenshotOption);
+    parser.addOption(m_analyzeOption);
+    parser.addOption(m_selectOption);
+    parser.addOption(m_patternOption);
+    parser.addOption(m_grabOption);
+}
+
+bool ScreenshotHarness::isEnabled() const {
+    return !m_parser.value(m_screenshotOption).isEmpty();
+}
+
+QString ScreenshotHarness::usageError(bool opensModel) const {
+    if (m_parser.isSet(m_screenshotOption) && !isEnabled())
+        return QStringLiteral("--screenshot needs a file name");
+    for (const QCommandLineOption* o :
+         {&m_analyzeOption, &m_selectOption, &m_patternOption, &m_grabOption})
+        if (m_parser.isSet(*o) && !isEnabled())
+            return QStringLiteral("--%1 goes with --screenshot").arg(o->names().constFirst());
+    const QString grab = m_parser.value(m_grabOption);
+    if (grab != QLatin1String("window") && grab != QLatin1String("recipe") &&
+        grab != QLatin1String("detail"))
+        return QStringLiteral("--grab takes window, recipe or detail, not %1").arg(grab);
+    if (m_parser.isSet(m_analyzeOption) && !opensModel)
+        return QStringLiteral("--analyze needs MODEL_DIR or --demo");
+    return {};
+}
+
+void ScreenshotHarness::arm(MainWindow& window, bool opensModel) {
+    m_window = &window;
+    window.resetLayout();
+    if (opensModel && m_parser.isSet(m_analyzeOption)) {
+        connect(&window, &MainWindow::modelShown, this, [this] {
+            if (!m_window->startRun(RunKind::Analyze))
+                quitWithError(QStringLiteral("cannot start the analysis"));
+        });
+        connect(&window, &MainWindow::runFinished, this, &ScreenshotHarness::shootSoon);
+        connect(&window, &MainWindow::runFailed, this, [](const QString& message) {
+            quitWithError(QStringLiteral("analysis failed: %1").arg(message));
+        });
+    } else if (opensModel) {
+        connect(&window, &MainWindow::modelShown, this, &ScreenshotHarness::shootSoon);
+    } else {
+        QTimer::singleShot(0, this, &ScreenshotHarness::shootSoon);
+    }
+    connect(&window, &MainWindow::modelOpenFailed, this, &ScreenshotHarness::quitWithError);
+    connect(&window, &MainWindow::recipeLoadFailed, this, &ScreenshotHarness::quitWithError);
+    QTimer::singleShot(ScreenshotTimeoutMs, this, [] {
+        quitWithError(
+            QStringLiteral("no model shown after %1 s, giving up").arg(ScreenshotTimeoutMs / 1000));
+    });
+}
+
+void ScreenshotHarness::shootSoon() {
+    const QString layer = m_parser.value(m_selectOption);
+    const QString pattern = m_parser.value(m_patternOption);
+    const QString grab = m_parser.value(m_grabOption);
+    if (!layer.isEmpty())
+        m_window->workbenchPage()->selectLayer(layer);
+    if (!pattern.isEmpty())
+        m_window->recipePanel()->patternEdit()->setText(pattern);
+    // A part alone, at a size that shows it whole (the layer detail's plots: all three rows of
+    // them).
+    QDockWidget* part =
+        grab == QLatin1String("recipe") ? m_window->recipeDock()
+        : grab == QLatin1String("detail")
+            ? m_window->workbenchPage()->findChild<QDockWidget*>(QStringLiteral("layerDetailDock"))
+            : nullptr;
+    if (part) {
+        part->setFloating(true);
+        part->resize(grab == QLatin1String("recipe") ? QSize(460, 1000) : QSize(1200, 860));
+        part->show();
+    }
+    QTimer::singleShot(ScreenshotSettleMs, this, [this, part] { save(part); });
+}
+
+void ScreenshotHarness::save(QDockWidget* part) {
+    const QString file = m_parser.value(m_screenshotOption);
+    QString error;
+    const QPixmap picture = part ? part->grab() : m_window->grab();
+    if (!savePng(picture, file, &error)) {
+        quitWithError(QStringLiteral("cannot write %1: %2").arg(file, error));
+        return;
+    }
+    std::printf("%s\n", qPrintable(QDir::toNativeSeparators(file)));
+    QCoreApplication::exit(0);
+}
+
+void ScreenshotHarness::quitWithError(const QString& message) {
+    std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
+    QCoreApplication::exit(1);
+}
+
+} // namespace qs
