@@ -2,6 +2,8 @@
 # Install, build and run every test (ctest). Tests that need the real model read ../shared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Includes only go down the floors of core/ (docs/layout.md): checked before anything is built.
+bash scripts/check-layers.sh
 bash scripts/build.sh
 # The reference `safetensors` package (PyPI; Debian has none) lets one test compare our reader and
 # writer with it. It lives in a venv over Debian's Python so it sees python3-torch; without
