@@ -1,5 +1,7 @@
 #include "export/ExportFormat.h"
 
+#include "io/GgmlTypes.h"
+
 namespace qs {
 
 const std::vector<ExportFormat>& exportFormats() {
@@ -47,8 +49,12 @@ const ExportFormat* findExportFormat(const std::string& n) {
 }
 
 const std::vector<std::string>& ggufTypeNames() {
-    static const std::vector<std::string> names = {"auto", "q8_0", "q4_0", "q4_1", "q4_k",
-                                                   "q6_k", "f16",  "bf16", "f32"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> n = {"auto"};
+        for (GgmlType t : ggmlOfferedTypes())
+            n.push_back(ggmlTypeName(t));
+        return n;
+    }();
     return names;
 }
 

@@ -2,7 +2,7 @@
 
 #include "calib/LayerPlan.h"
 #include "io/Checkpoint.h"
-#include "io/GgmlType.h"
+#include "io/GgmlTypes.h"
 #include "model/DecoderModel.h"
 #include "recipe/Recipe.h"
 

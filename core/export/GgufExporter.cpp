@@ -1,7 +1,8 @@
 #include "export/GgufExporter.h"
 #include "export/ExportFormat.h"
-#include "export/GgmlKQuants.h"
 #include "export/GgufCodeBlocks.h"
+#include "io/GgmlKQuants.h"
+#include "io/GgmlTypes.h"
 #include "io/TensorDType.h"
 #include "quant/Quantize.h"
 
@@ -11,8 +12,6 @@
 
 #include <ATen/ATen.h>
 #include <QFileInfo>
-#include <c10/util/Half.h>
-#include <cfloat>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -27,26 +26,6 @@ namespace qs {
 namespace {
 
 constexpr uint64_t kAlignment = 32;
-
-uint16_t toHalfBits(float f) {
-    return c10::Half(f).x; // round to nearest even, as ggml's FP32_TO_FP16
-}
-
-void putHalf(std::string& out, float f) {
-    const uint16_t h = toHalfBits(f);
-    out.append(reinterpret_cast<const char*>(&h), 2);
-}
-
-// ggml's ggml_compute_fp32_to_bf16: round to nearest even on the upper 16 bits; a NaN keeps its
-// sign and top mantissa bits and is made quiet (bit 6 of the result). Infinities stay infinite,
-// and subnormals are rounded like any value (not flushed).
-uint16_t toBrainBits(float f) {
-    uint32_t u = 0;
-    std::memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return uint16_t((u >> 16) | 64u);
-    return uint16_t((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
-}
 
 // Minimal GGUF metadata serialisation (little endian, as GGUF is).
 struct Kv {
@@ -250,43 +229,11 @@ uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
             most = n;
             dominant = type;
         }
-    switch (dominant) {
-    case GgmlType::F32:
-        return 0;
-    case GgmlType::F16:
-        return 1;
-    case GgmlType::BF16:
-        return 32; // LLAMA_FTYPE_MOSTLY_BF16
-    case GgmlType::Q4_0:
-        return 2;
-    case GgmlType::Q4_1:
-        return 3;
-    case GgmlType::Q8_0:
-        return 7;
-    case GgmlType::Q5_0:
-        return 8;
-    case GgmlType::Q4_K:
-        return 14;
-    case GgmlType::Q6_K:
-        return 18;
-    }
-    return 0;
-}
-
-const std::vector<std::pair<std::string, GgmlType>>& typeNames() {
-    static const std::vector<std::pair<std::string, GgmlType>> names = {
-        {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16},
-        {"q4_0", GgmlType::Q4_0}, {"q4_1", GgmlType::Q4_1}, {"q5_0", GgmlType::Q5_0},
-        {"q8_0", GgmlType::Q8_0}, {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K}};
-    return names;
-}
-
-bool isFloatType(GgmlType t) {
-    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+    return uint32_t(ggmlTypeTraits(dominant).fileType);
 }
 
 bool isKQuant(GgmlType t) {
-    return t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+    return ggmlTypeTraits(t).blockSize == kGgmlSuperBlock;
 }
 
 } // namespace
@@ -299,9 +246,7 @@ std::optional<GgmlType> ggufTypeFromName(const std::string& name) {
     if (std::find(offered.begin(), offered.end(), n) != offered.end()) {
         if (n == "auto")
             return std::nullopt;
-        for (const auto& [text, type] : typeNames())
-            if (text == n)
-                return type;
+        return ggmlOfferedTypeByName(n);
     }
     std::string known;
     for (const std::string& t : offered)
@@ -315,138 +260,12 @@ GgmlType ggmlTypeFromName(const std::string& name) {
     throw Error("--gguf-type", name, "'auto' picks a type per layer; a single type is needed here");
 }
 
-std::string ggmlTypeName(GgmlType type) {
-    for (const auto& [text, t] : typeNames())
-        if (t == type)
-            return text;
-    return "type " + std::to_string(uint32_t(type));
-}
-
-uint64_t ggmlRowBytes(int64_t n, GgmlType type) {
-    switch (type) {
-    case GgmlType::F32:
-        return uint64_t(n) * 4;
-    case GgmlType::F16:
-    case GgmlType::BF16:
-        return uint64_t(n) * 2;
-    case GgmlType::Q8_0:
-        return uint64_t(n / 32) * 34;
-    case GgmlType::Q4_0:
-        return uint64_t(n / 32) * 18;
-    case GgmlType::Q4_1:
-        return uint64_t(n / 32) * 20;
-    case GgmlType::Q5_0:
-        return uint64_t(n / 32) * 22;
-    case GgmlType::Q4_K:
-        return uint64_t(n / kGgmlSuperBlock) * kQ4KBlockBytes;
-    case GgmlType::Q6_K:
-        return uint64_t(n / kGgmlSuperBlock) * kQ6KBlockBytes;
-    }
-    return 0;
-}
-
 GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
-    if (isFloatType(asked))
+    if (ggmlIsFloat(asked))
         return asked;
     if (isKQuant(asked) && rowLength % kGgmlSuperBlock != 0)
         asked = asked == GgmlType::Q4_K ? GgmlType::Q5_0 : GgmlType::Q8_0;
     return rowLength % 32 == 0 ? asked : GgmlType::F32;
-}
-
-std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type) {
-    std::string out;
-    out.reserve(ggmlRowBytes(n, type));
-    if (type == GgmlType::F32) {
-        out.append(reinterpret_cast<const char*>(x), size_t(n) * 4);
-        return out;
-    }
-    if (type == GgmlType::F16) {
-        for (int64_t i = 0; i < n; ++i)
-            putHalf(out, x[i]);
-        return out;
-    }
-    if (type == GgmlType::BF16) {
-        for (int64_t i = 0; i < n; ++i) {
-            const uint16_t b = toBrainBits(x[i]);
-            out.append(reinterpret_cast<const char*>(&b), 2);
-        }
-        return out;
-    }
-    if (isKQuant(type)) {
-        out.resize(ggmlRowBytes(n, type));
-        auto* bytes = reinterpret_cast<uint8_t*>(out.data());
-        if (type == GgmlType::Q4_K)
-            ggmlQuantizeQ4KRow(x, n, bytes);
-        else
-            ggmlQuantizeQ6KRow(x, n, bytes);
-        return out;
-    }
-    for (int64_t b = 0; b < n / 32; ++b) {
-        const float* v = x + b * 32;
-        if (type == GgmlType::Q8_0) {
-            float amax = 0.0f;
-            for (int j = 0; j < 32; ++j)
-                amax = std::max(amax, std::fabs(v[j]));
-            const float d = amax / ((1 << 7) - 1);
-            const float id = d ? 1.0f / d : 0.0f;
-            putHalf(out, d);
-            for (int j = 0; j < 32; ++j)
-                out.push_back(char(int8_t(std::roundf(v[j] * id))));
-        } else if (type == GgmlType::Q5_0) {
-            float amax = 0.0f, max = 0.0f;
-            for (int j = 0; j < 32; ++j)
-                if (amax < std::fabs(v[j])) {
-                    amax = std::fabs(v[j]);
-                    max = v[j];
-                }
-            const float d = max / -16;
-            const float id = d ? 1.0f / d : 0.0f;
-            putHalf(out, d);
-            uint32_t high = 0; // bit j: the fifth bit of code j
-            std::string low(16, '\0');
-            for (int j = 0; j < 16; ++j) {
-                const uint8_t a = std::min<uint8_t>(31, uint8_t(int8_t(v[j] * id + 16.5f)));
-                const uint8_t c = std::min<uint8_t>(31, uint8_t(int8_t(v[16 + j] * id + 16.5f)));
-                low[size_t(j)] = char((a & 0xF) | ((c & 0xF) << 4));
-                high |= uint32_t((a & 0x10) >> 4) << j;
-                high |= uint32_t((c & 0x10) >> 4) << (j + 16);
-            }
-            out.append(reinterpret_cast<const char*>(&high), 4);
-            out += low;
-        } else if (type == GgmlType::Q4_0) {
-            float amax = 0.0f, max = 0.0f;
-            for (int j = 0; j < 32; ++j)
-                if (amax < std::fabs(v[j])) {
-                    amax = std::fabs(v[j]);
-                    max = v[j];
-                }
-            const float d = max / -8;
-            const float id = d ? 1.0f / d : 0.0f;
-            putHalf(out, d);
-            for (int j = 0; j < 16; ++j) {
-                const uint8_t a = std::min<uint8_t>(15, uint8_t(int8_t(v[j] * id + 8.5f)));
-                const uint8_t c = std::min<uint8_t>(15, uint8_t(int8_t(v[16 + j] * id + 8.5f)));
-                out.push_back(char(a | (c << 4)));
-            }
-        } else { // Q4_1
-            float min = FLT_MAX, max = -FLT_MAX;
-            for (int j = 0; j < 32; ++j) {
-                min = std::min(min, v[j]);
-                max = std::max(max, v[j]);
-            }
-            const float d = (max - min) / ((1 << 4) - 1);
-            const float id = d ? 1.0f / d : 0.0f;
-            putHalf(out, d);
-            putHalf(out, min);
-            for (int j = 0; j < 16; ++j) {
-                const uint8_t a = std::min<uint8_t>(15, uint8_t(int8_t((v[j] - min) * id + 0.5f)));
-                const uint8_t c =
-                    std::min<uint8_t>(15, uint8_t(int8_t((v[16 + j] - min) * id + 0.5f)));
-                out.push_back(char(a | (c << 4)));
-            }
-        }
-    }
-    return out;
 }
 
 std::string GgufExporter::ggufName(const std::string& n) {
@@ -594,7 +413,7 @@ void GgufExporter::addFromSource(const std::string& hfName) {
 }
 
 bool GgufExporter::readsOnlyCodes() const {
-    return !(m_type && isFloatType(*m_type));
+    return !(m_type && ggmlIsFloat(*m_type));
 }
 
 void GgufExporter::copyUntil(int blockLimit) {
@@ -614,7 +433,7 @@ void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<
     std::map<std::string, const LayerPlan*> planOf; // "<linear>.weight" -> plan
     for (const LayerPlan& p : plans)
         planOf[p.name + ".weight"] = &p;
-    const bool floatOnly = m_type && isFloatType(*m_type);
+    const bool floatOnly = m_type && ggmlIsFloat(*m_type);
     while (m_next < m_names.size() && m_blockOf[m_next] == index) {
         const std::string& n = m_names[m_next++];
         const auto it = weights.find(n);

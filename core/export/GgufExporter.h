@@ -3,6 +3,7 @@
 #include "export/ExportFolder.h"
 #include "export/Exporter.h"
 #include "export/GgufVocab.h"
+#include "io/GgmlTypes.h"
 
 #include <QFile>
 
@@ -14,22 +15,10 @@
 
 namespace qs {
 
-// ggml's reference quantizers (ggml-quants.c quantize_row_*_ref), one row of n floats to blocks:
-// Q8_0 {f16 d = amax/127; int8 q = round(x/d)}, Q4_0 {f16 d = max/-8 (max = the signed value
-// of largest magnitude); q = min(15, (int8)(x/d + 8.5))}, Q4_1 {f16 d = (max-min)/15, f16 m =
-// min; q = min(15, (int8)((x-min)/d + 0.5))}, Q5_0 {f16 d = max/-16; 5-bit q = min(31,
-// (int8)(x/d + 16.5)), high bits in a 32-bit mask}, Q4_K and Q6_K (GgmlKQuants.h; n a multiple
-// of 256, the others of 32); F16 and BF16 round to nearest even (ggml_compute_fp32_to_bf16:
-// NaN made quiet, subnormals kept). The multiplications by the reciprocal
-// and the casts are ggml's, in its order.
-std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type);
-// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q4_k", "q6_k" (case-insensitive); qs::Error naming
-// --gguf-type. ggufTypeFromName also takes "auto" (nullopt).
+// A type ggufTypeNames() offers ("q8_0", ..., the table's offered types; case-insensitive);
+// qs::Error naming --gguf-type. ggufTypeFromName also takes "auto" (nullopt).
 GgmlType ggmlTypeFromName(const std::string& name);
 std::optional<GgmlType> ggufTypeFromName(const std::string& name);
-std::string ggmlTypeName(GgmlType type); // "q4_0", ...
-// Bytes of one row of n elements.
-uint64_t ggmlRowBytes(int64_t n, GgmlType type);
 // The type a float row of `rowLength` gets when `asked` does not fit it, llama.cpp's rules
 // (llama-quant.cpp): a K-quant needs rows that are a multiple of 256 and falls back to Q5_0
 // (Q4_K) or Q8_0 (Q6_K); a 32-block type needs a multiple of 32, else F32 (llama.cpp's last

@@ -9,9 +9,9 @@
 
 #include "calib/QuantizationRun.h"
 #include "export/ExportFormat.h"
-#include "export/GgmlKQuants.h"
 #include "export/GgufExporter.h"
 #include "io/Checkpoint.h"
+#include "io/GgmlKQuants.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
 #include "synth/SyntheticModel.h"

@@ -5,7 +5,7 @@
 #include "TestSupport.h"
 
 #include "GgufTestBuilder.h"
-#include "export/GgmlKQuants.h"
+#include "io/GgmlKQuants.h"
 #include "export/GgufExporter.h"
 #include "io/GgmlDequantize.h"
 #include "io/GgufFile.h"
