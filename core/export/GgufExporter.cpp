@@ -9,6 +9,7 @@
 #include "export/TensorBlocks.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
+#include "util/Protobuf.h"
 
 #include <ATen/ATen.h>
 #include <QFileInfo>
@@ -56,72 +57,33 @@ struct Piece {
     int32_t type = 1; // NORMAL
 };
 
-uint64_t varint(const std::string& b, size_t& i, const std::string& file) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (i >= b.size())
-            throw Error(file, "", "truncated protobuf varint");
-        const uint8_t c = uint8_t(b[i++]);
-        v |= uint64_t(c & 0x7f) << shift;
-        if (!(c & 0x80))
-            return v;
-    }
-    throw Error(file, "", "protobuf varint too long");
-}
-
-void skipField(const std::string& b, size_t& i, uint32_t wire, const std::string& file) {
-    if (wire == 0)
-        varint(b, i, file);
-    else if (wire == 1)
-        i += 8;
-    else if (wire == 5)
-        i += 4;
-    else if (wire == 2)
-        i += varint(b, i, file);
-    else
-        throw Error(file, "", "unsupported protobuf wire type");
-    if (i > b.size())
-        throw Error(file, "", "truncated protobuf field");
-}
-
 std::vector<Piece> readSentencePieces(const std::string& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in)
         throw Error(file, "", "cannot read (GGUF needs the sentencepiece tokenizer.model)");
     const std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<Piece> pieces;
-    size_t i = 0;
-    while (i < b.size()) {
-        const uint64_t tag = varint(b, i, file);
-        if (tag >> 3 != 1 || (tag & 7) != 2) {
-            skipField(b, i, uint32_t(tag & 7), file);
+    ProtoReader model(b, file);
+    while (!model.atEnd()) {
+        const ProtoReader::Key key = model.key();
+        if (key.field != 1 || key.wire != 2) {
+            model.skip(key.wire);
             continue;
         }
-        const uint64_t len = varint(b, i, file);
-        if (i + len > b.size())
-            throw Error(file, "pieces", "truncated");
-        const std::string m = b.substr(i, len);
-        i += len;
+        const std::string m = model.bytes("pieces");
+        ProtoReader piece(m, file);
         Piece p;
-        size_t j = 0;
-        while (j < m.size()) {
-            const uint64_t t = varint(m, j, file);
-            const uint32_t field = uint32_t(t >> 3), wire = uint32_t(t & 7);
-            if (field == 1 && wire == 2) {
-                const uint64_t n = varint(m, j, file);
-                if (j + n > m.size())
-                    throw Error(file, "piece", "truncated");
-                p.text = m.substr(j, n);
-                j += n;
-            } else if (field == 2 && wire == 5) {
-                if (j + 4 > m.size())
-                    throw Error(file, "score", "truncated");
-                std::memcpy(&p.score, m.data() + j, 4);
-                j += 4;
-            } else if (field == 3 && wire == 0) {
-                p.type = int32_t(varint(m, j, file));
+        while (!piece.atEnd()) {
+            const ProtoReader::Key k = piece.key();
+            if (k.field == 1 && k.wire == 2) {
+                p.text = piece.bytes("piece");
+            } else if (k.field == 2 && k.wire == 5) {
+                const uint32_t bits = piece.fixed32("score");
+                std::memcpy(&p.score, &bits, 4);
+            } else if (k.field == 3 && k.wire == 0) {
+                p.type = int32_t(piece.varint());
             } else {
-                skipField(m, j, wire, file);
+                piece.skip(k.wire);
             }
         }
         pieces.push_back(std::move(p));
