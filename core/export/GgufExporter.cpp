@@ -3,6 +3,7 @@
 #include "export/GgufCodeBlocks.h"
 #include "io/GgmlKQuants.h"
 #include "io/GgmlTypes.h"
+#include "io/GgufTensorNames.h"
 #include "io/TensorDType.h"
 #include "quant/Quantize.h"
 
@@ -20,7 +21,6 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <regex>
 
 namespace qs {
 
@@ -230,29 +230,6 @@ GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
     return rowLength % 32 == 0 ? asked : GgmlType::F32;
 }
 
-std::string GgufExporter::ggufName(const std::string& n) {
-    static const std::vector<std::pair<std::string, std::string>> parts = {
-        {"self_attn.q_proj", "attn_q"},          {"self_attn.k_proj", "attn_k"},
-        {"self_attn.v_proj", "attn_v"},          {"self_attn.o_proj", "attn_output"},
-        {"mlp.gate_proj", "ffn_gate"},           {"mlp.up_proj", "ffn_up"},
-        {"mlp.down_proj", "ffn_down"},           {"input_layernorm", "attn_norm"},
-        {"post_attention_layernorm", "ffn_norm"}};
-    if (n == "model.embed_tokens.weight")
-        return "token_embd.weight";
-    if (n == "model.norm.weight")
-        return "output_norm.weight";
-    if (n == "lm_head.weight")
-        return "output.weight";
-    static const std::regex re(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
-    std::smatch m;
-    if (!std::regex_match(n, m, re))
-        return {};
-    for (const auto& [hf, gg] : parts)
-        if (m[2].str() == hf)
-            return "blk." + m[1].str() + "." + gg + "." + m[3].str();
-    return {};
-}
-
 GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType> type)
     : m_context(context), m_type(type), m_folder(context.outDir) {
     std::ifstream in(context.sourceDir + "/config.json");
@@ -269,7 +246,7 @@ GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType>
                          return ba != bb ? ba < bb : a < b;
                      });
     for (const std::string& n : m_names) {
-        if (ggufName(n).empty())
+        if (ggufNameOfHfTensor(n).empty())
             throw Error(context.sourceDir, n, "has no GGUF name (llama layout expected)");
         m_blockOf.push_back(blockOfTensorName(n));
     }
@@ -328,7 +305,7 @@ void GgufExporter::add(const std::string& hfName, const at::Tensor& t,
     else if (w.dim() == 2 && m_context.source->contains(hfName) &&
              m_context.source->info(hfName).dtype == DType::BF16)
         type = GgmlType::BF16;
-    Entry e{ggufName(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
+    Entry e{ggufNameOfHfTensor(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
     const float* p = w.data_ptr<float>();
     spool(std::move(e), w.numel() / rowLen, [&](int64_t r, std::string& out) {
         out += ggmlQuantizeRow(p + r * rowLen, rowLen, type);
@@ -358,7 +335,7 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
         rows.scale = permuteForRope(rows.scale, heads);
         rows.zeroPoint = permuteForRope(rows.zeroPoint, heads);
     }
-    Entry e{ggufName(hfName), {out, in}, type, uint64_t(m_spool.pos()), 0};
+    Entry e{ggufNameOfHfTensor(hfName), {out, in}, type, uint64_t(m_spool.pos()), 0};
     const int64_t blocks = in / 32;
     spool(std::move(e), out, [&](int64_t r, std::string& bytes) {
         bytes += codeBlockRow(

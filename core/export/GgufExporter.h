@@ -53,8 +53,6 @@ public:
     // dequantized weights.
     bool readsOnlyCodes() const override;
 
-    static std::string ggufName(const std::string& hfName); // empty: not exported
-
     // One tensor of the file as spooled.
     struct Entry {
         std::string name;
