@@ -5,11 +5,13 @@
 #include "io/GgmlTypes.h"
 #include "io/GgufTensorNames.h"
 #include "io/TensorDType.h"
+#include "model/ModelFamily.h"
 #include "quant/Quantize.h"
 
 #include "export/TensorBlocks.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
+#include "util/Join.h"
 #include "util/Protobuf.h"
 
 #include <ATen/ATen.h>
@@ -234,9 +236,13 @@ GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType>
     : m_context(context), m_type(type), m_folder(context.outDir) {
     std::ifstream in(context.sourceDir + "/config.json");
     const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
-    if (cfg.is_discarded() || cfg.value("model_type", "") != "llama")
+    const ModelFamily* family =
+        cfg.is_discarded() ? nullptr : findFamily(cfg.value("model_type", ""));
+    if (!family || !family->capabilities().gguf)
         throw Error(context.sourceDir + "/config.json", "model_type",
-                    "GGUF export writes the llama family only");
+                    "GGUF export writes the " +
+                        join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
+                        " family only");
     m_heads = cfg.value("num_attention_heads", 0);
     m_kvHeads = cfg.value("num_key_value_heads", m_heads);
     m_names = context.source->tensorNames();

@@ -2,11 +2,13 @@
 #include "export/TensorBlocks.h"
 
 #include "model/ConfigParser.h"
+#include "model/ModelFamily.h"
 #include "model/Rope.h"
 #include "quant/TypeTraits.h"
 #include "recipe/LayerPattern.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
+#include "util/Join.h"
 
 #include <ATen/ATen.h>
 
@@ -90,10 +92,11 @@ std::string rawOf(const at::Tensor& t) {
 
 std::string OnnxExporter::modelReason(const ModelConfig& c) {
     const std::string t = c.modelType;
-    if (t != "llama" && t != "mistral" && t != "qwen2" && t != "qwen3")
-        return "the ONNX exporter writes the Llama-style decoders llama, mistral, qwen2 and qwen3; "
-               "'" +
-               t + "' is not one of them (use --format fake or quark)";
+    const ModelFamily* family = findFamily(t);
+    if (!family || !family->capabilities().onnx)
+        return "the ONNX exporter writes the Llama-style decoders " +
+               join(familiesWith(&FamilyCapabilities::onnx), ", ", " and ") + "; '" + t +
+               "' is not one of them (use --format fake or quark)";
     const DecoderLayout& L = c.layout;
     if (L.fusedQkv || L.fusedGateUp || L.sandwichNorms || L.normPlusOne || L.embedScale ||
         L.attnSoftcap > 0 || L.finalSoftcap > 0 || c.moe.numExperts > 0)
