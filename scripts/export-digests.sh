@@ -22,7 +22,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export XDG_CACHE_HOME=$tmp/cache
-"$cli" synth --arch llama --out "$tmp/synth" --seed 1 --quiet > /dev/null
+"$cli" synth --arch llama --out "$tmp/synth" --seed 1 > /dev/null
 calib=(--calib-data "$calibtext" --num-calib-data 8 --seq-len 64)
 
 run() { # LABEL MODEL ARGS...
@@ -36,29 +36,44 @@ run() { # LABEL MODEL ARGS...
 }
 
 excl=(--exclude-layers '*down_proj' '*lm_head')
+# Quark's packed int4 holds output features in multiples of 8: stories260K's 172-wide MLP is not
+excl4=(--exclude-layers '*down_proj' '*gate_proj' '*up_proj' '*lm_head')
 run fake-int8 "$stories" --quant-scheme int8 "${calib[@]}" --format fake
 run fake-w8a8-kv "$stories" --quant-scheme w_int8_a_int8_per_token_dynamic --kv-cache-dtype fp8 \
   "${calib[@]}" --format fake
-run quark-uint4-gptq "$stories" --quant-scheme uint4_wo_32 --quant-algo gptq "${excl[@]}" \
+run quark-uint4-gptq "$stories" --quant-scheme uint4_wo_32 --quant-algo gptq "${excl4[@]}" \
   "${calib[@]}" --format quark
 run quark-fp8 "$stories" --quant-scheme w_fp8_a_fp8 "${calib[@]}" --format quark
-run quark-int4-awq "$stories" --quant-scheme int4_wo_32 --quant-algo awq "${excl[@]}" \
+run quark-int4-awq "$stories" --quant-scheme int4_wo_32 --quant-algo awq "${excl4[@]}" \
   "${calib[@]}" --format quark
-run awq-uint4 "$stories" --quant-scheme uint4_wo_32 "${excl[@]}" "${calib[@]}" --format awq
+run awq-uint4 "$stories" --quant-scheme uint4_wo_32 "${excl4[@]}" "${calib[@]}" --format awq
 run quark-int8-smooth "$stories" --quant-scheme int8 --quant-algo smoothquant "${calib[@]}" \
   --format quark
-run quark-rotation "$stories" --quant-scheme int4_wo_32 --quant-algo rotation gptq "${excl[@]}" \
+run quark-rotation "$stories" --quant-scheme int4_wo_32 --quant-algo rotation,gptq "${excl4[@]}" \
   "${calib[@]}" --format quark
 run quark-autosmooth "$tmp/synth" --quant-scheme int8 --quant-algo autosmoothquant \
   "${calib[@]}" --format quark
-for t in auto q8_0 q4_0 q4_1 q4_k q6_k f16 bf16 f32; do
-  run "gguf-int8-$t" "$stories" --quant-scheme int8_wo "${calib[@]}" --format gguf --gguf-type "$t"
+echo '{"format": "quantscope-recipe", "version": 1}' > "$tmp/fp32.json"
+cat > "$tmp/int8_g32.json" << 'JSON'
+{"format": "quantscope-recipe", "version": 1,
+ "global": {"weight": {"dtype": "int8", "qscheme": "per_group", "ch_axis": 1,
+                       "is_dynamic": false, "symmetric": true, "round_method": "half_even",
+                       "scale_type": "float", "observer_cls": "PerGroupMinMaxObserver",
+                       "group_size": 32},
+            "input_tensors": null, "output_tensors": null, "bias": null}}
+JSON
+for t in q8_0 q4_0 q4_1 q4_k q6_k f16 bf16 f32; do
+  run "gguf-fp32-$t" "$stories" --recipe "$tmp/fp32.json" --format gguf --gguf-type "$t"
 done
+run gguf-int8g32-auto "$stories" --recipe "$tmp/int8_g32.json" --exclude-layers '*down_proj' \
+  --format gguf
+run gguf-int8g32-q8_0 "$stories" --recipe "$tmp/int8_g32.json" --exclude-layers '*down_proj' \
+  --format gguf --gguf-type q8_0
 run gguf-uint4 "$stories" --quant-scheme uint4_wo_32 "${excl[@]}" "${calib[@]}" --format gguf
 run gguf-int4 "$stories" --quant-scheme int4_wo_32 "${calib[@]}" --unfit-policy skip --format gguf
 run onnx-int8 "$stories" --quant-scheme int8 "${calib[@]}" --format onnx
 run onnx-uint4 "$stories" --quant-scheme uint4_wo_32 "${excl[@]}" "${calib[@]}" --format onnx
-run multi "$tmp/synth" --quant-scheme int8_wo "${calib[@]}" --format fake quark gguf onnx
+run multi "$tmp/synth" --quant-scheme int8 "${calib[@]}" --format fake,quark,onnx
 run synth-uint4-skip "$tmp/synth" --quant-scheme uint4_wo_128 --unfit-policy skip "${calib[@]}" \
   --format quark
 
