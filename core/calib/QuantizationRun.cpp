@@ -2,8 +2,8 @@
 
 #include "calib/CalibrationData.h"
 #include "eval/TextEvaluation.h"
-#include "export/ExporterRegistry.h"
-#include "export/GgufExporter.h"
+#include "export/FormatWriter.h"
+#include "export/GgufFormat.h"
 #include "export/TransformedOuterTensors.h"
 #include "io/JsonFields.h"
 #include "io/QuarkFolder.h"
@@ -30,18 +30,17 @@ std::vector<std::string> resolveExportFormats(const QuantizationRequest& req, Re
     if (!req.exportFormats.empty()) {
         recipe.exportTargets.clear();
         for (const std::string& f : req.exportFormats) {
-            const std::string name = ExporterRegistry::canonical(f, "--format", f);
+            const std::string name = canonicalExportFormat(f, "--format", f);
             if (std::find(formats.begin(), formats.end(), name) != formats.end())
                 continue;
             formats.push_back(name);
-            recipe.exportTargets.push_back(ExporterRegistry::find(name)->recipeTarget);
+            recipe.exportTargets.push_back(findExportFormat(name)->recipeTarget);
         }
     } else {
         for (size_t i = 0; i < recipe.exportTargets.size(); ++i) {
             const std::string field = "export_targets[" + std::to_string(i) + "]";
-            formats.push_back(
-                ExporterRegistry::canonical(recipe.exportTargets[i], "recipe", field));
-            if (!ExporterRegistry::find(formats.back())->available)
+            formats.push_back(canonicalExportFormat(recipe.exportTargets[i], "recipe", field));
+            if (!findExportFormat(formats.back())->available)
                 throw Error("recipe", field,
                             "the engine cannot write '" + recipe.exportTargets[i] + "' yet");
         }
@@ -56,10 +55,10 @@ std::vector<std::string> resolveExportFormats(const QuantizationRequest& req, Re
 void checkExportFormats(const std::vector<std::string>& formats, const Recipe& recipe,
                         const ModuleNode& tree, const std::vector<std::string>& skipped,
                         bool allowUnloadable, const ModelConfig& model,
-                        std::optional<GgmlType> ggufType, std::vector<std::string>& warnings) {
+                        const ExportOptions& exportOptions, std::vector<std::string>& warnings) {
     for (const std::string& f : formats) {
-        const std::vector<std::string> problems = ExporterRegistry::problems(
-            f, recipe, tree, skipped, !allowUnloadable, &model, ggufType);
+        const std::vector<std::string> problems =
+            exportProblems(f, {recipe, tree, skipped, !allowUnloadable, &model, exportOptions});
         if (!problems.empty()) {
             std::string text;
             for (const std::string& p : problems)
@@ -68,7 +67,7 @@ void checkExportFormats(const std::vector<std::string>& formats, const Recipe& r
         }
         if (allowUnloadable)
             for (const std::string& p :
-                 ExporterRegistry::problems(f, recipe, tree, skipped, true, &model, ggufType))
+                 exportProblems(f, {recipe, tree, skipped, true, &model, exportOptions}))
                 warnings.push_back(f + ": written although consumers will refuse it: " + p);
     }
 }
@@ -112,8 +111,10 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         throw Error("--format", "", "an export format needs an output folder (--out DIR)");
     if (!req.outDir.empty())
         prep.exportFormats = resolveExportFormats(req, recipe);
-    const std::optional<GgmlType> ggufType =
-        ggufTypeFromName(req.ggufType); // a bad --gguf-type fails before any work
+    // Until the request carries the format options as data, GGUF's one option is converted
+    // here; a bad --gguf-type fails before any work.
+    ggufTypeFromName(req.ggufType);
+    const ExportOptions exportOptions = {{kGgufTypeOption, req.ggufType}};
 
     prep.handle = openModelHandle(req.modelDir);
     const ModelHandle& handle = prep.handle;
@@ -181,7 +182,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                         "scale for it (input_scale / output_scale)");
     }
     checkExportFormats(prep.exportFormats, recipe, tree, prep.planner->skipped(),
-                       req.allowUnloadable, handle.config, ggufType, prep.warnings);
+                       req.allowUnloadable, handle.config, exportOptions, prep.warnings);
     for (const auto& [layer, scheme] : prep.planner->quantizedLinears(tree))
         for (const auto& t : prep.transforms)
             t->checkLayer(layer, scheme);
@@ -299,7 +300,7 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
     context.sourceDir = req.modelDir;
     context.numBlocks = prep.model->numBlocks();
     context.recipe = &prep.recipe;
-    context.ggufType = ggufTypeFromName(req.ggufType);
+    context.options = {{kGgufTypeOption, req.ggufType}};
     // A model-level transform (rotation) changed the tensors outside the blocks as well: the
     // exporters read those from an overlay written here, the rest from the source.
     std::unique_ptr<Checkpoint> transformedSource;
@@ -329,7 +330,7 @@ QuantizationOutcome runQuantization(const QuantizationRequest& req,
                                                         : QDir(QString::fromStdString(req.outDir))
                                                               .filePath(QString::fromStdString(f))
                                                               .toStdString();
-        exporters.push_back(ExporterRegistry::create(f, context));
+        exporters.push_back(createExporter(f, context));
         exporters.back()->writeLeading();
     }
     options.sinkReadsOnlyCodes = !exporters.empty();

@@ -23,7 +23,7 @@ struct QuantizationRequest {
     bool analyze = false;
     bool evaluate = false; // perplexity of the fake-quantized model on recipe.evaluation
     std::string outDir;    // write the export(s) here (empty: none)
-    // Export formats (ExporterRegistry names or aliases). Empty: the recipe's export_targets,
+    // Export formats (export/ExportFormat.h names or aliases). Empty: the recipe's export_targets,
     // else "fake". Given, they replace the recipe's export_targets. With several formats each
     // goes to outDir/<format>.
     std::vector<std::string> exportFormats;

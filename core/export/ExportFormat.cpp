@@ -1,41 +1,11 @@
 #include "export/ExportFormat.h"
 
-#include "io/GgmlTypes.h"
+#include "util/Error.h"
+#include "util/Join.h"
+
+#include <algorithm>
 
 namespace qs {
-
-const std::vector<ExportFormat>& exportFormats() {
-    static const std::vector<ExportFormat> all = {
-        {"fake",
-         "hf_fake",
-         {"hf_fake"},
-         "fake-quantized Hugging Face checkpoint (float weights)",
-         true},
-        {"quark",
-         "quark",
-         {"hf_format"},
-         "AMD Quark hf_format, real quantized (transformers + amd-quark, vLLM)",
-         true},
-        {"awq",
-         "awq",
-         {},
-         "AMD Quark's awq custom mode: int4/uint4 per-group weights as qweight/qzeros/scales "
-         "(AutoAWQ GEMM, vLLM)",
-         true},
-        {"gguf",
-         "gguf",
-         {},
-         "GGUF v3 for llama.cpp (llama family; the plan's int4/int8 codes as Q4_0, Q4_1 or Q8_0, "
-         "or Q4_K, Q6_K, F16, F32)",
-         true},
-        {"onnx",
-         "onnx",
-         {},
-         "ONNX graph with QuantizeLinear/DequantizeLinear (Llama-style decoders; onnxruntime)",
-         true},
-    };
-    return all;
-}
 
 const ExportFormat* findExportFormat(const std::string& n) {
     for (const ExportFormat& f : exportFormats()) {
@@ -48,14 +18,62 @@ const ExportFormat* findExportFormat(const std::string& n) {
     return nullptr;
 }
 
-const std::vector<std::string>& ggufTypeNames() {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> n = {"auto"};
-        for (GgmlType t : ggmlOfferedTypes())
-            n.push_back(ggmlTypeName(t));
-        return n;
-    }();
-    return names;
+std::string canonicalExportFormat(const std::string& n, const std::string& source,
+                                  const std::string& field) {
+    if (const ExportFormat* f = findExportFormat(n))
+        return f->name;
+    std::vector<std::string> known;
+    for (const ExportFormat& f : exportFormats())
+        known.push_back(f.name);
+    throw Error(source, field,
+                "unknown export format '" + n + "' (known: " + join(known, ", ") + ")");
+}
+
+const ExportOption* findExportOption(const ExportFormat& format, const std::string& name) {
+    for (const ExportOption& o : format.options)
+        if (o.name == name)
+            return &o;
+    return nullptr;
+}
+
+std::string exportOptionValue(const ExportFormat& format, const ExportOptions& options,
+                              const std::string& name) {
+    const ExportOption* declared = findExportOption(format, name);
+    if (!declared)
+        throw Error(format.name, name, "the " + format.name + " format declares no such option");
+    const auto it = options.find(name);
+    return it == options.end() ? declared->defaultValue : it->second;
+}
+
+void checkExportOptions(const ExportFormat& format, const ExportOptions& options,
+                        const std::string& source) {
+    for (const ExportOption& o : format.options) {
+        const auto it = options.find(o.name);
+        if (it != options.end() &&
+            std::find(o.allowed.begin(), o.allowed.end(), it->second) == o.allowed.end())
+            throw Error(source, o.name,
+                        "unknown value '" + it->second + "' of " + format.name +
+                            "'s option (allowed: " + join(o.allowed, ", ") + ")");
+    }
+}
+
+void checkExportOptions(const ExportOptions& options, const std::string& source) {
+    for (const auto& entry : options) {
+        const std::string& name = entry.first;
+        bool declared = false;
+        for (const ExportFormat& f : exportFormats())
+            declared = declared || findExportOption(f, name) != nullptr;
+        if (!declared) {
+            std::vector<std::string> known;
+            for (const ExportFormat& f : exportFormats())
+                for (const ExportOption& o : f.options)
+                    known.push_back(o.name + " (" + f.name + ")");
+            throw Error(source, name,
+                        "no export format takes this option (options: " + join(known, ", ") + ")");
+        }
+    }
+    for (const ExportFormat& f : exportFormats())
+        checkExportOptions(f, options, source);
 }
 
 } // namespace qs

@@ -1,5 +1,4 @@
 #include "export/GgufExporter.h"
-#include "export/ExportFormat.h"
 #include "export/GgufCodeBlocks.h"
 #include "io/GgmlKQuants.h"
 #include "io/GgmlTypes.h"
@@ -202,28 +201,6 @@ bool isKQuant(GgmlType t) {
 
 } // namespace
 
-std::optional<GgmlType> ggufTypeFromName(const std::string& name) {
-    std::string n = name;
-    std::transform(n.begin(), n.end(), n.begin(),
-                   [](unsigned char ch) { return std::tolower(ch); });
-    const std::vector<std::string>& offered = ggufTypeNames();
-    if (std::find(offered.begin(), offered.end(), n) != offered.end()) {
-        if (n == "auto")
-            return std::nullopt;
-        return ggmlOfferedTypeByName(n);
-    }
-    std::string known;
-    for (const std::string& t : offered)
-        known += (known.empty() ? "" : ", ") + t;
-    throw Error("--gguf-type", name, "unknown GGUF type (" + known + ")");
-}
-
-GgmlType ggmlTypeFromName(const std::string& name) {
-    if (const std::optional<GgmlType> t = ggufTypeFromName(name))
-        return *t;
-    throw Error("--gguf-type", name, "'auto' picks a type per layer; a single type is needed here");
-}
-
 GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
     if (ggmlIsFloat(asked))
         return asked;
@@ -232,8 +209,8 @@ GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
     return rowLength % 32 == 0 ? asked : GgmlType::F32;
 }
 
-GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType> type)
-    : m_context(context), m_type(type), m_folder(context.outDir) {
+GgufExporter::GgufExporter(const ExportContext& context)
+    : m_context(context), m_type(ggufTypeOf(context.options)), m_folder(context.outDir) {
     std::ifstream in(context.sourceDir + "/config.json");
     const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
     const ModelFamily* family =

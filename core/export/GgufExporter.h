@@ -2,6 +2,7 @@
 
 #include "export/ExportFolder.h"
 #include "export/Exporter.h"
+#include "export/GgufFormat.h"
 #include "export/GgufVocab.h"
 #include "io/GgmlTypes.h"
 
@@ -15,10 +16,6 @@
 
 namespace qs {
 
-// A type ggufTypeNames() offers ("q8_0", ..., the table's offered types; case-insensitive);
-// qs::Error naming --gguf-type. ggufTypeFromName also takes "auto" (nullopt).
-GgmlType ggmlTypeFromName(const std::string& name);
-std::optional<GgmlType> ggufTypeFromName(const std::string& name);
 // The type a float row of `rowLength` gets when `asked` does not fit it, llama.cpp's rules
 // (llama-quant.cpp): a K-quant needs rows that are a multiple of 256 and falls back to Q5_0
 // (Q4_K) or Q8_0 (Q6_K); a 32-block type needs a multiple of 32, else F32 (llama.cpp's last
@@ -34,15 +31,16 @@ GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength);
 // Quantized linears (a plan with integer codes) are written from the codes, never re-rounded
 // (GgufCodeBlocks.h): with --gguf-type auto each in the block its plan maps to (int4 sym ->
 // Q4_0, 4-bit asym -> Q4_1, int8 sym -> Q8_0); an explicit q4_0/q4_1/q8_0 must hold the plan's
-// codes exactly (Q4_1 and Q8_0 also hold narrower 4-bit codes), else ExporterRegistry::problems
-// refuses the run before any block, naming the layer. K-quants hold no plan's codes. f32 writes
-// the engine's dequantized weights exactly, f16 rounds them. Everything else (unquantized
-// linears, embeddings, head) is float: ggml's reference quantizer of the asked type (rows that
-// do not fit it: ggmlTypeForRow), or with auto the source's precision (F16 if stored as F16,
-// else F32). 1-D tensors are F32.
+// codes exactly (Q4_1 and Q8_0 also hold narrower 4-bit codes), else the format's problems check
+// (GgufFormat.cpp) refuses the run before any block, naming the layer. K-quants hold no plan's
+// codes. f32 writes the engine's dequantized weights exactly, f16 rounds them. Everything else
+// (unquantized linears, embeddings, head) is float: ggml's reference quantizer of the asked type
+// (rows that do not fit it: ggmlTypeForRow), or with auto the source's precision (F16 if stored as
+// F16, else F32). 1-D tensors are F32.
 class GgufExporter : public Exporter {
 public:
-    GgufExporter(const ExportContext& context, std::optional<GgmlType> type);
+    // The weight type from context.options (GgufFormat.h; absent: auto).
+    explicit GgufExporter(const ExportContext& context);
     ~GgufExporter() override;
     std::string format() const override { return "gguf"; }
     void writeLeading() override;

@@ -8,7 +8,7 @@
 #include "TestSupport.h"
 
 #include "calib/QuantizationRun.h"
-#include "export/ExporterRegistry.h"
+#include "export/FormatWriter.h"
 #include "recipe/RecipeFlags.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
