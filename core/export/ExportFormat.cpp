@@ -4,6 +4,7 @@
 #include "util/Join.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace qs {
 
@@ -45,12 +46,28 @@ std::string exportOptionValue(const ExportFormat& format, const ExportOptions& o
     return it == options.end() ? declared->defaultValue : it->second;
 }
 
+namespace {
+
+// Option values are names, taken without regard to case (as --gguf-type always took them).
+std::string lowerCase(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    return s;
+}
+
+bool allows(const ExportOption& option, const std::string& value) {
+    const std::string v = lowerCase(value);
+    return std::any_of(option.allowed.begin(), option.allowed.end(),
+                       [&](const std::string& a) { return lowerCase(a) == v; });
+}
+
+} // namespace
+
 void checkExportOptions(const ExportFormat& format, const ExportOptions& options,
                         const std::string& source) {
     for (const ExportOption& o : format.options) {
         const auto it = options.find(o.name);
-        if (it != options.end() &&
-            std::find(o.allowed.begin(), o.allowed.end(), it->second) == o.allowed.end())
+        if (it != options.end() && !allows(o, it->second))
             throw Error(source, o.name,
                         "unknown value '" + it->second + "' of " + format.name +
                             "'s option (allowed: " + join(o.allowed, ", ") + ")");

@@ -10,14 +10,14 @@
 
 namespace qs {
 
-// A format's own options, as data: option name -> value ("gguf_type" -> "q4_0"). A run carries
+// A format's own options, as data: option name -> value. A run carries
 // one map for all its formats; each format reads the options it declares and takes the declared
 // default for an option the map lacks.
 using ExportOptions = std::map<std::string, std::string>;
 
 // One option a format declares: the values it takes (a closed list) and the default.
 struct ExportOption {
-    std::string name; // "gguf_type"
+    std::string name; // as the map's key
     std::vector<std::string> allowed;
     std::string defaultValue;
     std::string help;
@@ -47,8 +47,8 @@ const ExportOption* findExportOption(const ExportFormat& format, const std::stri
 // The value `format` uses for its option `name`: the map's, else the declared default.
 std::string exportOptionValue(const ExportFormat& format, const ExportOptions& options,
                               const std::string& name);
-// Checks the values of the options `format` declares: qs::Error(source, option name, reason)
-// naming the value and the values allowed.
+// Checks the values of the options `format` declares (case-insensitive): qs::Error(source,
+// option name, reason) naming the value and the values allowed.
 void checkExportOptions(const ExportFormat& format, const ExportOptions& options,
                         const std::string& source);
 // Checks a whole map, before any work: every option must be declared by a format (qs::Error

@@ -66,6 +66,7 @@ private Q_SLOTS:
     void optionMapsChecked() {
         qs::checkExportOptions(qs::ExportOptions{}, "cli");
         qs::checkExportOptions({{"gguf_type", "q8_0"}}, "cli");
+        qs::checkExportOptions({{"gguf_type", "Q4_K"}}, "cli"); // as --gguf-type takes it
         try {
             qs::checkExportOptions({{"gguf_type", "q9"}}, "cli");
             QFAIL("accepted");
