@@ -15,12 +15,12 @@
 //
 // usage: quantscope-bench-engine [--shared ../shared] [--threads N] [--reps 3] [--sections 123]
 #include "calib/CalibrationPasses.h"
-#include "calib/QuantizationRun.h"
-#include "calib/SensitivityRun.h"
 #include "model/ModelLoader.h"
 #include "quant/FastGroupQuant.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
+#include "run/SensitivityRun.h"
 #include "synth/SyntheticModel.h"
 
 #include <ATen/ATen.h>
@@ -68,15 +68,15 @@ double medianOf(int reps, const std::function<void()>& f) {
     return median(t);
 }
 
-qs::QuantizationRequest int8Request(const std::string& model, const std::string& calib,
-                                    int64_t windows, int64_t seq, const std::string& mode) {
+qs::RunRequest int8Request(const std::string& model, const std::string& calib, int64_t windows,
+                           int64_t seq, const std::string& mode) {
     qs::QuantFlags flags;
     flags.quantScheme = "int8";
     flags.calibData = calib;
     flags.numCalibData = windows;
     flags.seqLen = seq;
     flags.calibMode = mode;
-    qs::QuantizationRequest req;
+    qs::RunRequest req;
     req.modelDir = model;
     req.recipe = qs::recipeFromFlags(flags);
     return req;
@@ -89,7 +89,7 @@ void analysisOverhead(const Options& o) {
                 "tokens)\n");
     std::printf("%-44s %10s %8s\n", "run", "median s", "ratio");
     for (const char* mode : {"float", "sequential"}) {
-        qs::QuantizationRequest req = int8Request(model, calib, 15, 256, mode);
+        qs::RunRequest req = int8Request(model, calib, 15, 256, mode);
         const double plain = medianOf(o.reps, [&] { qs::runQuantization(req); });
         req.analyze = true;
         const double analyze = medianOf(o.reps, [&] { qs::runQuantization(req); });
@@ -135,7 +135,7 @@ void staticCalibrationPerBlock(const Options& o) {
     s.outDir = QDir(dir.path()).filePath("model").toStdString();
     qs::writeSyntheticModel(s);
     const std::string calib = o.shared + "/data/calib-general.txt";
-    qs::QuantizationRequest req = int8Request(s.outDir, calib, 16, 256, "float");
+    qs::RunRequest req = int8Request(s.outDir, calib, 16, 256, "float");
     const qs::PreparedRun prep = qs::prepareRun(req);
     const std::vector<double> fp = plainForwardPerBlock(s.outDir, prep.calibration); // warm-up run
     std::vector<double> fpRuns;
@@ -153,7 +153,7 @@ void staticCalibrationPerBlock(const Options& o) {
     for (const char* mode : {"float", "sequential"}) {
         for (bool fused : {true, false}) {
             qs::quant::setFusedStaticKernelEnabled(fused);
-            qs::QuantizationRequest r = int8Request(s.outDir, calib, 16, 256, mode);
+            qs::RunRequest r = int8Request(s.outDir, calib, 16, 256, mode);
             std::vector<double> blocks;
             qs::runQuantization(r); // warm-up
             for (int i = 0; i < o.reps; ++i)
@@ -170,7 +170,7 @@ void staticCalibrationPerBlock(const Options& o) {
 
 void sensitivity(const Options& o) {
     const std::string model = o.shared + "/models/stories260K";
-    qs::QuantizationRequest req =
+    qs::RunRequest req =
         int8Request(model, o.shared + "/data/tinystories-calib.txt", 15, 256, "float");
     req.recipe.evaluation.dataPath = o.shared + "/data/tinystories-eval.txt";
     req.recipe.evaluation.seqLen = 256;
@@ -183,7 +183,7 @@ void sensitivity(const Options& o) {
     // The old way: every measurement its own recipe, calibrated and evaluated on its own.
     std::vector<qs::SensitivityRow> old;
     const double tOld = seconds([&] {
-        qs::QuantizationRequest fp = req;
+        qs::RunRequest fp = req;
         fp.recipe.global.reset();
         qs::runQuantization(fp);
         qs::runQuantization(req);
@@ -191,7 +191,7 @@ void sensitivity(const Options& o) {
         for (const qs::SensitivityRow& r : fresh.rows)
             layers.push_back(r.layer);
         for (const std::string& layer : layers) {
-            qs::QuantizationRequest alone = req, allBut = req;
+            qs::RunRequest alone = req, allBut = req;
             alone.recipe.kvCache.reset();
             for (const std::string& other : layers)
                 if (other != layer)

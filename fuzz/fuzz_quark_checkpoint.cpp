@@ -16,7 +16,7 @@
 // that are not one positive scale and one zero point, or a refused export that leaves a file in
 // the cache (nothing half-written).
 #include "FuzzSupport.h"
-#include "io/QuarkFolder.h"
+#include "model/QuarkFolder.h"
 
 #include <QDir>
 #include <QDirIterator>

@@ -22,11 +22,11 @@ FLOORS = {
     "quant": 1,     # schemes, numerics, observers
     "tokenize": 1,  # tokenizers
     "io": 2,        # safetensors, GGUF, GGML types, checkpoints on disk
-    "model": 3,     # families, configs, the block-by-block decoder
-    "analysis": 3,  # per-layer metrics (Torch-free reports, accumulators)
-    "synth": 3,     # synthetic checkpoints
-    "eval": 4,      # perplexity protocol, generation
-    "recipe": 5,    # recipes, patterns, Quark configs, algorithm and scheme catalogs
+    "recipe": 3,    # recipes as data: patterns, Quark configs, algorithm catalog, evaluation spec
+    "model": 4,     # families, configs, the block-by-block decoder, opening quantized exports
+    "analysis": 4,  # per-layer metrics (Torch-free reports, accumulators)
+    "synth": 4,     # synthetic checkpoints
+    "eval": 5,      # perplexity protocol, generation
     "calib": 6,     # the calibration pipeline: plans and passes
     "algo": 7,      # transforms the pipeline runs (GPTQ, AWQ, SmoothQuant, rotation)
     "export": 7,    # writers the pipeline streams blocks to

@@ -33,7 +33,7 @@
 # - static activation quantization (QuantizeLinear): an activation within one rounding error
 #   of a code boundary can land on the neighbouring code, a whole step; onnxruntime divides by
 #   the scale where Quantscope multiplies by its reciprocal (1 ulp apart) and sums in another
-#   order. docs/engine.md measured the same effect between two BLAS builds: 4e-4 (int8) and
+#   order. docs/calibration.md measured the same effect between two BLAS builds: 4e-4 (int8) and
 #   8e-4 (fp8) relative perplexity. We assert |dppl|/ppl <= 2e-3, twice the larger.
 set -euo pipefail
 cd "$(dirname "$0")/.."

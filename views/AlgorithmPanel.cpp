@@ -78,10 +78,19 @@ QWidget* AlgorithmPanel::createParameters(const QString& name,
         else if (p.kind == AlgorithmParamKind::String)
             for (const std::string& c : p.choices)
                 choices << QString::fromStdString(c);
+        // What leaving the parameter out means: the catalog's default, or the model's own
+        // (its family's scaling template, its module names) where the catalog has none.
+        const QString fallback =
+            p.defaultValue.is_null()
+                ? tr("%1: the model's").arg(tr(DefaultChoice))
+                : tr("%1: %2").arg(tr(DefaultChoice),
+                                   QString::fromStdString(p.defaultValue.is_string()
+                                                              ? p.defaultValue.get<std::string>()
+                                                              : p.defaultValue.dump()));
         QWidget* editor = nullptr;
         if (!choices.isEmpty()) {
             auto* combo = new QComboBox(group);
-            combo->addItem(tr(DefaultChoice), QString());
+            combo->addItem(fallback, QString());
             for (const QString& c : choices)
                 combo->addItem(c, c);
             connect(combo, &QComboBox::activated, this, [this, name, parameter, combo] {
@@ -91,8 +100,9 @@ QWidget* AlgorithmPanel::createParameters(const QString& name,
         } else {
             auto* line = new QLineEdit(group);
             line->setPlaceholderText(
-                isJsonKind(p.kind) ? tr("default (JSON %1)").arg(QString::fromStdString(p.type))
-                                   : tr(DefaultChoice));
+                isJsonKind(p.kind) && p.defaultValue.is_null()
+                    ? tr("%1 (JSON %2)").arg(fallback, QString::fromStdString(p.type))
+                    : fallback);
             connect(line, &QLineEdit::editingFinished, this, [this, name, parameter, line] {
                 if (line->text() != m_document->algorithmParameterText(name, parameter))
                     setParameter(name, parameter, line->text());

@@ -1,5 +1,6 @@
 #include "EvalPanel.h"
 
+#include "LimitedSpinBox.h"
 #include "WheelGuard.h"
 
 #include "DisplayFormat.h"
@@ -44,13 +45,12 @@ EvalPanel::EvalPanel(QWidget* parent)
     connect(m_data, &QLineEdit::textChanged, this, &EvalPanel::updateButtons);
     connect(m_browse, &QPushButton::clicked, this, &EvalPanel::chooseDataFile);
 
-    m_seqLen->setRange(0, 1 << 20);
+    applyFieldLimit(m_seqLen, limits::evaluationSeqLen);
     m_seqLen->setSingleStep(128);
     m_seqLen->setSpecialValueText(tr("auto (≤ 512)"));
     m_seqLen->setToolTip(tr("Tokens per window; auto = 512 or the model's maximum positions if "
                             "smaller"));
-    m_maxWindows->setRange(0, 1 << 24);
-    m_maxWindows->setSpecialValueText(tr("all"));
+    applyFieldLimit(m_maxWindows, limits::evaluationMaxWindows, tr("all"));
     m_maxWindows->setToolTip(tr("Evaluate only the first N windows of the text"));
     m_dtype->addItems(
         {QStringLiteral("float32"), QStringLiteral("bfloat16"), QStringLiteral("float16")});

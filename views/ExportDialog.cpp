@@ -194,6 +194,13 @@ QString ExportDialog::ggufType() const {
     return m_ggufType->currentData().toString();
 }
 
+ExportOptions ExportDialog::exportOptions() const {
+    const std::vector<std::string> targets = exportTargets();
+    if (std::find(targets.begin(), targets.end(), GgufTarget) == targets.end())
+        return {};
+    return {{"gguf_type", ggufType().toStdString()}};
+}
+
 Recipe ExportDialog::recipeToWrite() const {
     Recipe recipe = m_recipe;
     recipe.exportTargets = exportTargets();

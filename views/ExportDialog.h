@@ -1,5 +1,6 @@
 #pragma once
 
+#include "export/ExportFormat.h"
 #include "recipe/Recipe.h"
 
 #include <QDialog>
@@ -38,6 +39,9 @@ public:
     std::vector<std::string> exportTargets() const;
     void setExportTargets(const std::vector<std::string>& targets);
     QString ggufType() const;
+    // The chosen formats' own options (the GGUF weight type when GGUF is checked): what the
+    // run passes to the exporters (RunRequest::exportOptions).
+    ExportOptions exportOptions() const;
     // The dialog's recipe with exportTargets() in it: what a run and the saved recipe use.
     Recipe recipeToWrite() const;
     // Saves the recipe to recipePath() and puts headlessCommand() on the clipboard; false (and

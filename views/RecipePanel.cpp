@@ -1,5 +1,6 @@
 #include "RecipePanel.h"
 
+#include "LimitedSpinBox.h"
 #include "WheelGuard.h"
 
 #include "AlgorithmPanel.h"
@@ -298,10 +299,12 @@ QWidget* RecipePanel::createDataGroup() {
         if (!path.isEmpty())
             edit([this, path] { m_document->setCalibrationData(path); });
     });
-    m_calibSamples = makeSpinBox(1, 1 << 20, group);
+    m_calibSamples = makeSpinBox(1, 1, group);
+    applyFieldLimit(m_calibSamples, limits::calibrationSamples);
     connect(m_calibSamples, &QSpinBox::valueChanged, this,
             [this](int v) { edit([this, v] { m_document->setCalibrationSamples(v); }); });
-    m_calibSeqLen = makeSpinBox(1, 1 << 20, group);
+    m_calibSeqLen = makeSpinBox(1, 1, group);
+    applyFieldLimit(m_calibSeqLen, limits::calibrationSeqLen);
     connect(m_calibSeqLen, &QSpinBox::valueChanged, this,
             [this](int v) { edit([this, v] { m_document->setCalibrationSeqLen(v); }); });
     m_calibSeed = makeSpinBox(0, std::numeric_limits<int>::max(), group);
@@ -322,12 +325,12 @@ QWidget* RecipePanel::createDataGroup() {
         if (!path.isEmpty())
             edit([this, path] { m_document->setEvaluationData(path); });
     });
-    m_evalSeqLen = makeSpinBox(0, 1 << 20, group);
-    m_evalSeqLen->setSpecialValueText(tr("model context"));
+    m_evalSeqLen = makeSpinBox(0, 0, group);
+    applyFieldLimit(m_evalSeqLen, limits::evaluationSeqLen, tr("model context"));
     connect(m_evalSeqLen, &QSpinBox::valueChanged, this,
             [this](int v) { edit([this, v] { m_document->setEvaluationSeqLen(v); }); });
-    m_evalWindows = makeSpinBox(0, 1 << 24, group);
-    m_evalWindows->setSpecialValueText(tr("all"));
+    m_evalWindows = makeSpinBox(0, 0, group);
+    applyFieldLimit(m_evalWindows, limits::evaluationMaxWindows, tr("all"));
     connect(m_evalWindows, &QSpinBox::valueChanged, this,
             [this](int v) { edit([this, v] { m_document->setEvaluationMaxWindows(v); }); });
 

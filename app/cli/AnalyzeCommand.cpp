@@ -2,8 +2,7 @@
 #include "QuantOptions.h"
 #include "analysis/ExpertRouting.h"
 
-#include "calib/QuantizationRun.h"
-#include "calib/SensitivityRun.h"
+#include "run/Run.h"
 
 #include <algorithm>
 
@@ -48,7 +47,7 @@ int runAnalyze(const QStringList& args) {
         return 0;
     const QString dir = modelDirFromOptions(parser);
     applyThreadsOption(parser);
-    QuantizationRequest q = requestFromOptions(parser, dir);
+    RunRequest q = requestFromOptions(parser, dir);
     q.analyze = true;
     if (parser.isSet("sensitivity") && !parser.isSet("data"))
         throw UsageError{"--sensitivity needs --data TEXT (the evaluation set)"};
@@ -58,15 +57,13 @@ int runAnalyze(const QStringList& args) {
     saveRecipeIfAsked(parser, q.recipe);
     // The analysis first: it checks the recipe, the model and the calibration data before the
     // (longer) sensitivity study starts.
-    const QuantizationOutcome out = runQuantization(q, progressFor(parser, "analyze"));
-    printWarnings("analyze", out.warnings);
-    std::optional<SensitivityResult> sens;
     if (parser.isSet("sensitivity")) {
-        QuantizationRequest s = q;
-        s.analyze = false;
-        s.recipe.evaluation = evaluation;
-        sens = runSensitivity(s, progressFor(parser, "sensitivity"));
+        q.sensitivity = true;
+        q.recipe.evaluation = evaluation;
     }
+    const RunOutcome out = runJob(q, progressFor(parser, "analyze"));
+    printWarnings("analyze", out.warnings);
+    const std::optional<SensitivityResult>& sens = out.sensitivity;
     if (parser.isSet("json")) {
         nlohmann::json j = out.report.toJson(!parser.isSet("no-channels"));
         j["provenance"] = provenanceJson(parser, q, out);

@@ -94,6 +94,16 @@ int64_t intOption(const QCommandLineParser& parser, const QString& name, int64_t
     return v;
 }
 
+int64_t intOption(const QCommandLineParser& parser, const QString& name, const FieldLimit& limit) {
+    bool ok = false;
+    const QString text = parser.value(name);
+    const qlonglong v = text.toLongLong(&ok);
+    if (!ok || !limit.allows(v))
+        throw UsageError{"--" + name.toStdString() + ": expected an integer, " +
+                         (ok ? limit.refusal(v) : "got '" + text.toStdString() + "'")};
+    return v;
+}
+
 void printJson(const nlohmann::json& j) {
     std::cout << j.dump(2) << std::endl;
 }

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "recipe/RecipeLimits.h"
+
 #include <QCommandLineParser>
 #include <QStringList>
 
@@ -29,6 +31,8 @@ bool parseOrHelp(QCommandLineParser& parser, const QStringList& args, const QStr
 // Exactly one positional argument (the model folder) or a UsageError.
 QString singlePositional(const QCommandLineParser& parser, const char* what);
 int64_t intOption(const QCommandLineParser& parser, const QString& name, int64_t min, int64_t max);
+// A recipe field's flag: the range (and special value) of recipe/RecipeLimits.h.
+int64_t intOption(const QCommandLineParser& parser, const QString& name, const FieldLimit& limit);
 void printJson(const nlohmann::json& j);
 void printLine(const std::string& s);
 // Common options: --threads N (LibTorch intra-op threads, default = cores).

@@ -1,7 +1,7 @@
 #include "CliCommon.h"
 
 #include "QuantOptions.h"
-#include "calib/QuantizationRun.h"
+#include "run/Run.h"
 
 #include <cstdio>
 
@@ -26,11 +26,11 @@ int runEval(const QStringList& args) {
     if (!parser.isSet("data"))
         throw UsageError{"--data TEXT is required"};
     applyThreadsOption(parser);
-    QuantizationRequest q = requestFromOptions(parser, dir, false);
+    RunRequest q = requestFromOptions(parser, dir, false);
     q.recipe.evaluation = evaluationFromOptions(parser, "data");
     q.evaluate = true;
     saveRecipeIfAsked(parser, q.recipe);
-    const QuantizationOutcome out = runQuantization(q, progressFor(parser, "eval"));
+    const RunOutcome out = runJob(q, progressFor(parser, "eval"));
     printWarnings("eval", out.warnings);
     const PerplexityResult& r = *out.perplexity;
     if (parser.isSet("json")) {

@@ -1,6 +1,6 @@
 #include "CliCommon.h"
 
-#include "io/QuarkFolder.h"
+#include "model/QuarkFolder.h"
 
 #include "model/ModelInfo.h"
 

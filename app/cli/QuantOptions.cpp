@@ -3,6 +3,7 @@
 #include "export/ExportFormat.h"
 
 #include "CliCommon.h"
+#include "model/Compute.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/Provenance.h"
@@ -129,8 +130,8 @@ void addEvalWindowOptions(QCommandLineParser& parser) {
 EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag) {
     EvaluationSpec e;
     e.dataPath = parser.value(dataFlag).toStdString();
-    e.seqLen = intOption(parser, "eval-seq-len", 0, int64_t(1) << 24);
-    e.maxWindows = intOption(parser, "max-windows", 0, int64_t(1) << 40);
+    e.seqLen = intOption(parser, "eval-seq-len", limits::evaluationSeqLen);
+    e.maxWindows = intOption(parser, "max-windows", limits::evaluationMaxWindows);
     return e;
 }
 
@@ -231,9 +232,9 @@ Recipe recipeFromOptions(const QCommandLineParser& parser) {
     flags.kvCacheDtype = parser.value("kv-cache-dtype").toStdString();
     flags.calibData = parser.value("calib-data").toStdString();
     if (parser.isSet("num-calib-data"))
-        flags.numCalibData = intOption(parser, "num-calib-data", 1, 1 << 24);
+        flags.numCalibData = intOption(parser, "num-calib-data", limits::calibrationSamples);
     if (parser.isSet("calib-seq-len"))
-        flags.seqLen = intOption(parser, "calib-seq-len", 2, 1 << 24);
+        flags.seqLen = intOption(parser, "calib-seq-len", limits::calibrationSeqLen);
     flags.calibMode = parser.value("calib-mode").toStdString();
     std::vector<AlgorithmSpec> algorithms;
     for (const QString& value : parser.values("quant-algo"))
@@ -274,8 +275,8 @@ void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe) {
         recipe.save(parser.value("save-recipe").toStdString());
 }
 
-QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
-                                       bool requireScheme) {
+RunRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
+                              bool requireScheme) {
     const bool quantized = hasQuantOptions(parser);
     if (requireScheme && !quantized)
         throw UsageError{"give a scheme (--quant-scheme S) or a --recipe FILE"};
@@ -288,22 +289,25 @@ QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const Q
                              " shapes the calibration and has no effect without a scheme "
                              "(--quant-scheme S or --recipe FILE); --seq-len is the calibration "
                              "window as in Quark, the evaluation window is --eval-seq-len"};
-    QuantizationRequest q;
+    RunRequest q;
     q.modelDir = modelDir.toStdString();
     if (quantized)
         q.recipe = recipeFromOptions(parser);
-    q.compute = asUsageError([&] {
+    // Checked here so that an unknown device or dtype is a usage error (exit 2).
+    asUsageError([&] {
         return parseComputeOptions(parser.value("device").toStdString(),
                                    parser.value("dtype").toStdString());
     });
+    q.device = parser.value("device").toStdString();
+    q.dtype = parser.value("dtype").toStdString();
     q.tokenizer = asUsageError(
         [&] { return TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString()); });
     q.strict = parser.isSet("strict");
     return q;
 }
 
-nlohmann::json provenanceJson(const QCommandLineParser& parser, const QuantizationRequest& request,
-                              const QuantizationOutcome& outcome) {
+nlohmann::json provenanceJson(const QCommandLineParser& parser, const RunRequest& request,
+                              const RunOutcome& outcome) {
     ResultProvenance p;
     p.modelPath = request.modelDir;
     p.modelHash = modelHeadersHash(request.modelDir);

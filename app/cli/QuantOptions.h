@@ -1,7 +1,7 @@
 #pragma once
 
-#include "calib/QuantizationRun.h"
 #include "recipe/Recipe.h"
+#include "run/RunRequest.h"
 
 #include <QCommandLineParser>
 #include <QStringList>
@@ -37,11 +37,11 @@ Recipe recipeFromOptions(const QCommandLineParser& parser);
 void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe);
 // The run eval, analyze and quantize share: model folder, recipe (saved when asked), --device,
 // --dtype, --tokenizer and --strict. `requireScheme`: a scheme flag or --recipe must be given.
-QuantizationRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
-                                       bool requireScheme = true);
+RunRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
+                              bool requireScheme = true);
 // Where a run's results came from (recipe/Provenance.h), for the JSON reports.
-nlohmann::json provenanceJson(const QCommandLineParser& parser, const QuantizationRequest& request,
-                              const QuantizationOutcome& outcome);
+nlohmann::json provenanceJson(const QCommandLineParser& parser, const RunRequest& request,
+                              const RunOutcome& outcome);
 // Every accepted scheme name for help: current names, each with the older Quark names that
 // resolve to the same scheme, then the older names that have no current equivalent.
 QString schemeHelp();

@@ -1,7 +1,7 @@
 #include "CliCommon.h"
 #include "QuantOptions.h"
 
-#include "calib/QuantizationRun.h"
+#include "run/Run.h"
 
 #include <cstdio>
 #include <numeric>
@@ -27,13 +27,14 @@ int runQuantize(const QStringList& args) {
     const std::string outDir = outputDirFromOptions(parser);
     const std::vector<std::string> formats = exportFormatsFromOptions(parser);
     applyThreadsOption(parser);
-    QuantizationRequest q = requestFromOptions(parser, dir);
+    RunRequest q = requestFromOptions(parser, dir);
     q.outDir = outDir;
     q.exportFormats = formats;
     q.allowUnloadable = parser.isSet("allow-unloadable");
-    q.ggufType = parser.value("gguf-type").toStdString();
+    if (parser.isSet("gguf-type"))
+        q.exportOptions["gguf_type"] = parser.value("gguf-type").toStdString();
     saveRecipeIfAsked(parser, q.recipe);
-    const QuantizationOutcome out = runQuantization(q, progressFor(parser, "quantize"));
+    const RunOutcome out = runJob(q, progressFor(parser, "quantize"));
     printWarnings("quantize", out.warnings);
     const double seconds = std::accumulate(out.blockSeconds.begin(), out.blockSeconds.end(), 0.0);
     if (parser.isSet("json")) {

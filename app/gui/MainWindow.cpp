@@ -103,13 +103,12 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_workbench, &WorkbenchPage::excludeLayerRequested, this, &MainWindow::excludeLayer);
     connect(m_workbench, &WorkbenchPage::overrideLayerRequested, this,
             &MainWindow::chooseLayerOverride);
-    connect(m_runPanel, &RunPanel::analyzeRequested, this,
-            [this] { startRun(RunRequest::Kind::Analyze); });
+    connect(m_runPanel, &RunPanel::analyzeRequested, this, [this] { startRun(RunKind::Analyze); });
     connect(m_runPanel, &RunPanel::quantizeRequested, this, &MainWindow::openExportDialog);
     connect(m_runPanel, &RunPanel::evaluateRequested, this,
-            [this] { startRun(RunRequest::Kind::Evaluate); });
+            [this] { startRun(RunKind::Evaluate); });
     connect(m_runPanel, &RunPanel::sensitivityRequested, this,
-            [this] { startRun(RunRequest::Kind::Sensitivity); });
+            [this] { startRun(RunKind::Sensitivity); });
     connect(m_runPanel, &RunPanel::cancelRequested, this, &MainWindow::cancelRun);
     onRecipeChanged();
 
@@ -513,18 +512,21 @@ void MainWindow::onRecipeChanged() {
     m_jsonView->setRecipe(recipe);
 }
 
-bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir,
-                          const std::vector<std::string>& exportTargets, const QString& ggufType) {
+bool MainWindow::startRun(RunKind kind, const QString& outDir,
+                          const std::vector<std::string>& exportTargets,
+                          const ExportOptions& exportOptions) {
     if (m_runJob >= 0 || m_modelDirectory.isEmpty())
         return false;
     RunRequest request;
-    request.kind = kind;
+    request.analyze = kind == RunKind::Analyze;
+    request.evaluate = request.evaluateFullPrecision = kind == RunKind::Evaluate;
+    request.sensitivity = kind == RunKind::Sensitivity;
     request.recipe = m_recipe->recipe();
-    request.outDir = outDir.toStdString();
+    if (kind == RunKind::Quantize)
+        request.outDir = outDir.toStdString();
     if (!exportTargets.empty())
         request.recipe.exportTargets = exportTargets;
-    if (!ggufType.isEmpty())
-        request.ggufType = ggufType.toStdString();
+    request.exportOptions = exportOptions;
     const EvalRequest eval = m_workbench->evalPanel()->request();
     request.device = eval.device;
     // The evaluation text of the recipe, else the one chosen in the evaluation panel.
@@ -532,7 +534,7 @@ bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir,
         request.recipe.evaluation = eval.evaluation;
     QString title;
     switch (kind) {
-    case RunRequest::Kind::Analyze:
+    case RunKind::Analyze:
         m_reportsBeforeRun.clear();
         for (const LayerReport* r : m_workbench->layerTreeModel()->reports())
             m_reportsBeforeRun.push_back(*r);
@@ -542,14 +544,14 @@ bool MainWindow::startRun(RunRequest::Kind kind, const QString& outDir,
         m_workbench->layerTreeModel()->setReportsRecipeHash(recipeHash(request.recipe));
         title = tr("Analyzing");
         break;
-    case RunRequest::Kind::Quantize:
+    case RunKind::Quantize:
         title = tr("Quantizing to %1").arg(QDir::toNativeSeparators(outDir));
         break;
-    case RunRequest::Kind::Evaluate:
+    case RunKind::Evaluate:
         m_runPanel->showPerplexities(std::nullopt, std::nullopt);
         title = tr("Evaluating");
         break;
-    case RunRequest::Kind::Sensitivity:
+    case RunKind::Sensitivity:
         m_runPanel->clearSensitivity();
         title = tr("Measuring sensitivity");
         break;
@@ -573,8 +575,8 @@ ExportDialog* MainWindow::openExportDialog() {
     auto* dialog = new ExportDialog(m_modelDirectory, m_recipe->recipe(), this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &QDialog::accepted, this, [this, dialog] {
-        startRun(RunRequest::Kind::Quantize, dialog->outputDirectory(), dialog->exportTargets(),
-                 dialog->ggufType());
+        startRun(RunKind::Quantize, dialog->outputDirectory(), dialog->exportTargets(),
+                 dialog->exportOptions());
     });
     dialog->open();
     return dialog;
@@ -592,26 +594,26 @@ void MainWindow::onSensitivityRow(int job, const SensitivityRow& row) {
     m_workbench->setSensitivity(row);
 }
 
-void MainWindow::onRunFinished(int job, const RunSummary& summary) {
+void MainWindow::onRunFinished(int job, const RunOutcome& summary) {
     if (job != m_runJob)
         return;
     m_runJob = -1;
     QString status;
-    switch (summary.kind) {
-    case RunRequest::Kind::Analyze:
+    switch (m_runKind) {
+    case RunKind::Analyze:
         status = tr("Analysis done");
         break;
-    case RunRequest::Kind::Quantize:
+    case RunKind::Quantize:
         status = tr("Quantized model written to %1")
                      .arg(QDir::toNativeSeparators(QString::fromStdString(summary.outDir)));
         break;
-    case RunRequest::Kind::Evaluate:
-        m_lastFp = summary.fp;
-        m_lastQuantized = summary.quantized;
-        m_runPanel->showPerplexities(summary.fp, summary.quantized);
+    case RunKind::Evaluate:
+        m_lastFp = summary.fullPrecision;
+        m_lastQuantized = summary.perplexity;
+        m_runPanel->showPerplexities(summary.fullPrecision, summary.perplexity);
         status = tr("Evaluation done");
         break;
-    case RunRequest::Kind::Sensitivity:
+    case RunKind::Sensitivity:
         if (summary.sensitivity)
             m_runPanel->showSensitivityTotals(summary.sensitivity->fpPerplexity,
                                               summary.sensitivity->fullPerplexity);
@@ -754,11 +756,11 @@ void MainWindow::onCancelled(int job) {
     if (job == m_runJob) {
         m_runJob = -1;
         // A cancelled run leaves the previous results in place.
-        if (m_runKind == RunRequest::Kind::Analyze) {
+        if (m_runKind == RunKind::Analyze) {
             m_workbench->clearLayerReports();
             m_workbench->layerTreeModel()->setReportsRecipeHash(m_reportsRecipeHashBeforeRun);
             m_workbench->addLayerReports(std::exchange(m_reportsBeforeRun, {}));
-        } else if (m_runKind == RunRequest::Kind::Evaluate) {
+        } else if (m_runKind == RunKind::Evaluate) {
             m_runPanel->showPerplexities(m_lastFp, m_lastQuantized);
         }
         m_runPanel->setIdle(tr("Cancelled"));

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "RecentModelList.h"
-#include "engine/RunTypes.h"
+#include "run/RunRequest.h"
 
 #include <QElapsedTimer>
 #include <QHash>
@@ -20,6 +20,9 @@ class QStackedWidget;
 class QToolButton;
 
 namespace qs {
+
+// The workbench's four runs (its Run menu and buttons); each sets the flags of one RunRequest.
+enum class RunKind { Analyze, Quantize, Evaluate, Sensitivity };
 
 class Engine;
 class ExportDialog;
@@ -75,11 +78,11 @@ public:
 
     // Runs on the open model with the current recipe; false when no model is open or a run is
     // going already (one run at a time). Quantize needs outDir.
-    // Quantize: exportTargets (recipe targets; empty: the recipe's own) and the GGUF type come
-    // from the export dialog.
-    bool startRun(RunRequest::Kind kind, const QString& outDir = QString(),
+    // Quantize: exportTargets (recipe targets; empty: the recipe's own) and the formats' options
+    // come from the export dialog.
+    bool startRun(RunKind kind, const QString& outDir = QString(),
                   const std::vector<std::string>& exportTargets = {},
-                  const QString& ggufType = QString());
+                  const ExportOptions& exportOptions = {});
     bool isRunning() const { return m_runJob >= 0; }
     void cancelRun();
     // Quantize…: the export dialog (non-blocking); OK starts the Quantize run.
@@ -91,7 +94,7 @@ Q_SIGNALS:
     // Opening a model (or writing the demo model) failed; the message was shown to the user.
     void modelOpenFailed(const QString& message);
     // A recipe run ended: finished (summary valid), failed or cancelled.
-    void runFinished(const qs::RunSummary& summary);
+    void runFinished(const qs::RunOutcome& summary);
     void runFailed(const QString& message);
     void runCancelled();
     // loadRecipe failed; the message was shown to the user.
@@ -126,7 +129,7 @@ private:
     void onRecipeChanged();
     void onLayerReports(int job, int block, const std::vector<LayerReport>& layers);
     void onSensitivityRow(int job, const SensitivityRow& row);
-    void onRunFinished(int job, const RunSummary& summary);
+    void onRunFinished(int job, const RunOutcome& summary);
     void placeRecipeDocks();
     void applyRecipeDockLayout();
 
@@ -165,7 +168,7 @@ private:
     QDockWidget* m_runDock = nullptr;
     bool m_recipeLayoutPending = true;
     int m_runJob = -1; // the one recipe run allowed at a time
-    RunRequest::Kind m_runKind = RunRequest::Kind::Analyze;
+    RunKind m_runKind = RunKind::Analyze;
     // What the current run replaces, put back if it is cancelled.
     std::vector<LayerReport> m_reportsBeforeRun;
     std::string m_reportsRecipeHashBeforeRun;

@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
         };
         if (opensModel && analyze) {
             QObject::connect(&window, &qs::MainWindow::modelShown, &window, [&window] {
-                if (!window.startRun(qs::RunRequest::Kind::Analyze)) {
+                if (!window.startRun(qs::RunKind::Analyze)) {
                     std::fprintf(stderr, "quantscope: cannot start the analysis\n");
                     QCoreApplication::exit(1);
                 }

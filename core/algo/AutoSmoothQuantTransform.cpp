@@ -1,6 +1,7 @@
 #include "algo/AutoSmoothQuantTransform.h"
 
 #include "algo/AwqTransform.h"
+#include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -13,9 +14,8 @@ namespace qs::algo {
 AutoSmoothQuantTransform::AutoSmoothQuantTransform(const nlohmann::json& params,
                                                    const std::string& source)
     : m_params(params), m_source(source) {
-    // The catalog has validated the choices (AlgorithmCatalog.cpp).
-    if (params.contains("compute_scale_loss") && params["compute_scale_loss"].is_string() &&
-        params["compute_scale_loss"].get<std::string>() == "MAE")
+    // The catalog has validated the choices and holds the default (AlgorithmCatalog.cpp).
+    if (algorithmParam("autosmoothquant", params, "compute_scale_loss").get<std::string>() == "MAE")
         m_loss = ScaleLoss::Mae;
 }
 

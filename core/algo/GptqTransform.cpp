@@ -1,5 +1,6 @@
 #include "algo/GptqTransform.h"
 
+#include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -11,11 +12,13 @@ namespace qs::algo {
 
 GptqTransform::GptqTransform(const nlohmann::json& params, const std::string& source)
     : m_source(source) {
-    // The catalog has validated names, types and ranges (AlgorithmCatalog.cpp).
-    m_options.dampPercent = params.value("damp_percent", 0.01);
-    m_options.blockSize = params.value("block_size", int64_t(128));
-    m_options.descAct = params.value("desc_act", true);
-    m_options.staticGroups = params.value("static_groups", true);
+    // The catalog has validated names, types and ranges and holds the defaults
+    // (AlgorithmCatalog.cpp).
+    auto param = [&](const char* name) { return algorithmParam("gptq", params, name); };
+    m_options.dampPercent = param("damp_percent").get<double>();
+    m_options.blockSize = param("block_size").get<int64_t>();
+    m_options.descAct = param("desc_act").get<bool>();
+    m_options.staticGroups = param("static_groups").get<bool>();
     if (params.contains("inside_layer_modules") && params["inside_layer_modules"].is_array())
         for (const auto& m : params["inside_layer_modules"])
             m_modules.push_back(m.get<std::string>());

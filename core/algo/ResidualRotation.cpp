@@ -1,6 +1,7 @@
 #include "algo/ResidualRotation.h"
 
 #include "model/ModelFamily.h"
+#include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
 #include "util/Join.h"
 #include "util/Strings.h"
@@ -58,31 +59,30 @@ int64_t chunkRows(int64_t n) {
 RotationOptions rotationOptionsFromParams(const nlohmann::json& params, const std::string& source,
                                           const std::string& field) {
     // The catalog has validated names and types (AlgorithmCatalog.cpp); here: what runs.
-    auto flag = [&](const char* key, bool fallback) {
-        return params.contains(key) && params[key].is_boolean() ? params[key].get<bool>()
-                                                                : fallback;
+    auto flag = [&](const char* key) {
+        return algorithmParam("rotation", params, key).get<bool>();
     };
-    if (!flag("r1", true))
+    if (!flag("r1"))
         throw Error(source, field + ".r1",
                     "rotation without r1 is not implemented (r2 and r4 run beside r1)");
-    if (flag("r3", false))
+    if (flag("r3"))
         throw Error(source, field + ".r3",
                     "r3 is not implemented (R1, the offline R2 and the online R4 run); set it to "
                     "false");
-    if (flag("online_r1_rotation", false))
+    if (flag("online_r1_rotation"))
         throw Error(source, field + ".online_r1_rotation",
                     "online R1 is not implemented (R1 is fused offline into the weights)");
-    if (flag("trainable", false))
+    if (flag("trainable"))
         throw Error(source, field + ".trainable", "trainable rotations are not implemented");
     if (params.contains("online_config") && !params["online_config"].is_null())
         throw Error(source, field + ".online_config", "online rotations are not implemented");
     RotationOptions o;
     if (params.contains("rotation_size") && params["rotation_size"].is_number_integer())
         o.rotationSize = params["rotation_size"].get<int64_t>();
-    o.randomR1 = flag("random_r1", false);
-    o.r4 = flag("r4", false);
-    o.r2 = flag("r2", false);
-    o.randomR2 = flag("random_r2", false);
+    o.randomR1 = flag("random_r1");
+    o.r4 = flag("r4");
+    o.r2 = flag("r2");
+    o.randomR2 = flag("random_r2");
     if (o.randomR2 && !o.r2)
         throw Error(source, field + ".random_r2", "random_r2 needs r2");
     if (o.randomR1 && o.rotationSize > 0)

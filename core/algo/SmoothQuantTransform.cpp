@@ -1,5 +1,6 @@
 #include "algo/SmoothQuantTransform.h"
 
+#include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -10,9 +11,10 @@ namespace qs::algo {
 
 SmoothQuantTransform::SmoothQuantTransform(const nlohmann::json& params, const std::string& source)
     : m_params(params), m_source(source) {
-    // The catalog has validated names, types and ranges (AlgorithmCatalog.cpp).
-    m_alpha = params.value("alpha", 1.0);
-    m_clampMin = params.value("scale_clamp_min", 1e-3);
+    // The catalog has validated names, types and ranges and holds the defaults
+    // (AlgorithmCatalog.cpp).
+    m_alpha = algorithmParam("smoothquant", params, "alpha").get<double>();
+    m_clampMin = algorithmParam("smoothquant", params, "scale_clamp_min").get<double>();
 }
 
 void SmoothQuantTransform::checkModel(const ModelConfig& config) const {

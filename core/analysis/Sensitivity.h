@@ -5,7 +5,7 @@
 
 namespace qs {
 
-// Sensitivity of the perplexity to each quantized linear (calib/SensitivityRun.h measures it):
+// Sensitivity of the perplexity to each quantized linear (run/SensitivityRun.h measures it):
 //  alone:    only this layer quantized (KV-cache quantization off);
 //  all-but:  the whole recipe except this layer. Torch-free value types.
 struct SensitivityRow {

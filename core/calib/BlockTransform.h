@@ -95,10 +95,4 @@ public:
     }
 };
 
-// The transforms of a recipe's algorithms, in recipe order. Throws qs::Error(source,
-// "algorithms[i].name", why) for an algorithm the engine cannot run yet: a recipe field is
-// honoured or refused, never ignored.
-std::vector<std::unique_ptr<BlockTransform>>
-makeBlockTransforms(const std::vector<AlgorithmSpec>& algorithms, const std::string& source);
-
 } // namespace qs

@@ -1,5 +1,6 @@
 #include "calib/CalibrationData.h"
 
+#include "recipe/RecipeLimits.h"
 #include "util/Error.h"
 
 #include <algorithm>
@@ -21,7 +22,7 @@ at::Tensor windowsTensor(const std::vector<int32_t>& ids, const std::vector<int6
 }
 
 int64_t windowCount(const std::vector<int32_t>& ids, int64_t seqLen, const std::string& source) {
-    if (seqLen < 2)
+    if (seqLen < limits::kMinWindowTokens) // recipes cannot ask for less (RecipeLimits.h)
         throw Error(source, "seq_len", "must be at least 2");
     const int64_t n = int64_t(ids.size()) / seqLen;
     if (n == 0)

@@ -1,9 +1,9 @@
 #include "engine/Engine.h"
 
-#include "calib/QuantizationRun.h"
-#include "calib/SensitivityRun.h"
 #include "engine/Runtime.h"
 #include "io/GgufFolder.h"
+#include "run/QuantizationRun.h"
+#include "run/Run.h"
 #include "util/Error.h"
 #include "util/ErrorText.h"
 
@@ -35,7 +35,7 @@ struct Engine::Private {
 Engine::Engine(QObject* parent) : QObject(parent), d(std::make_unique<Private>()) {
     qRegisterMetaType<qs::ModelInfo>();
     qRegisterMetaType<qs::PerplexityResult>();
-    qRegisterMetaType<qs::RunSummary>();
+    qRegisterMetaType<qs::RunOutcome>();
     qRegisterMetaType<qs::SensitivityRow>();
     qRegisterMetaType<std::vector<qs::LayerReport>>();
     configureThreads(0);
@@ -185,59 +185,21 @@ int Engine::evaluate(const EvalRequest& request) {
 }
 
 int Engine::run(const RunRequest& request) {
-    static const char* titles[] = {"Analyze", "Quantize", "Evaluate", "Sensitivity"};
-    return submit(tr(titles[int(request.kind)]), [this, request](int job,
-                                                                 const ProgressFn& report) {
+    return submit(QString::fromStdString(request.title()), [this, request](
+                                                               int job, const ProgressFn& report) {
         if (d->modelDir.isEmpty())
             throw Error("run", "", "no model is open");
-        QElapsedTimer timer;
-        timer.start();
-        QuantizationRequest q;
-        q.modelDir = d->modelDir.toStdString();
-        q.recipe = request.recipe;
-        q.compute = parseComputeOptions(request.device, request.dtype);
-        RunSummary summary;
-        summary.kind = request.kind;
-        using Kind = RunRequest::Kind;
-        if (request.kind == Kind::Sensitivity) {
-            summary.sensitivity = runSensitivity(q, report, [this, job](const SensitivityRow& row) {
+        RunRequest r = request;
+        r.modelDir = d->modelDir.toStdString();
+        if (r.analyze)
+            r.onBlockReports = [this, job](int block, const std::vector<LayerReport>& layers) {
+                Q_EMIT layerReports(job, block, layers);
+            };
+        if (r.sensitivity)
+            r.onSensitivityRow = [this, job](const SensitivityRow& row) {
                 Q_EMIT sensitivityRow(job, row);
-            });
-            summary.recipe = request.recipe;
-        } else {
-            q.analyze = request.kind == Kind::Analyze;
-            q.evaluate = request.kind == Kind::Evaluate;
-            q.outDir = request.kind == Kind::Quantize ? request.outDir : std::string();
-            q.ggufType = request.ggufType;
-            if (q.analyze)
-                q.onBlockReports = [this, job](int block, const std::vector<LayerReport>& layers) {
-                    Q_EMIT layerReports(job, block, layers);
-                };
-            if (request.kind == Kind::Evaluate) {
-                // The fp32 figure beside the quantized one, on the same windows.
-                // (Both figures come from the same pipeline: a recipe without schemes.)
-                EvalRequest fp;
-                fp.evaluation = request.recipe.evaluation;
-                fp.device = request.device;
-                fp.dtype = request.dtype;
-                summary.fp =
-                    evaluateModelOnText(q.modelDir, fp, [&](double f, const std::string& m) {
-                        return report(0.3 * f, "fp32: " + m);
-                    });
-            }
-            const double from = request.kind == Kind::Evaluate ? 0.3 : 0.0;
-            QuantizationOutcome out = runQuantization(q, [&](double f, const std::string& m) {
-                return report(from + (1.0 - from) * f, m);
-            });
-            summary.recipe = out.recipe;
-            summary.quantized = out.perplexity;
-            summary.skipped = out.skipped;
-            summary.warnings = out.warnings;
-            summary.blockSeconds = out.blockSeconds;
-            summary.outDir = q.outDir;
-        }
-        summary.seconds = timer.elapsed() / 1000.0;
-        Q_EMIT runFinished(job, summary);
+            };
+        Q_EMIT runFinished(job, runJob(r, report));
     });
 }
 

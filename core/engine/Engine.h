@@ -1,8 +1,8 @@
 #pragma once
 
-#include "engine/RunTypes.h"
 #include "eval/PerplexityResult.h"
 #include "model/ModelInfo.h"
+#include "run/RunRequest.h"
 #include "synth/SyntheticModel.h"
 
 #include <QObject>
@@ -27,9 +27,9 @@ public:
     int openModel(const QString& directory);
     int writeSyntheticModel(const SyntheticModelOptions& options);
     int evaluate(const EvalRequest& request); // on the model last opened
-    // Analyze / Quantize / Evaluate / Sensitivity on the model last opened. Analyze streams
-    // layerReports() block by block; Sensitivity streams sensitivityRow(); all end with
-    // runFinished() (or failed / cancelled).
+    // A run (run/Run.h) on the model last opened (the request's modelDir is ignored). An
+    // analysed run streams layerReports() block by block, a sensitivity study sensitivityRow();
+    // all end with runFinished() (or failed / cancelled).
     int run(const RunRequest& request);
     // Asks the job to stop; it ends with cancelled(job) within one block of work.
     void cancel(int job);
@@ -49,7 +49,7 @@ Q_SIGNALS:
     void evaluated(int job, const qs::PerplexityResult& result);
     void layerReports(int job, int block, const std::vector<qs::LayerReport>& layers);
     void sensitivityRow(int job, const qs::SensitivityRow& row);
-    void runFinished(int job, const qs::RunSummary& summary);
+    void runFinished(int job, const qs::RunOutcome& summary);
     void failed(int job, const QString& message);
     void cancelled(int job);
     void jobFinished(int job);
@@ -67,6 +67,6 @@ private:
 
 Q_DECLARE_METATYPE(qs::ModelInfo)
 Q_DECLARE_METATYPE(qs::PerplexityResult)
-Q_DECLARE_METATYPE(qs::RunSummary)
+Q_DECLARE_METATYPE(qs::RunOutcome)
 Q_DECLARE_METATYPE(qs::SensitivityRow)
 Q_DECLARE_METATYPE(std::vector<qs::LayerReport>)

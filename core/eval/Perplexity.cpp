@@ -1,6 +1,7 @@
 #include "eval/Perplexity.h"
 
 #include "model/ForwardThreads.h"
+#include "recipe/RecipeLimits.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
 #include "util/VectorExp.h"
@@ -61,7 +62,7 @@ QS_VEC_MULTIVERSION void rowNll(const float* logits, const int64_t* targets, int
 double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Tensor& ids,
                     int64_t maxBatchTokens, const std::function<bool(int64_t, int64_t)>& progress) {
     const int64_t W = ids.size(0), T = ids.size(1);
-    if (T < 2)
+    if (T < limits::kMinWindowTokens) // recipes cannot ask for less (RecipeLimits.h)
         throw Error("evaluation", "seq_len", "must be at least 2");
     const int64_t batch = std::max<int64_t>(1, maxBatchTokens / T);
     double total = 0.0;

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "eval/EvaluationSpec.h"
+#include "recipe/EvaluationSpec.h"
 
 #include <cstdint>
 #include <string>

@@ -10,9 +10,9 @@
 
 namespace qs {
 
-// A format's own options, as data: option name -> value. A run carries
-// one map for all its formats; each format reads the options it declares and takes the declared
-// default for an option the map lacks.
+// A format's own options, as data: option name -> value, carried through the run layer without
+// it knowing what they mean. A run carries one map for all its formats; each format reads the
+// options it declares and takes the declared default for an option the map lacks.
 using ExportOptions = std::map<std::string, std::string>;
 
 // One option a format declares: the values it takes (a closed list) and the default.

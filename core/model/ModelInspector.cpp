@@ -1,8 +1,8 @@
 #include "io/GgufFile.h"
 #include "io/GgufFolder.h"
-#include "io/QuarkFolder.h"
 #include "model/ModelInfo.h"
 #include "model/ModelLoader.h"
+#include "model/QuarkFolder.h"
 #include "util/Strings.h"
 
 #include <QDir>

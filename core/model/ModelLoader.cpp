@@ -1,6 +1,6 @@
 #include "model/ModelLoader.h"
 
-#include "io/QuarkFolder.h"
+#include "model/QuarkFolder.h"
 
 #include "model/ConfigParser.h"
 #include "util/Error.h"

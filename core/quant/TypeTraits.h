@@ -12,7 +12,8 @@
 namespace qs::quant {
 
 // Kernel family that implements quantize / dequantize / fake-quantize for a row (enum dispatch
-// in QuantKernels.cpp; the header stays free of Torch so views can read the table).
+// in Quantize.cpp over IntKernels.cpp, FloatKernels.cpp and BlockKernels.cpp; the header stays
+// free of Torch so views can read the table).
 enum class Kernel : uint8_t { IntAffine, MiniFloat, MxBlock, NvFp4, Mx6, Bfp16, Cast };
 
 // Layout that pack()/unpack() produce for a row's codes (Packing.h).

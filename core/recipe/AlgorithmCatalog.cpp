@@ -16,10 +16,32 @@ using ParamType = AlgorithmParamKind;
 struct ParamDef {
     const char* name;
     ParamType type;
-    bool nullable;
+    bool nullable = false;
     double min = -std::numeric_limits<double>::infinity(); // Int / Number only
     double max = std::numeric_limits<double>::infinity();
     std::vector<std::string> choices = {}; // String / StringList entries, empty = any
+    // What the algorithm uses when the recipe leaves the parameter out (Quark's dataclass
+    // default); null: taken from the model (its family's scaling template or module names).
+    json fallback = nullptr;
+
+    ParamDef(const char* n, ParamType t) : name(n), type(t) {}
+    ParamDef& orNull() {
+        nullable = true;
+        return *this;
+    }
+    ParamDef& range(double lo, double hi) {
+        min = lo;
+        max = hi;
+        return *this;
+    }
+    ParamDef& oneOf(std::vector<std::string> c) {
+        choices = std::move(c);
+        return *this;
+    }
+    ParamDef& byDefault(json v) {
+        fallback = std::move(v);
+        return *this;
+    }
 };
 
 struct AlgorithmDef {
@@ -30,63 +52,55 @@ struct AlgorithmDef {
     std::vector<ParamDef> params;
 };
 
+// The algorithms, their parameters, bounds and defaults: the one table the recipe's validation,
+// the GUI's algorithm panel and the transforms (algorithmParam) read. The transforms' factories
+// are in algo/TransformFactory.cpp, keyed by these names.
 const std::vector<AlgorithmDef>& catalog() {
     using T = ParamType;
+    using P = ParamDef;
     constexpr double inf = std::numeric_limits<double>::infinity();
     static const std::vector<AlgorithmDef> defs = {
         {"gptq",
          "gptq",
          true,
          2,
-         {{"block_size", T::Int, false, 1, 1 << 20},
-          {"damp_percent", T::Number, false, 0.0, 1.0},
-          {"desc_act", T::Bool, false},
-          {"static_groups", T::Bool, false},
-          {"inside_layer_modules", T::StringList, false},
-          {"model_decoder_layers", T::String, false}}},
+         {P("block_size", T::Int).range(1, 1 << 20).byDefault(128),
+          P("damp_percent", T::Number).range(0.0, 1.0).byDefault(0.01),
+          P("desc_act", T::Bool).byDefault(true), P("static_groups", T::Bool).byDefault(true),
+          P("inside_layer_modules", T::StringList), P("model_decoder_layers", T::String)}},
         {"awq",
          "awq",
          true,
          2,
-         {{"scaling_layers", T::ObjectList, false}, {"model_decoder_layers", T::String, false}}},
+         {P("scaling_layers", T::ObjectList), P("model_decoder_layers", T::String)}},
         {"smoothquant",
          "smooth",
          true,
          1,
-         {{"alpha", T::Number, false, 0.0, 1.0},
-          {"scale_clamp_min", T::Number, false, 0.0, inf},
-          {"scaling_layers", T::ObjectList, false},
-          {"model_decoder_layers", T::String, false}}},
+         {P("alpha", T::Number).range(0.0, 1.0).byDefault(1.0),
+          P("scale_clamp_min", T::Number).range(0.0, inf).byDefault(1e-3),
+          P("scaling_layers", T::ObjectList), P("model_decoder_layers", T::String)}},
         {"autosmoothquant",
          "autosmoothquant",
          true,
          1,
-         {{"scaling_layers", T::ObjectList, true},
-          {"model_decoder_layers", T::String, true},
-          {"compute_scale_loss", T::String, true, -inf, inf, {"MSE", "MAE"}}}},
+         {P("scaling_layers", T::ObjectList).orNull(),
+          P("model_decoder_layers", T::String).orNull(),
+          P("compute_scale_loss", T::String).orNull().oneOf({"MSE", "MAE"}).byDefault("MSE")}},
         {"rotation",
          "rotation",
          true,
          0,
-         {{"scaling_layers", T::Object, true},
-          {"r1", T::Bool, false},
-          {"r2", T::Bool, false},
-          {"r3", T::Bool, false},
-          {"r4", T::Bool, false},
-          {"rotation_size", T::Int, true, 1, 1 << 20},
-          {"random_r1", T::Bool, false},
-          {"random_r2", T::Bool, false},
-          {"backbone", T::String, false},
-          {"model_decoder_layers", T::String, false},
-          {"v_proj", T::String, false},
-          {"o_proj", T::String, false},
-          {"self_attn", T::String, false},
-          {"mlp", T::String, false},
-          {"online_r1_rotation", T::Bool, true},
-          {"online_config", T::Object, true},
-          {"trainable", T::Bool, false},
-          {"train_smooth", T::Bool, true},
-          {"smooth_positions", T::StringList, true, -inf, inf, {"r1", "r2", "r4"}}}},
+         {P("scaling_layers", T::Object).orNull(), P("r1", T::Bool).byDefault(true),
+          P("r2", T::Bool).byDefault(false), P("r3", T::Bool).byDefault(false),
+          P("r4", T::Bool).byDefault(false), P("rotation_size", T::Int).orNull().range(1, 1 << 20),
+          P("random_r1", T::Bool).byDefault(false), P("random_r2", T::Bool).byDefault(false),
+          P("backbone", T::String), P("model_decoder_layers", T::String), P("v_proj", T::String),
+          P("o_proj", T::String), P("self_attn", T::String), P("mlp", T::String),
+          P("online_r1_rotation", T::Bool).orNull().byDefault(false),
+          P("online_config", T::Object).orNull(), P("trainable", T::Bool).byDefault(false),
+          P("train_smooth", T::Bool).orNull().byDefault(false),
+          P("smooth_positions", T::StringList).orNull().oneOf({"r1", "r2", "r4"})}},
     };
     return defs;
 }
@@ -207,12 +221,19 @@ const std::vector<AlgorithmInfo>& algorithmCatalog() {
             AlgorithmInfo info{def.name, def.quarkName, {}, def.runnable, def.stage};
             for (const auto& p : def.params)
                 info.parameters.push_back(
-                    {p.name, p.type, typeName(p.type), p.nullable, p.choices});
+                    {p.name, p.type, typeName(p.type), p.nullable, p.choices, p.fallback});
             out.push_back(std::move(info));
         }
         return out;
     }();
     return infos;
+}
+
+const AlgorithmInfo* findAlgorithmInfo(const std::string& name) {
+    for (const AlgorithmInfo& info : algorithmCatalog())
+        if (info.name == name)
+            return &info;
+    return nullptr;
 }
 
 const std::vector<std::string>& knownAlgorithmNames() {
@@ -250,22 +271,35 @@ void validateAlgorithmParams(const std::string& name, const json& params, const 
         checkParam(*param, item.value(), source, field);
     }
     // Quark's own cross-field rules, so a recipe Quark would refuse is refused here first.
-    auto flag = [&](const char* key, bool fallback) {
-        return params.contains(key) && params[key].is_boolean() ? params[key].get<bool>()
-                                                                : fallback;
-    };
-    if (name == "gptq" && flag("desc_act", true) && !flag("static_groups", true))
+    auto flag = [&](const char* key) { return algorithmParam(name, params, key).get<bool>(); };
+    if (name == "gptq" && flag("desc_act") && !flag("static_groups"))
         throw Error(source, fieldPrefix + ".static_groups",
                     "desc_act needs static_groups (Quark refuses desc_act without it)");
     if (name == "rotation") {
-        if (flag("train_smooth", false) && !flag("trainable", false))
+        if (flag("train_smooth") && !flag("trainable"))
             throw Error(source, fieldPrefix + ".train_smooth", "needs trainable: true");
-        if (flag("trainable", false) && flag("r3", false))
+        if (flag("trainable") && flag("r3"))
             throw Error(source, fieldPrefix + ".r3", "r3 cannot be trainable (as in Quark)");
-        if (!flag("r1", true) && params.contains("online_r1_rotation") &&
+        if (!flag("r1") && params.contains("online_r1_rotation") &&
             !params["online_r1_rotation"].is_null())
             throw Error(source, fieldPrefix + ".online_r1_rotation", "has no effect without r1");
     }
+}
+
+nlohmann::json algorithmParam(const std::string& algorithm, const nlohmann::json& params,
+                              const std::string& name) {
+    if (params.is_object()) {
+        const auto it = params.find(name);
+        if (it != params.end() && !it->is_null())
+            return *it;
+    }
+    const AlgorithmDef* def = findAlgorithm(algorithm);
+    if (def)
+        for (const auto& p : def->params)
+            if (name == p.name)
+                return p.fallback;
+    throw Error("algorithm catalog", algorithm + "." + name,
+                "no such parameter (a transform asked for a name the catalog does not have)");
 }
 
 std::string quarkAlgorithmName(const std::string& name) {

@@ -24,6 +24,9 @@ struct AlgorithmParameterInfo {
         type; // "true/false", "an integer", "a number", "a string", "a list of strings", ...
     bool nullable = false;
     std::vector<std::string> choices; // allowed strings, empty = any
+    // The value used when a recipe leaves the parameter out (Quark's default); null when the
+    // model decides (its family's scaling template, its module names).
+    nlohmann::json defaultValue;
 };
 
 struct AlgorithmInfo {
@@ -41,6 +44,9 @@ struct AlgorithmInfo {
 // The table every reader of algorithm parameters uses (validation, the recipe panel).
 const std::vector<AlgorithmInfo>& algorithmCatalog();
 
+// The catalog's entry of `name`; nullptr when unknown.
+const AlgorithmInfo* findAlgorithmInfo(const std::string& name);
+
 // "gptq", "awq", "smoothquant", "autosmoothquant", "rotation".
 const std::vector<std::string>& knownAlgorithmNames();
 
@@ -50,6 +56,13 @@ const std::vector<std::string>& knownAlgorithmNames();
 // combinations Quark itself rejects (gptq desc_act without static_groups).
 void validateAlgorithmParams(const std::string& name, const nlohmann::json& params,
                              const std::string& source, const std::string& fieldPrefix);
+
+// The value of parameter `name` of `algorithm` in `params`: the recipe's when it gives one
+// (non-null), else the catalog's default (null when the model decides). Every transform reads its
+// parameters through this, so a default lives only in the catalog. Throws qs::Error for a
+// parameter the catalog does not list.
+nlohmann::json algorithmParam(const std::string& algorithm, const nlohmann::json& params,
+                              const std::string& name);
 
 // Quark's algo_config "name" for one of ours ("smoothquant" is Quark's "smooth"), and back.
 // algorithmFromQuarkName also knows Quark's deprecated "quarot" (= rotation) and returns nullopt

@@ -4,6 +4,7 @@
 #include "quant/SchemeRegistry.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/LayerPattern.h"
+#include "recipe/RecipeLimits.h"
 #include "recipe/SchemeJson.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
@@ -15,10 +16,6 @@
 namespace qs {
 
 namespace {
-
-constexpr int64_t kMaxSamples = 1000000000;
-constexpr int64_t kMaxSeqLen = int64_t(1) << 24;
-constexpr int64_t kMaxWindows = int64_t(1) << 40;
 
 bool isKvKind(const std::string& kind) {
     return kind == "k_proj" || kind == "v_proj";
@@ -40,14 +37,6 @@ bool isSha256Hex(const std::string& s) {
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
             return false;
     return true;
-}
-
-void checkRange(int64_t value, int64_t min, int64_t max, const std::string& source,
-                const std::string& field, const std::string& meaning) {
-    if (value < min || value > max)
-        throw Error(source, field,
-                    "value " + std::to_string(value) + " outside [" + std::to_string(min) + ", " +
-                        std::to_string(max) + "]" + (meaning.empty() ? "" : " (" + meaning + ")"));
 }
 
 void validateScheme(const quant::QuantScheme& scheme, const std::string& source,
@@ -146,12 +135,10 @@ void Recipe::validate(const std::string& source) const {
                         "algorithm '" + algorithms[i].name + "' is listed twice");
     }
 
-    checkRange(calibration.numSamples, 1, kMaxSamples, source, "calibration.num_samples", "");
-    checkRange(calibration.seqLen, 1, kMaxSeqLen, source, "calibration.seq_len", "");
-    checkRange(evaluation.seqLen, 0, kMaxSeqLen, source, "evaluation.seq_len",
-               "0 = the model's context length");
-    checkRange(evaluation.maxWindows, 0, kMaxWindows, source, "evaluation.max_windows",
-               "0 = all windows");
+    limits::calibrationSamples.check(calibration.numSamples, source);
+    limits::calibrationSeqLen.check(calibration.seqLen, source);
+    limits::evaluationSeqLen.check(evaluation.seqLen, source);
+    limits::evaluationMaxWindows.check(evaluation.maxWindows, source);
 
     std::set<std::string> seenTargets;
     const auto& targets = knownExportTargets();

@@ -34,9 +34,9 @@
 // same numerics, else as a Quark layer config ({"weight", "input_tensors", "output_tensors"}).
 #pragma once
 
-#include "eval/EvaluationSpec.h"
 #include "quant/QuantScheme.h"
 #include "quant/QuantSpec.h"
+#include "recipe/EvaluationSpec.h"
 
 #include <nlohmann/json.hpp>
 
@@ -117,7 +117,7 @@ struct Recipe {
 
     // ---- resolution (see the precedence above) ----
     // Whether any layer or the KV cache gets a scheme. A recipe that quantizes nothing run over
-    // a checkpoint with stored quantization runs it as stored (calib/QuantizationRun.h).
+    // a checkpoint with stored quantization runs it as stored (run/QuantizationRun.h).
     bool quantizesAnything() const {
         return global || !layerOverrides.empty() || !layerTypeOverrides.empty() || kvCache;
     }

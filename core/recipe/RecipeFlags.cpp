@@ -2,6 +2,7 @@
 
 #include "quant/SchemeRegistry.h"
 #include "recipe/LayerPattern.h"
+#include "recipe/RecipeLimits.h"
 #include "recipe/SchemeJson.h"
 #include "util/Error.h"
 
@@ -59,15 +60,14 @@ void applyFlags(Recipe& recipe, const QuantFlags& flags) {
     if (!flags.calibData.empty())
         r.calibration.dataPath = flags.calibData;
     if (flags.numCalibData != -1) {
-        if (flags.numCalibData < 1)
+        if (!limits::calibrationSamples.allows(flags.numCalibData))
             throw Error(kSource, "--num_calib_data",
-                        "must be at least 1, got " + std::to_string(flags.numCalibData));
+                        limits::calibrationSamples.refusal(flags.numCalibData));
         r.calibration.numSamples = flags.numCalibData;
     }
     if (flags.seqLen != -1) {
-        if (flags.seqLen < 1)
-            throw Error(kSource, "--seq_len",
-                        "must be at least 1, got " + std::to_string(flags.seqLen));
+        if (!limits::calibrationSeqLen.allows(flags.seqLen))
+            throw Error(kSource, "--seq_len", limits::calibrationSeqLen.refusal(flags.seqLen));
         r.calibration.seqLen = flags.seqLen;
     }
     if (!flags.calibMode.empty()) {

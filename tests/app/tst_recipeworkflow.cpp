@@ -159,7 +159,7 @@ private Q_SLOTS:
         QTest::mouseClick(window.runPanel()->analyzeButton(), Qt::LeftButton);
         QVERIFY(window.isRunning());
         QVERIFY(!window.runPanel()->analyzeButton()->isEnabled());
-        QVERIFY(!window.startRun(qs::RunRequest::Kind::Analyze)); // one run at a time
+        QVERIFY(!window.startRun(qs::RunKind::Analyze)); // one run at a time
         QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 300000);
         QVERIFY(!window.isRunning());
         QVERIFY(window.runPanel()->analyzeButton()->isEnabled());
@@ -320,7 +320,7 @@ private Q_SLOTS:
         QSignalSpy cancelled(&window, &qs::MainWindow::runCancelled);
         QSignalSpy finished(&window, &qs::MainWindow::runFinished);
         QSignalSpy reports(window.engine(), &qs::Engine::layerReports);
-        QVERIFY(window.startRun(qs::RunRequest::Kind::Analyze));
+        QVERIFY(window.startRun(qs::RunKind::Analyze));
         QTRY_VERIFY_WITH_TIMEOUT(reports.count() >= 1, 300000); // mid-run: a block is done
         QVERIFY(window.isRunning());
         QTest::mouseClick(window.runPanel()->cancelButton(), Qt::LeftButton);
@@ -335,7 +335,7 @@ private Q_SLOTS:
         // Usable again: a small run goes through.
         window.recipeDocument()->setCalibrationSamples(2);
         window.recipeDocument()->setCalibrationSeqLen(64);
-        QVERIFY(window.startRun(qs::RunRequest::Kind::Analyze));
+        QVERIFY(window.startRun(qs::RunKind::Analyze));
         QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 300000);
         QCOMPARE(cancelled.count(), 1);
     }
@@ -349,7 +349,7 @@ private Q_SLOTS:
         QElapsedTimer clock;
         clock.start();
         StallMeter stalls(5);
-        QVERIFY(window.startRun(qs::RunRequest::Kind::Analyze));
+        QVERIFY(window.startRun(qs::RunKind::Analyze));
         QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 300000);
         const qint64 perBlock = clock.elapsed() / 8;
         qInfo("worst GUI stall: %lld ms (analysis of 8 blocks took %lld ms)", stalls.longestMs(),

@@ -12,7 +12,7 @@
 //   keep activations in fp32 agree within 1e-5 relative (issue 13's bound).
 // - Schemes that round activations to a grid amplify those last bits (an activation that moves
 //   across a rounding boundary moves by a whole step): their perplexities are printed, not
-//   asserted. The same happens on one CPU between thread counts (docs/engine.md).
+//   asserted. The same happens on one CPU between thread counts (docs/calibration.md).
 #include "TestDevice.h"
 #include "TestSupport.h"
 

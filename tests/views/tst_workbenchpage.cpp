@@ -316,7 +316,7 @@ private Q_SLOTS:
                                         QAbstractItemModelTester::FailureReportingMode::Fatal);
         page.setModel(opened[0][1].value<qs::ModelInfo>());
         qs::RunRequest request;
-        request.kind = qs::RunRequest::Kind::Analyze;
+        request.analyze = true;
         request.recipe.global = qs::quant::resolveScheme("int8");
         request.recipe.calibration.dataPath =
             sharedPath(QStringLiteral("data/tinystories-calib.txt")).toStdString();
@@ -404,7 +404,7 @@ private Q_SLOTS:
                                         QAbstractItemModelTester::FailureReportingMode::Fatal);
         page.setModel(opened[0][1].value<qs::ModelInfo>());
         qs::RunRequest request;
-        request.kind = qs::RunRequest::Kind::Analyze;
+        request.analyze = true;
         request.recipe.global = qs::quant::resolveScheme("int8");
         request.recipe.algorithms.push_back({"smoothquant", {{"alpha", 0.5}}});
         request.recipe.calibration.dataPath =

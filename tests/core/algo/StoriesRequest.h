@@ -5,9 +5,9 @@
 
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 
 #include <string>
 #include <vector>
@@ -21,10 +21,9 @@ struct StoriesWindows {
 };
 
 // `scheme` on every linear except `exclude`, with `algorithms` in order.
-inline QuantizationRequest storiesRequest(const std::string& scheme,
-                                          const std::vector<std::string>& exclude,
-                                          const std::vector<AlgorithmSpec>& algorithms,
-                                          const StoriesWindows& windows) {
+inline RunRequest storiesRequest(const std::string& scheme, const std::vector<std::string>& exclude,
+                                 const std::vector<AlgorithmSpec>& algorithms,
+                                 const StoriesWindows& windows) {
     Recipe recipe;
     recipe.global = quant::resolveScheme(scheme);
     recipe.exclude = exclude;
@@ -36,7 +35,7 @@ inline QuantizationRequest storiesRequest(const std::string& scheme,
         recipe.evaluation.dataPath = sharedPath("data/tinystories-eval.txt").toStdString();
         recipe.evaluation.seqLen = 256;
     }
-    QuantizationRequest req;
+    RunRequest req;
     req.modelDir = sharedPath("models/stories260K").toStdString();
     req.recipe = recipe;
     req.evaluate = windows.evaluate;

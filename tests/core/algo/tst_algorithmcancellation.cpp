@@ -5,9 +5,9 @@
 #include "TestSupport.h"
 
 #include "algo/Gptq.h"
-#include "calib/QuantizationRun.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -38,7 +38,7 @@ struct CancelledRun {
     std::string outcome;                        // "cancelled", "finished" or the error
 };
 
-CancelledRun cancelInside(QuantizationRequest req, const std::string& algorithm, size_t stopAt) {
+CancelledRun cancelInside(RunRequest req, const std::string& algorithm, size_t stopAt) {
     CancelledRun seen;
     std::mutex mutex;
     std::condition_variable changed;
@@ -85,9 +85,9 @@ CancelledRun cancelInside(QuantizationRequest req, const std::string& algorithm,
     return seen;
 }
 
-QuantizationRequest storiesRequest(const std::string& scheme, const std::string& algorithm,
-                                   const QString& outDir) {
-    QuantizationRequest req =
+RunRequest storiesRequest(const std::string& scheme, const std::string& algorithm,
+                          const QString& outDir) {
+    RunRequest req =
         qs::test::storiesRequest(scheme, {"*down_proj", "*lm_head"}, // 172 inputs: no groups of 32
                                  {{algorithm, nlohmann::json::object()}}, {4, 128});
     req.outDir = outDir.toStdString();

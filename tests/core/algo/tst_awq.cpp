@@ -9,9 +9,9 @@
 #include "algo/AwqTransform.h"
 #include "algo/GroupOutputProbe.h"
 #include "algo/ScalingGroups.h"
-#include "calib/QuantizationRun.h"
 #include "quant/Quantize.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -273,7 +273,7 @@ private Q_SLOTS:
     // the layers after it see the clipped v_proj.) Over the whole model AWQ's layers must beat
     // that baseline: what it rescued.
     void analysisShowsRoundToNearestBeside() {
-        QuantizationRequest req =
+        RunRequest req =
             qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"}, {}, {4, 128});
         req.analyze = true;
         const QuantizationOutcome rtn = runQuantization(req, {});
@@ -318,7 +318,7 @@ private Q_SLOTS:
     void stories260kPipeline() {
         // 4 of the 15 calibration windows: the search runs the block 20 times per group, and
         // two runs (replay) must fit the suite's time; scripts/results.sh measures all 15.
-        const QuantizationRequest req =
+        const RunRequest req =
             qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
                                      {{"awq", nlohmann::json::object()}}, {4, 256, true});
         const QuantizationOutcome a = runQuantization(req, {});

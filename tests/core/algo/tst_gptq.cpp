@@ -7,9 +7,9 @@
 
 #include "algo/Gptq.h"
 #include "algo/GptqTransform.h"
-#include "calib/QuantizationRun.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -165,7 +165,7 @@ private Q_SLOTS:
     // Through the pipeline: uint4_wo_32 with down_proj and lm_head excluded, all 15 calibration
     // windows; GPTQ must beat round-to-nearest's perplexity and replay to the same weights.
     void stories260kPipeline() {
-        const QuantizationRequest req = qs::test::storiesRequest(
+        const RunRequest req = qs::test::storiesRequest(
             "uint4_wo_32", {"*down_proj", "*lm_head"},
             {{"gptq", {{"desc_act", false}, {"static_groups", false}}}}, {15, 256, true});
         const QuantizationOutcome a = runQuantization(req, {});
@@ -257,7 +257,7 @@ private Q_SLOTS:
     // ours whatever the static observers' calibration mode. With a weight-only scheme nothing
     // else depends on the mode, so float and sequential runs are the same computation.
     void hessiansFromTheQuantizedModelInEitherMode() {
-        QuantizationRequest req =
+        RunRequest req =
             qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
                                      {{"gptq", nlohmann::json::object()}}, {4, 128, true});
         req.recipe.calibration.mode = CalibrationMode::Float;
@@ -272,7 +272,7 @@ private Q_SLOTS:
     // both runs see the same inputs (the embeddings) and the same reference weights, so GPTQ's
     // "rounding to nearest instead" equals the plain run's errors exactly.
     void analysisShowsRoundToNearestBeside() {
-        QuantizationRequest req =
+        RunRequest req =
             qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"}, {}, {4, 128});
         req.analyze = true;
         const QuantizationOutcome rtn = runQuantization(req, {});
@@ -313,7 +313,7 @@ private Q_SLOTS:
     // keeping its plans, as sensitivity does) computes and keeps none of it, for GPTQ and AWQ.
     void roundToNearestOnlyWhenAnalysing() {
         for (const char* algorithm : {"gptq", "awq"}) {
-            QuantizationRequest req =
+            RunRequest req =
                 qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
                                          {{algorithm, nlohmann::json::object()}}, {2, 64});
             req.keepPlans = true;

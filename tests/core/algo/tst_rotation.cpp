@@ -5,12 +5,12 @@
 #include "TestSupport.h"
 
 #include "algo/ResidualRotation.h"
-#include "calib/QuantizationRun.h"
 #include "export/ExportFolder.h"
 #include "io/Checkpoint.h"
 #include "model/ModelLoader.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
@@ -89,7 +89,7 @@ Recipe storiesRecipe(const std::string& scheme) {
 }
 
 QuantizationOutcome runStories(const Recipe& recipe, bool keepPlans = false) {
-    QuantizationRequest req;
+    RunRequest req;
     req.modelDir = test::sharedPath("models/stories260K").toStdString();
     req.recipe = recipe;
     req.evaluate = true;
@@ -306,7 +306,7 @@ private Q_SLOTS:
         Recipe recipe = storiesRecipe("int8");
         recipe.calibration.numSamples = 4;
         recipe.calibration.seqLen = 128;
-        QuantizationRequest req;
+        RunRequest req;
         req.modelDir = test::sharedPath("models/stories260K").toStdString();
         req.recipe = recipe;
         req.analyze = true;
@@ -351,7 +351,7 @@ private Q_SLOTS:
         Recipe r = storiesRecipe("uint4_wo_32");
         r.exclude = {"*down_proj", "*gate_proj", "*up_proj", "lm_head"}; // 172 columns: unloadable
         r.algorithms.push_back({"rotation", nlohmann::json::object()});
-        QuantizationRequest req;
+        RunRequest req;
         req.modelDir = test::sharedPath("models/stories260K").toStdString();
         req.recipe = r;
         req.evaluate = true;
@@ -376,7 +376,7 @@ private Q_SLOTS:
     void exportWithOnlineRotationRefused() {
         Recipe r = storiesRecipe("int8");
         r.algorithms.push_back({"rotation", nlohmann::json{{"r4", true}}});
-        QuantizationRequest req;
+        RunRequest req;
         req.modelDir = test::sharedPath("models/stories260K").toStdString();
         req.recipe = r;
         req.outDir = test::tempDir("rotated-r4-export").toStdString() + "/out";

@@ -7,9 +7,9 @@
 #include "algo/AutoSmoothQuantTransform.h"
 #include "algo/ScalingGroups.h"
 #include "algo/SmoothQuantTransform.h"
-#include "calib/QuantizationRun.h"
 #include "model/ModelFamily.h"
 #include "recipe/Recipe.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -79,7 +79,7 @@ public:
     }
 };
 
-QuantizationRequest stories(const std::string& scheme, const std::vector<AlgorithmSpec>& algos) {
+RunRequest stories(const std::string& scheme, const std::vector<AlgorithmSpec>& algos) {
     return qs::test::storiesRequest(scheme, {"*lm_head"}, algos, {15, 256, true});
 }
 
@@ -255,14 +255,14 @@ private Q_SLOTS:
     // the block, not copied from the source): evaluated as a plain model it gives the perplexity
     // the engine measured, bit for bit (the same weights, the same forward).
     void exportCarriesTheSmoothedNorms() {
-        QuantizationRequest req = stories("uint4_wo_32", {{"smoothquant", {{"alpha", 0.5}}}});
+        RunRequest req = stories("uint4_wo_32", {{"smoothquant", {{"alpha", 0.5}}}});
         req.recipe.exclude = {"*down_proj", "*lm_head"};
         req.recipe.calibration.numSamples = 4;
         const QuantizationOutcome engine = runQuantization(req, {});
         req.evaluate = false;
         req.outDir = qs::test::tempDir("sq-export").toStdString() + "/out";
         runQuantization(req, {});
-        QuantizationRequest plain = stories("uint4_wo_32", {});
+        RunRequest plain = stories("uint4_wo_32", {});
         plain.recipe.global.reset();
         plain.recipe.exclude.clear();
         plain.modelDir = req.outDir;
@@ -287,7 +287,7 @@ private Q_SLOTS:
     //    (gamma_n = n u <= 1.1e-5 of the sum of |terms|, before softmax and SiLU; measured
     //    1.8e-6): allowed 1e-4.
     void analysisKeepsRangesBeforeAndAfter() {
-        QuantizationRequest req = stories("int8", {{"smoothquant", {{"alpha", 0.5}}}});
+        RunRequest req = stories("int8", {{"smoothquant", {{"alpha", 0.5}}}});
         req.evaluate = false;
         req.analyze = true;
         req.recipe.calibration.numSamples = 4;

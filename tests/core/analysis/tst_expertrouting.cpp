@@ -5,10 +5,10 @@
 #include "TestSupport.h"
 
 #include "analysis/ExpertRouting.h"
-#include "calib/QuantizationRun.h"
-#include "calib/SensitivityRun.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
+#include "run/SensitivityRun.h"
 #include "util/Error.h"
 
 #include <QtTest>
@@ -28,13 +28,13 @@ private:
         return l;
     }
 
-    static qs::QuantizationRequest request(const QString& folder, const std::string& scheme) {
+    static qs::RunRequest request(const QString& folder, const std::string& scheme) {
         qs::QuantFlags flags;
         flags.quantScheme = scheme;
         flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
         flags.numCalibData = 4;
         flags.seqLen = 32;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = qs::test::sharedPath("models/tiny-families/" + folder).toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.analyze = true;
@@ -74,7 +74,7 @@ private Q_SLOTS:
     void calibratedAndAnalysed() {
         QFETCH(QString, folder);
         QFETCH(QString, downName);
-        qs::QuantizationRequest req = request(folder, "int8");
+        qs::RunRequest req = request(folder, "int8");
         // experts addressed by pattern, as in Quark's MoE recipes
         const std::string pattern = "*experts.*." + downName.toStdString();
         req.recipe.exclude.push_back(pattern);
@@ -110,7 +110,7 @@ private Q_SLOTS:
     // the pattern over them; the row equals separate runs of the recipe with only that group
     // quantized (alone) and with it excluded (all-but), as every sensitivity row does.
     void sensitivityGroupsExperts() {
-        qs::QuantizationRequest req = request("mixtral", "int4_wo_32");
+        qs::RunRequest req = request("mixtral", "int4_wo_32");
         req.analyze = false;
         req.recipe.evaluation.dataPath =
             qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
@@ -127,7 +127,7 @@ private Q_SLOTS:
         std::vector<const qs::ModuleNode*> linears;
         const qs::ModuleNode tree = qs::openModelHandle(req.modelDir).moduleTree();
         tree.collect("linear", linears);
-        qs::QuantizationRequest alone = req, allBut = req;
+        qs::RunRequest alone = req, allBut = req;
         alone.evaluate = allBut.evaluate = true;
         for (const qs::ModuleNode* n : linears)
             if (n->blockIndex >= 0 && !qs::matchesLayerPattern(group, n->name))
@@ -141,7 +141,7 @@ private Q_SLOTS:
     // weights and data both tokens share an expert in layer 0, so one expert sees nothing and its
     // static activation quantizer has nothing to calibrate on: an error naming the expert.
     void unreachedExpertIsAnError() {
-        qs::QuantizationRequest req = request("mixtral", "int8");
+        qs::RunRequest req = request("mixtral", "int8");
         req.recipe.calibration.numSamples = 1;
         req.recipe.calibration.seqLen = 2;
         try {
@@ -153,7 +153,7 @@ private Q_SLOTS:
                      e.what());
         }
         // weight-only schemes need no activation statistics: the same calibration is enough
-        qs::QuantizationRequest wo = request("mixtral", "int4_wo_32");
+        qs::RunRequest wo = request("mixtral", "int4_wo_32");
         wo.recipe.calibration.numSamples = 1;
         wo.recipe.calibration.seqLen = 2;
         QVERIFY(!qs::runQuantization(wo).report.layers.empty());

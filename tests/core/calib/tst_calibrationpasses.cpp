@@ -8,11 +8,11 @@
 #include "calib/BlockTransform.h"
 #include "calib/CalibrationPipeline.h"
 #include "calib/LayerPlanner.h"
-#include "calib/QuantizationRun.h"
 #include "model/ModelLoader.h"
 #include "quant/Quantize.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
@@ -86,7 +86,7 @@ private:
 
     // Block 1's q_proj input quantizer scale after calibrating `recipe`.
     double block1InputScale(const qs::Recipe& recipe) const {
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = recipe;
         req.keepPlans = true;
@@ -211,7 +211,7 @@ private Q_SLOTS:
     }
 
     void unhonouredRecipeFieldsAreRefusedBeforeWork() {
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = int8Recipe("float");
         req.recipe.algorithms.push_back({"gptaq", nlohmann::json::object()}); // Quark's, not ours

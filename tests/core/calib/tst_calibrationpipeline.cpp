@@ -4,13 +4,13 @@
 #include "TestSupport.h"
 
 #include "calib/CalibrationPipeline.h"
-#include "calib/QuantizationRun.h"
 #include "eval/Perplexity.h"
 #include "eval/TextEvaluation.h"
 #include "model/ModelLoader.h"
 #include "quant/Quantize.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
@@ -69,7 +69,7 @@ private Q_SLOTS:
             qs::quant::resolveScheme("w_int8_a_int8_per_token_dynamic");
         qs::QuantFlags flags;
         flags.quantScheme = "w_int8_a_int8_per_token_dynamic";
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.recipe.evaluation.dataPath = m_text.toStdString();
@@ -118,7 +118,7 @@ private Q_SLOTS:
         flags.calibData = m_text.toStdString();
         flags.numCalibData = 8;
         flags.seqLen = 32;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.analyze = true;
@@ -144,7 +144,7 @@ private Q_SLOTS:
     void unfitLayersRefusedOrSkipped() {
         qs::QuantFlags flags;
         flags.quantScheme = "int4_wo_32"; // down_proj has 160 inputs: 160 % 32 == 0, fits
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         qs::runQuantization(req);          // fits
@@ -174,7 +174,7 @@ private Q_SLOTS:
         flags.numCalibData = 6;
         flags.seqLen = 48;
         flags.kvCacheDtype = "fp8";
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.outDir = (base + "/first").toStdString();
@@ -183,7 +183,7 @@ private Q_SLOTS:
         QVERIFY(QFile::exists(base + "/first/config.json"));
         QVERIFY(QFile::exists(base + "/first/tokenizer.json"));
 
-        qs::QuantizationRequest replay;
+        qs::RunRequest replay;
         replay.modelDir = m_model.toStdString();
         replay.recipe = qs::Recipe::load((base + "/first/quantscope_recipe.json").toStdString());
         replay.outDir = (base + "/second").toStdString();
@@ -213,7 +213,7 @@ private Q_SLOTS:
         flags.calibData = m_text.toStdString();
         flags.numCalibData = 8;
         flags.seqLen = 64;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.analyze = true;
@@ -249,7 +249,7 @@ private Q_SLOTS:
     void staticActivationsNeedCalibrationData() {
         qs::QuantFlags flags;
         flags.quantScheme = "int8";
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         try {

@@ -2,8 +2,8 @@
 // docs/evaluation.md and the model's known greedy story opening.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
 #include "eval/TextEvaluation.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <c10/core/InferenceMode.h>

@@ -7,7 +7,6 @@
 // multiples of 256, with llama.cpp's fallbacks for the rows that are not.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
 #include "export/ExportFormat.h"
 #include "export/GgufExporter.h"
 #include "io/Checkpoint.h"
@@ -15,6 +14,7 @@
 #include "io/GgufTensorNames.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
@@ -134,12 +134,12 @@ private:
             qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
         recipe.calibration.numSamples = 4;
         recipe.calibration.seqLen = 128;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
         req.recipe = recipe;
         req.outDir = out.toStdString();
         req.exportFormats = {"gguf"};
-        req.ggufType = type;
+        req.exportOptions["gguf_type"] = type;
         req.keepPlans = true;
         return qs::runQuantization(req);
     }
@@ -246,13 +246,13 @@ private:
         qs::QuantFlags flags;
         flags.quantScheme = "uint4_wo_32";
         flags.excludeLayers = {"*"}; // nothing quantized: the float weights as they are
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = qs::test::sharedPath("models/stories260K").toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         const QString out = qs::test::tempDir(QString::fromStdString(type)) + "/gguf";
         req.outDir = out.toStdString();
         req.exportFormats = {"gguf"};
-        req.ggufType = type;
+        req.exportOptions["gguf_type"] = type;
         qs::runQuantization(req);
         return out + "/model.gguf";
     }
@@ -559,13 +559,13 @@ private Q_SLOTS:
             qs::QuantFlags flags;
             flags.quantScheme = "uint4_wo_32";
             flags.excludeLayers = {"*"}; // nothing quantized by the engine: ggml's K-quants
-            qs::QuantizationRequest req;
+            qs::RunRequest req;
             req.modelDir = opt.outDir;
             req.recipe = qs::recipeFromFlags(flags);
             const QString out = qs::test::tempDir(QString::fromStdString("kq-" + type)) + "/gguf";
             req.outDir = out.toStdString();
             req.exportFormats = {"gguf"};
-            req.ggufType = type;
+            req.exportOptions["gguf_type"] = type;
             qs::runQuantization(req);
             const Gguf g(out + "/model.gguf");
             QCOMPARE(int(g.tensors.size()), 1 + 2 * 9 + 2); // embd, 9 per block, norm, output

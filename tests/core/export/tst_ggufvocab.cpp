@@ -11,11 +11,11 @@
 //    is written.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
 #include "export/GgufVocab.h"
 #include "io/GgufFile.h"
 #include "io/GgufFolder.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "tokenize/TokenizerLoader.h"
 #include "util/Error.h"
@@ -64,13 +64,13 @@ QString exportGguf(const std::string& modelDir, const QString& name) {
     qs::QuantFlags flags;
     flags.quantScheme = "uint4_wo_32";
     flags.excludeLayers = {"*"};
-    qs::QuantizationRequest req;
+    qs::RunRequest req;
     req.modelDir = modelDir;
     req.recipe = qs::recipeFromFlags(flags);
     const QString out = qs::test::tempDir(name) + "/gguf";
     req.outDir = out.toStdString();
     req.exportFormats = {"gguf"};
-    req.ggufType = "f32";
+    req.exportOptions["gguf_type"] = "f32";
     qs::runQuantization(req);
     return out;
 }

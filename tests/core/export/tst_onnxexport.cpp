@@ -7,9 +7,9 @@
 // scripts/check-onnx.sh (onnxruntime), which needs npm; this test does not.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
 #include "export/FormatWriter.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
@@ -233,7 +233,7 @@ private:
         flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
         flags.numCalibData = 4;
         flags.seqLen = 64;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.outDir = out.toStdString();
@@ -419,7 +419,7 @@ private Q_SLOTS:
         opt.vocabSize = 320;
         opt.maxPositions = 64;
         qs::writeSyntheticModel(opt);
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = opt.outDir;
         req.outDir = out.toStdString();
         req.exportFormats = {"onnx"};

@@ -4,7 +4,6 @@
 // the consumers cannot load) before any work; atomic output folders.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
 #include "export/ExportFolder.h"
 #include "export/ExportFormat.h"
 #include "export/QuarkHfExporter.h"
@@ -12,6 +11,7 @@
 #include "quant/Packing.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -63,13 +63,12 @@ class TestQuarkExport : public QObject {
 private:
     QString m_model, m_reference;
 
-    qs::QuantizationRequest request(const std::string& scheme,
-                                    const std::vector<std::string>& exclude,
-                                    const QString& out) const {
+    qs::RunRequest request(const std::string& scheme, const std::vector<std::string>& exclude,
+                           const QString& out) const {
         qs::QuantFlags flags;
         flags.quantScheme = scheme;
         flags.excludeLayers = exclude;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.outDir = out.toStdString();
@@ -111,7 +110,7 @@ private Q_SLOTS:
     // only when asked (--allow-unloadable), as Quark writes them.
     void uint4PerGroupEqualsQuark() {
         const QString out = qs::test::tempDir("u4") + "/export";
-        qs::QuantizationRequest req = request("uint4_wo_32", {"*down_proj", "lm_head"}, out);
+        qs::RunRequest req = request("uint4_wo_32", {"*down_proj", "lm_head"}, out);
         req.allowUnloadable = true;
         const qs::QuantizationOutcome o = qs::runQuantization(req);
         // gate/up of 5 blocks share one reason: one warning naming the first layers and
@@ -186,7 +185,7 @@ private Q_SLOTS:
         flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
         flags.numCalibData = 15;
         flags.seqLen = 256;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.outDir = out.toStdString();
@@ -225,7 +224,7 @@ private Q_SLOTS:
     void dequantizedEqualsFakeQuant() {
         QFETCH(QString, scheme);
         const QString out = qs::test::tempDir("deq-" + scheme) + "/export";
-        qs::QuantizationRequest req =
+        qs::RunRequest req =
             request(scheme.toStdString(), {"*down_proj", "*gate_proj", "*up_proj", "lm_head"}, out);
         req.exportFormats = {"fake", "quark"};
         qs::runQuantization(req);
@@ -336,7 +335,7 @@ private Q_SLOTS:
         QFETCH(QByteArray, weight);
         QFETCH(QByteArray, scales);
         const QString out = qs::test::tempDir("mx-" + scheme) + "/export";
-        qs::QuantizationRequest req = request(scheme.toStdString(), {"lm_head"}, out);
+        qs::RunRequest req = request(scheme.toStdString(), {"lm_head"}, out);
         req.allowUnloadable = true; // down_proj's 6 scales per row, as Quark writes them
         const qs::QuantizationOutcome o = qs::runQuantization(req);
         QCOMPARE(int(o.warnings.size()), 1);
@@ -408,7 +407,7 @@ private Q_SLOTS:
     // warns about); Quantscope keeps those names, as the loaders expect.
     void awqEqualsQuarkRenamed() {
         const QString out = qs::test::tempDir("awq") + "/export";
-        qs::QuantizationRequest req = request("uint4_wo_32", {"*down_proj", "lm_head"}, out);
+        qs::RunRequest req = request("uint4_wo_32", {"*down_proj", "lm_head"}, out);
         req.exportFormats = {"awq"};
         req.allowUnloadable = true; // gate/up as in the reference export
         qs::runQuantization(req);
@@ -458,7 +457,7 @@ private Q_SLOTS:
         QFETCH(QString, scheme);
         QFETCH(QString, message);
         const QString out = qs::test::tempDir("awq-refused") + "/export";
-        qs::QuantizationRequest req =
+        qs::RunRequest req =
             request(scheme.toStdString(), {"*down_proj", "*gate_proj", "*up_proj", "lm_head"}, out);
         req.exportFormats = {"awq"};
         try {
@@ -479,7 +478,7 @@ private Q_SLOTS:
         flags.quantScheme = "uint4_wo_32";
         flags.excludeLayers = {"*down_proj", "*gate_proj", "*up_proj", "lm_head"};
         flags.layerQuantSchemes = {{"*v_proj", "uint4_wo_64"}};
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.outDir = out.toStdString();
@@ -507,7 +506,7 @@ private Q_SLOTS:
             QVERIFY2(m.find("mxfp8_e4m3") != std::string::npos, m.c_str());
         }
         QVERIFY(!QFileInfo::exists(out));
-        qs::QuantizationRequest gguf = request("mxfp4_weight_only", {"lm_head"}, out);
+        qs::RunRequest gguf = request("mxfp4_weight_only", {"lm_head"}, out);
         gguf.exportFormats = {"onnx"}; // ONNX has no MXFP4 DequantizeLinear
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runQuantization(gguf));
         gguf.exportFormats = {"tflite"};

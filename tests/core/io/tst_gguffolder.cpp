@@ -7,13 +7,13 @@
 #include "TestSupport.h"
 
 #include "GgufTestBuilder.h"
-#include "calib/QuantizationRun.h"
 #include "export/GgufExporter.h"
 #include "io/Checkpoint.h"
 #include "io/GgmlDequantize.h"
 #include "io/GgufFolder.h"
 #include "model/ModelInfo.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "tokenize/TokenizerLoader.h"
 #include "util/Error.h"
 
@@ -143,13 +143,13 @@ private Q_SLOTS:
         qs::QuantFlags flags;
         flags.quantScheme = "uint4_wo_32";
         flags.excludeLayers = {"*"}; // nothing fake-quantized: the float weights, Q8_0 rounded
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_hf.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         const QString out = qs::test::tempDir("q8") + "/gguf";
         req.outDir = out.toStdString();
         req.exportFormats = {"gguf"};
-        req.ggufType = "q8_0";
+        req.exportOptions["gguf_type"] = "q8_0";
         qs::runQuantization(req);
         const std::string opened = qs::resolveModelFolder((out + "/model.gguf").toStdString());
         // What the workbench shows as stored: each linear's ggml type (172-long down_proj rows

@@ -256,6 +256,11 @@ private Q_SLOTS:
         row("negative seed", "/calibration/seed", "-3", "calibration.seed");
         row("string seq len", "/calibration/seq_len", "\"512\"", "calibration.seq_len");
         row("calibration extra key", "/calibration/samples", "12", "calibration.samples");
+        // A window of one token predicts nothing: refused here, not after tokenizing the data
+        // (recipe/RecipeLimits.h is the one table of these bounds).
+        row("one-token calibration window", "/calibration/seq_len", "1", "calibration.seq_len");
+        row("one-token evaluation window", "/evaluation/seq_len", "1", "evaluation.seq_len");
+        row("huge evaluation window", "/evaluation/seq_len", "16777217", "evaluation.seq_len");
         row("negative windows", "/evaluation/max_windows", "-1", "evaluation.max_windows");
         row("unknown algorithm", "/algorithms/0/name", "\"gptqq\"", "algorithms[0].name");
         row("algorithm param type", "/algorithms/0/damp_percent", "\"x\"",

@@ -1,15 +1,15 @@
-#include "calib/QuantizationRun.h"
+#include "run/PreparedRun.h"
 
+#include "algo/TransformFactory.h"
 #include "calib/CalibrationData.h"
 #include "eval/TextEvaluation.h"
 #include "export/FormatWriter.h"
-#include "export/GgufFormat.h"
-#include "export/TransformedOuterTensors.h"
 #include "io/JsonFields.h"
-#include "io/QuarkFolder.h"
+#include "model/QuarkFolder.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/Provenance.h"
 #include "recipe/QuarkConfig.h"
+#include "recipe/RecipeLimits.h"
 #include "util/Error.h"
 
 #include <QDir>
@@ -23,9 +23,9 @@ namespace qs {
 
 namespace {
 
-// The formats a run writes (see QuantizationRequest::exportFormats); given formats replace the
+// The formats a run writes (see RunRequest::exportFormats); given formats replace the
 // recipe's export_targets so the recipe written beside the output replays the same run.
-std::vector<std::string> resolveExportFormats(const QuantizationRequest& req, Recipe& recipe) {
+std::vector<std::string> resolveExportFormats(const RunRequest& req, Recipe& recipe) {
     std::vector<std::string> formats;
     if (!req.exportFormats.empty()) {
         recipe.exportTargets.clear();
@@ -99,7 +99,7 @@ void warnUnmatchedPatterns(const Recipe& recipe, const ModuleNode& tree,
 
 } // namespace
 
-PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& progress) {
+PreparedRun prepareRun(const RunRequest& req, const PipelineProgress& progress) {
     PreparedRun prep;
     prep.recipe = req.recipe;
     Recipe& recipe = prep.recipe;
@@ -111,10 +111,9 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
         throw Error("--format", "", "an export format needs an output folder (--out DIR)");
     if (!req.outDir.empty())
         prep.exportFormats = resolveExportFormats(req, recipe);
-    // Until the request carries the format options as data, GGUF's one option is converted
-    // here; a bad --gguf-type fails before any work.
-    ggufTypeFromName(req.ggufType);
-    const ExportOptions exportOptions = {{kGgufTypeOption, req.ggufType}};
+    // Each option against what the formats declare: a bad value fails before any work.
+    checkExportOptions(req.exportOptions, "export options");
+    const ComputeOptions compute = parseComputeOptions(req.device, req.dtype);
 
     prep.handle = openModelHandle(req.modelDir);
     const ModelHandle& handle = prep.handle;
@@ -182,7 +181,7 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                         "scale for it (input_scale / output_scale)");
     }
     checkExportFormats(prep.exportFormats, recipe, tree, prep.planner->skipped(),
-                       req.allowUnloadable, handle.config, exportOptions, prep.warnings);
+                       req.allowUnloadable, handle.config, req.exportOptions, prep.warnings);
     for (const auto& [layer, scheme] : prep.planner->quantizedLinears(tree))
         for (const auto& t : prep.transforms)
             t->checkLayer(layer, scheme);
@@ -207,8 +206,11 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
             throw Error("recipe", "evaluation.data", "no evaluation text given");
         evalSeq =
             recipe.evaluation.seqLen > 0 ? recipe.evaluation.seqLen : defaultSeqLen(handle.config);
-        if (evalSeq < 2)
-            throw Error("recipe", "evaluation.seq_len", "must be at least 2");
+        // (the recipe's own window was checked by its validation; the default is the model's)
+        if (evalSeq < limits::kMinWindowTokens)
+            throw Error(configPath, "max_position_embeddings",
+                        "the model's context of " + std::to_string(evalSeq) +
+                            " token(s) is shorter than one evaluation window");
         if (maxPos > 0 && evalSeq > maxPos)
             throw Error("recipe", "evaluation.seq_len",
                         std::to_string(evalSeq) + " exceeds the model's max_position_embeddings (" +
@@ -258,131 +260,10 @@ PreparedRun prepareRun(const QuantizationRequest& req, const PipelineProgress& p
                 (prep.warnings.size() > 1
                      ? " (and " + std::to_string(prep.warnings.size() - 1) + " more warning(s))"
                      : std::string()));
-    prep.model = handle.instantiate(req.compute);
+    prep.model = handle.instantiate(compute);
     if (modelTransform)
         prep.model->setWeightTransform(modelTransform);
     return prep;
-}
-
-PerplexityResult perplexityResult(const PreparedRun& prep, double nllSum, int64_t predicted,
-                                  double seconds) {
-    PerplexityResult p;
-    p.tokens = prep.evalTokens;
-    p.windows = prep.evaluation.size(0);
-    p.seqLen = prep.evaluation.size(1);
-    p.predicted = predicted;
-    p.meanNll = nllSum / double(predicted);
-    p.perplexity = std::exp(p.meanNll);
-    p.seconds = seconds;
-    p.tokensPerSecond = seconds > 0 ? double(p.windows * p.seqLen) / seconds : 0.0;
-    p.device = prep.model->compute().device.str();
-    p.dtype = dtypeLabel(prep.model->compute().dtype);
-    return p;
-}
-
-QuantizationOutcome runQuantization(const QuantizationRequest& req,
-                                    const PipelineProgress& progress) {
-    const auto t0 = std::chrono::steady_clock::now();
-    PreparedRun prep = prepareRun(req, progress);
-    QuantizationOutcome outcome;
-    outcome.recipe = prep.recipe;
-
-    PipelineOptions options;
-    options.mode = prep.recipe.calibration.mode;
-    options.analyze = req.analyze;
-    options.keepPlans = req.keepPlans;
-    options.transforms = prep.transforms;
-    options.onBlockReports = req.onBlockReports;
-
-    std::vector<std::unique_ptr<Exporter>> exporters;
-    ExportContext context;
-    context.source = prep.handle.checkpoint.get();
-    context.sourceDir = req.modelDir;
-    context.numBlocks = prep.model->numBlocks();
-    context.recipe = &prep.recipe;
-    context.options = {{kGgufTypeOption, req.ggufType}};
-    // A model-level transform (rotation) changed the tensors outside the blocks as well: the
-    // exporters read those from an overlay written here, the rest from the source.
-    std::unique_ptr<Checkpoint> transformedSource;
-    QTemporaryDir overlayDir(QDir::tempPath() + "/quantscope-transformed-XXXXXX");
-    if (prep.model->hasWeightTransform() && !prep.exportFormats.empty()) {
-        if (!overlayDir.isValid())
-            throw Error(overlayDir.path().toStdString(), "",
-                        "cannot create a temporary folder: " +
-                            overlayDir.errorString().toStdString());
-        const std::string overlay = overlayDir.filePath("outer.safetensors").toStdString();
-        context.headUntied =
-            writeTransformedOuterTensors(*prep.model, *prep.handle.checkpoint, overlay);
-        transformedSource = Checkpoint::open(prep.handle.checkpoint->directory());
-        transformedSource->addOverlay(overlay);
-        context.source = transformedSource.get();
-    }
-    {
-        std::vector<const ModuleNode*> linears;
-        const ModuleNode tree = prep.handle.moduleTree();
-        tree.collect("linear", linears);
-        for (const ModuleNode* n : linears)
-            if (n->blockIndex >= 0)
-                context.layerNames.push_back(n->name);
-    }
-    for (const std::string& f : prep.exportFormats) {
-        context.outDir = prep.exportFormats.size() == 1 ? req.outDir
-                                                        : QDir(QString::fromStdString(req.outDir))
-                                                              .filePath(QString::fromStdString(f))
-                                                              .toStdString();
-        exporters.push_back(createExporter(f, context));
-        exporters.back()->writeLeading();
-    }
-    options.sinkReadsOnlyCodes = !exporters.empty();
-    for (const auto& e : exporters)
-        options.sinkReadsOnlyCodes = options.sinkReadsOnlyCodes && e->readsOnlyCodes();
-    CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
-    BlockSink sink;
-    if (!exporters.empty())
-        sink = [&exporters](int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) {
-            for (auto& e : exporters)
-                e->writeBlock(index, block, plans);
-        };
-
-    const auto runStart = std::chrono::steady_clock::now();
-    PipelineResult result = pipeline.run(prep.calibration, prep.evaluation, progress, sink);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
-    for (auto& e : exporters)
-        e->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
-
-    outcome.warnings = prep.warnings;
-    outcome.skipped = result.skipped;
-    outcome.blockSeconds = result.blockSeconds;
-    outcome.plans = std::move(result.plans);
-    if (req.evaluate)
-        outcome.perplexity =
-            perplexityResult(prep, result.evalNllSum, result.evalPredicted, seconds);
-    AnalysisReport& report = outcome.report;
-    report.model = prep.handle.directory;
-    report.recipe = prep.recipe.toJson();
-    report.calibrationSamples = prep.calibration.size(0);
-    report.seqLen = prep.calibration.size(1);
-    report.layers = std::move(result.layers);
-    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (progress)
-        progress(1.0, "done");
-    return outcome;
-}
-
-PerplexityResult evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
-                                     const PipelineProgress& progress, TokenizerBackend backend,
-                                     std::vector<std::string>* warnings) {
-    QuantizationRequest q;
-    q.modelDir = modelDir;
-    q.recipe.evaluation = request.evaluation; // no scheme: nothing is quantized
-    q.compute = parseComputeOptions(request.device, request.dtype);
-    q.evaluate = true;
-    q.tokenizer = backend;
-    QuantizationOutcome out = runQuantization(q, progress);
-    if (warnings)
-        *warnings = std::move(out.warnings);
-    return *out.perplexity;
 }
 
 } // namespace qs

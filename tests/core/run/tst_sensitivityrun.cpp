@@ -5,11 +5,11 @@
 // on which other layers are quantized. Under sequential calibration they may differ.
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
-#include "calib/SensitivityRun.h"
 #include "model/ModelLoader.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
+#include "run/SensitivityRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
@@ -22,14 +22,14 @@ private:
     QString m_model;
     std::vector<std::string> m_layers;
 
-    qs::QuantizationRequest request(const std::string& scheme, const std::string& mode) const {
+    qs::RunRequest request(const std::string& scheme, const std::string& mode) const {
         qs::QuantFlags flags;
         flags.quantScheme = scheme;
         flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
         flags.numCalibData = 4;
         flags.seqLen = 32;
         flags.calibMode = mode;
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         req.recipe.evaluation.dataPath =
@@ -40,7 +40,7 @@ private:
     }
 
     // A row measured the old way: its own recipe, calibrated and evaluated on its own.
-    double separateRun(qs::QuantizationRequest req, const std::string& layer, bool alone) const {
+    double separateRun(qs::RunRequest req, const std::string& layer, bool alone) const {
         req.evaluate = true;
         if (alone) {
             req.recipe.kvCache.reset();
@@ -54,7 +54,7 @@ private:
     }
 
     void compareRows(const std::string& scheme, const std::string& mode, bool expectEqual) {
-        const qs::QuantizationRequest req = request(scheme, mode);
+        const qs::RunRequest req = request(scheme, mode);
         std::vector<qs::SensitivityRow> streamed;
         const qs::SensitivityResult r = qs::runSensitivity(
             req, {}, [&](const qs::SensitivityRow& row) { streamed.push_back(row); });
@@ -64,7 +64,7 @@ private:
         qs::EvalRequest fp;
         fp.evaluation = req.recipe.evaluation;
         QCOMPARE(r.fpPerplexity, qs::evaluateModelOnText(m_model.toStdString(), fp).perplexity);
-        qs::QuantizationRequest whole = req;
+        qs::RunRequest whole = req;
         whole.evaluate = true;
         QCOMPARE(r.fullPerplexity, qs::runQuantization(whole).perplexity->perplexity);
 
@@ -106,7 +106,7 @@ private Q_SLOTS:
     void sequentialRowsReuseTheWholeRecipesRanges() { compareRows("int8", "sequential", false); }
 
     void emptyRecipeIsRefused() {
-        qs::QuantizationRequest req = request("int8", "float");
+        qs::RunRequest req = request("int8", "float");
         req.recipe.global.reset();
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runSensitivity(req));
     }

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "analysis/Sensitivity.h"
-#include "calib/QuantizationRun.h"
+#include "run/QuantizationRun.h"
 
 #include <functional>
 #include <string>
@@ -15,8 +15,7 @@ namespace qs {
 // per measurement. With float calibration (the default) the frozen ranges equal what a
 // calibration of each row's recipe would give; with sequential calibration they are the whole
 // recipe's. `request.evaluate` is implied; `onRow` (optional) receives each row as it is measured.
-SensitivityResult runSensitivity(const QuantizationRequest& request,
-                                 const PipelineProgress& progress = {},
+SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgress& progress = {},
                                  const std::function<void(const SensitivityRow&)>& onRow = {});
 
 } // namespace qs

@@ -7,11 +7,11 @@
 // close (the issue asks for 1e-6 relative).
 #include "TestSupport.h"
 
-#include "calib/QuantizationRun.h"
-#include "io/QuarkFolder.h"
 #include "io/SafetensorsFile.h"
 #include "model/ModelInfo.h"
+#include "model/QuarkFolder.h"
 #include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
 #include "util/Error.h"
 
 #include <QDir>
@@ -54,7 +54,7 @@ private:
             flags.numCalibData = 4;
             flags.seqLen = 128;
         }
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         if (kvCache)
             flags.kvCacheDtype = "fp8";
@@ -170,7 +170,7 @@ private Q_SLOTS:
         qs::QuantFlags flags;
         flags.quantScheme = "uint4_wo_32";
         flags.excludeLayers = {"*down_proj", "lm_head"};
-        qs::QuantizationRequest req;
+        qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = qs::recipeFromFlags(flags);
         const QString out = qs::test::tempDir("ref-fake") + "/fake";

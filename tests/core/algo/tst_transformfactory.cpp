@@ -1,14 +1,14 @@
 // The algorithm catalog's `runnable` flag (what the GUI enables) and the engine's transforms
 // (makeBlockTransforms) agree: every runnable algorithm gets a transform with Quark's defaults,
 // every other one is refused by name with the recipe field.
-#include "calib/BlockTransform.h"
+#include "algo/TransformFactory.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/Recipe.h"
 #include "util/Error.h"
 
 #include <QtTest>
 
-class TestBlockTransform : public QObject {
+class TestTransformFactory : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
@@ -44,5 +44,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestBlockTransform)
-#include "tst_blocktransform.moc"
+QTEST_GUILESS_MAIN(TestTransformFactory)
+#include "tst_transformfactory.moc"

@@ -1,4 +1,4 @@
-#include "calib/SensitivityRun.h"
+#include "run/SensitivityRun.h"
 
 #include "util/Error.h"
 
@@ -30,10 +30,9 @@ std::string rowName(const std::string& layer) {
 
 } // namespace
 
-SensitivityResult runSensitivity(const QuantizationRequest& request,
-                                 const PipelineProgress& progress,
+SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgress& progress,
                                  const std::function<void(const SensitivityRow&)>& onRow) {
-    QuantizationRequest base = request;
+    RunRequest base = request;
     base.evaluate = true;
     base.analyze = false;
     base.outDir.clear();

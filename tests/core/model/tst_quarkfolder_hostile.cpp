@@ -4,7 +4,7 @@
 // exception or a huge allocation, and a refused export leaves nothing in the dequantization
 // cache. A hand-made uint4 per-group export checks that the accepted layout still dequantizes
 // to (code - zero point) * scale. Every export is built here, byte by byte (no shared data).
-#include "io/QuarkFolder.h"
+#include "model/QuarkFolder.h"
 #include "util/Error.h"
 
 #include "TestSupport.h"

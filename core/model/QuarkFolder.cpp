@@ -1,4 +1,4 @@
-#include "io/QuarkFolder.h"
+#include "model/QuarkFolder.h"
 #include "io/JsonFields.h"
 #include "io/TensorDType.h"
 

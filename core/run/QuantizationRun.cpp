@@ -1,0 +1,138 @@
+#include "run/QuantizationRun.h"
+
+#include "export/FormatWriter.h"
+#include "export/TransformedOuterTensors.h"
+#include "util/Error.h"
+
+#include <QDir>
+#include <QTemporaryDir>
+
+#include <chrono>
+#include <cmath>
+
+namespace qs {
+
+PerplexityResult perplexityResult(const PreparedRun& prep, double nllSum, int64_t predicted,
+                                  double seconds) {
+    PerplexityResult p;
+    p.tokens = prep.evalTokens;
+    p.windows = prep.evaluation.size(0);
+    p.seqLen = prep.evaluation.size(1);
+    p.predicted = predicted;
+    p.meanNll = nllSum / double(predicted);
+    p.perplexity = std::exp(p.meanNll);
+    p.seconds = seconds;
+    p.tokensPerSecond = seconds > 0 ? double(p.windows * p.seqLen) / seconds : 0.0;
+    p.device = prep.model->compute().device.str();
+    p.dtype = dtypeLabel(prep.model->compute().dtype);
+    return p;
+}
+
+QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgress& progress) {
+    const auto t0 = std::chrono::steady_clock::now();
+    PreparedRun prep = prepareRun(req, progress);
+    QuantizationOutcome outcome;
+    outcome.recipe = prep.recipe;
+
+    PipelineOptions options;
+    options.mode = prep.recipe.calibration.mode;
+    options.analyze = req.analyze;
+    options.keepPlans = req.keepPlans;
+    options.transforms = prep.transforms;
+    options.onBlockReports = req.onBlockReports;
+
+    std::vector<std::unique_ptr<Exporter>> exporters;
+    ExportContext context;
+    context.source = prep.handle.checkpoint.get();
+    context.sourceDir = req.modelDir;
+    context.numBlocks = prep.model->numBlocks();
+    context.recipe = &prep.recipe;
+    context.options = req.exportOptions;
+    // A model-level transform (rotation) changed the tensors outside the blocks as well: the
+    // exporters read those from an overlay written here, the rest from the source.
+    std::unique_ptr<Checkpoint> transformedSource;
+    QTemporaryDir overlayDir(QDir::tempPath() + "/quantscope-transformed-XXXXXX");
+    if (prep.model->hasWeightTransform() && !prep.exportFormats.empty()) {
+        if (!overlayDir.isValid())
+            throw Error(overlayDir.path().toStdString(), "",
+                        "cannot create a temporary folder: " +
+                            overlayDir.errorString().toStdString());
+        const std::string overlay = overlayDir.filePath("outer.safetensors").toStdString();
+        context.headUntied =
+            writeTransformedOuterTensors(*prep.model, *prep.handle.checkpoint, overlay);
+        transformedSource = Checkpoint::open(prep.handle.checkpoint->directory());
+        transformedSource->addOverlay(overlay);
+        context.source = transformedSource.get();
+    }
+    {
+        std::vector<const ModuleNode*> linears;
+        const ModuleNode tree = prep.handle.moduleTree();
+        tree.collect("linear", linears);
+        for (const ModuleNode* n : linears)
+            if (n->blockIndex >= 0)
+                context.layerNames.push_back(n->name);
+    }
+    for (const std::string& f : prep.exportFormats) {
+        context.outDir = prep.exportFormats.size() == 1 ? req.outDir
+                                                        : QDir(QString::fromStdString(req.outDir))
+                                                              .filePath(QString::fromStdString(f))
+                                                              .toStdString();
+        exporters.push_back(createExporter(f, context));
+        exporters.back()->writeLeading();
+    }
+    options.sinkReadsOnlyCodes = !exporters.empty();
+    for (const auto& e : exporters)
+        options.sinkReadsOnlyCodes = options.sinkReadsOnlyCodes && e->readsOnlyCodes();
+    CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
+    BlockSink sink;
+    if (!exporters.empty())
+        sink = [&exporters](int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) {
+            for (auto& e : exporters)
+                e->writeBlock(index, block, plans);
+        };
+
+    const auto runStart = std::chrono::steady_clock::now();
+    PipelineResult result = pipeline.run(prep.calibration, prep.evaluation, progress, sink);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
+    for (auto& e : exporters)
+        e->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
+
+    outcome.warnings = prep.warnings;
+    outcome.skipped = result.skipped;
+    outcome.blockSeconds = result.blockSeconds;
+    outcome.plans = std::move(result.plans);
+    outcome.outDir = req.outDir;
+    if (req.evaluate)
+        outcome.perplexity =
+            perplexityResult(prep, result.evalNllSum, result.evalPredicted, seconds);
+    AnalysisReport& report = outcome.report;
+    report.model = prep.handle.directory;
+    report.recipe = prep.recipe.toJson();
+    report.calibrationSamples = prep.calibration.size(0);
+    report.seqLen = prep.calibration.size(1);
+    report.layers = std::move(result.layers);
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    outcome.seconds = report.seconds;
+    if (progress)
+        progress(1.0, "done");
+    return outcome;
+}
+
+PerplexityResult evaluateModelOnText(const std::string& modelDir, const EvalRequest& request,
+                                     const PipelineProgress& progress, TokenizerBackend backend,
+                                     std::vector<std::string>* warnings) {
+    RunRequest q;
+    q.modelDir = modelDir;
+    q.recipe.evaluation = request.evaluation; // no scheme: nothing is quantized
+    q.device = request.device;
+    q.dtype = request.dtype;
+    q.evaluate = true;
+    q.tokenizer = backend;
+    QuantizationOutcome out = runQuantization(q, progress);
+    if (warnings)
+        *warnings = std::move(out.warnings);
+    return *out.perplexity;
+}
+
+} // namespace qs

@@ -1,0 +1,79 @@
+#include "run/Run.h"
+
+#include "run/QuantizationRun.h"
+#include "run/SensitivityRun.h"
+
+#include <chrono>
+
+namespace qs {
+
+std::string RunRequest::title() const {
+    std::string t;
+    auto add = [&t](const char* part) { t += (t.empty() ? "" : " + ") + std::string(part); };
+    if (analyze)
+        add("Analyze");
+    if (evaluate || evaluateFullPrecision)
+        add("Evaluate");
+    if (!outDir.empty())
+        add("Quantize");
+    if (sensitivity)
+        add("Sensitivity");
+    return t.empty() ? std::string("Run") : t;
+}
+
+RunOutcome runJob(const RunRequest& request, const PipelineProgress& progress) {
+    const auto t0 = std::chrono::steady_clock::now();
+    // A request that asks only for the full-precision figure or only for the sensitivity study
+    // needs no pass of its own over the recipe.
+    const bool pipelinePass = request.analyze || request.evaluate || !request.outDir.empty() ||
+                              request.keepPlans ||
+                              (!request.sensitivity && !request.evaluateFullPrecision);
+    // The parts' shares of the progress bar (the full-precision evaluation is a short pass over
+    // the evaluation windows; a sensitivity study evaluates twice per layer).
+    const double fpShare = request.evaluateFullPrecision ? 0.3 : 0.0;
+    const double sensitivityShare =
+        request.sensitivity ? (pipelinePass ? 0.5 * (1.0 - fpShare) : 1.0 - fpShare) : 0.0;
+    const double passShare = pipelinePass ? 1.0 - fpShare - sensitivityShare : 0.0;
+    double from = 0.0;
+    auto part = [&](double share, const std::string& label) -> PipelineProgress {
+        const double start = from;
+        from += share;
+        if (!progress)
+            return {};
+        return [progress, start, share, label](double f, const std::string& m) {
+            return progress(start + share * f, label.empty() ? m : label + ": " + m);
+        };
+    };
+
+    std::optional<PerplexityResult> fullPrecision;
+    if (request.evaluateFullPrecision) {
+        // The fp32 figure beside the quantized one, on the same windows, through the same
+        // pipeline: a recipe without schemes.
+        EvalRequest fp;
+        fp.evaluation = request.recipe.evaluation;
+        fp.device = request.device;
+        fp.dtype = request.dtype;
+        fullPrecision =
+            evaluateModelOnText(request.modelDir, fp, part(fpShare, "fp32"), request.tokenizer);
+    }
+    RunOutcome outcome;
+    outcome.recipe = request.recipe;
+    if (pipelinePass) {
+        RunRequest pass = request;
+        pass.sensitivity = false;
+        pass.evaluateFullPrecision = false;
+        outcome = static_cast<RunOutcome&&>(runQuantization(pass, part(passShare, "")));
+    }
+    outcome.fullPrecision = fullPrecision;
+    if (request.sensitivity) {
+        RunRequest study = request;
+        study.analyze = false;
+        study.outDir.clear();
+        outcome.sensitivity =
+            runSensitivity(study, part(sensitivityShare, ""), request.onSensitivityRow);
+    }
+    outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return outcome;
+}
+
+} // namespace qs
