@@ -48,7 +48,7 @@ std::string exportOptionValue(const ExportFormat& format, const ExportOptions& o
 
 namespace {
 
-// Option values are names, taken without regard to case (as --gguf-type always took them).
+// Option values are names, taken without regard to case (as the CLI always took them).
 std::string lowerCase(std::string s) {
     std::transform(s.begin(), s.end(), s.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
