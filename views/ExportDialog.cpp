@@ -78,8 +78,11 @@ ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, 
                                      : tr("Not written by this build"));
     }
     m_ggufType->setObjectName(QStringLiteral("ggufType"));
-    for (const std::string& t : ggufTypeNames())
-        m_ggufType->addItem(QString::fromStdString(t), QString::fromStdString(t));
+    // The values GGUF's option declares (its record in the format table), the default first.
+    if (const ExportFormat* gguf = findExportFormat(GgufTarget))
+        if (const ExportOption* type = findExportOption(*gguf, "gguf_type"))
+            for (const std::string& t : type->allowed)
+                m_ggufType->addItem(QString::fromStdString(t), QString::fromStdString(t));
     m_ggufType->setToolTip(
         tr("ggml type of the GGUF weights. auto: each quantized layer's own codes in the block "
            "that holds them (int4 sym: q4_0, 4-bit asym: q4_1, int8 sym: q8_0). A fixed type "

@@ -1,8 +1,9 @@
 #include "QuantOptions.h"
 
-#include "export/ExporterRegistry.h"
+#include "export/ExportFormat.h"
 
 #include "CliCommon.h"
+#include "model/Compute.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/Provenance.h"
@@ -139,7 +140,7 @@ void addOutputOptions(QCommandLineParser& parser) {
                       "Output folder (with several formats, one subfolder per format).",
                       "DIR"});
     QStringList names;
-    for (const ExportFormat& f : ExporterRegistry::formats())
+    for (const ExportFormat& f : exportFormats())
         names << QString::fromStdString(f.name) + (f.available ? "" : " (not in this build)");
     parser.addOption({"format",
                       "Export format, repeatable or comma-separated: " + names.join(", ") +
@@ -174,9 +175,8 @@ std::vector<std::string> exportFormatsFromOptions(const QCommandLineParser& pars
         for (const QString& f : value.split(',', Qt::SkipEmptyParts)) {
             // Unknown names are a command-line mistake (exit 2); a known format this build
             // cannot write, or one that cannot hold the recipe, is refused by prepareRun.
-            const std::string name = asUsageError([&] {
-                return ExporterRegistry::canonical(f.trimmed().toStdString(), "--format", "");
-            });
+            const std::string name = asUsageError(
+                [&] { return canonicalExportFormat(f.trimmed().toStdString(), "--format", ""); });
             if (std::find(formats.begin(), formats.end(), name) == formats.end())
                 formats.push_back(name);
         }

@@ -1,7 +1,9 @@
 #include "algo/ResidualRotation.h"
 
+#include "model/ModelFamily.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
+#include "util/Join.h"
 #include "util/Strings.h"
 
 #include <ATen/ATen.h>
@@ -32,10 +34,10 @@ std::string refusal(const ModelConfig& c) {
     if (c.moe.numExperts > 0)
         return family + " is a mixture of experts: the router and the experts are not rotated "
                         "yet";
-    static const char* const supported[] = {"llama", "mistral", "qwen2", "qwen3"};
-    if (std::find(std::begin(supported), std::end(supported), c.modelType) == std::end(supported))
-        return family + " is not among the families rotation supports (llama, mistral, qwen2, "
-                        "qwen3)";
+    const ModelFamily* declared = findFamily(c.modelType);
+    if (!declared || !declared->capabilities().rotation)
+        return family + " is not among the families rotation supports (" +
+               join(familiesWith(&FamilyCapabilities::rotation), ", ") + ")";
     return {};
 }
 

@@ -1,39 +1,12 @@
 #include "export/ExportFormat.h"
 
-namespace qs {
+#include "util/Error.h"
+#include "util/Join.h"
 
-const std::vector<ExportFormat>& exportFormats() {
-    static const std::vector<ExportFormat> all = {
-        {"fake",
-         "hf_fake",
-         {"hf_fake"},
-         "fake-quantized Hugging Face checkpoint (float weights)",
-         true},
-        {"quark",
-         "quark",
-         {"hf_format"},
-         "AMD Quark hf_format, real quantized (transformers + amd-quark, vLLM)",
-         true},
-        {"awq",
-         "awq",
-         {},
-         "AMD Quark's awq custom mode: int4/uint4 per-group weights as qweight/qzeros/scales "
-         "(AutoAWQ GEMM, vLLM)",
-         true},
-        {"gguf",
-         "gguf",
-         {},
-         "GGUF v3 for llama.cpp (llama family; the plan's int4/int8 codes as Q4_0, Q4_1 or Q8_0, "
-         "or Q4_K, Q6_K, F16, F32)",
-         true},
-        {"onnx",
-         "onnx",
-         {},
-         "ONNX graph with QuantizeLinear/DequantizeLinear (Llama-style decoders; onnxruntime)",
-         true},
-    };
-    return all;
-}
+#include <algorithm>
+#include <cctype>
+
+namespace qs {
 
 const ExportFormat* findExportFormat(const std::string& n) {
     for (const ExportFormat& f : exportFormats()) {
@@ -46,10 +19,78 @@ const ExportFormat* findExportFormat(const std::string& n) {
     return nullptr;
 }
 
-const std::vector<std::string>& ggufTypeNames() {
-    static const std::vector<std::string> names = {"auto", "q8_0", "q4_0", "q4_1", "q4_k",
-                                                   "q6_k", "f16",  "bf16", "f32"};
-    return names;
+std::string canonicalExportFormat(const std::string& n, const std::string& source,
+                                  const std::string& field) {
+    if (const ExportFormat* f = findExportFormat(n))
+        return f->name;
+    std::vector<std::string> known;
+    for (const ExportFormat& f : exportFormats())
+        known.push_back(f.name);
+    throw Error(source, field,
+                "unknown export format '" + n + "' (known: " + join(known, ", ") + ")");
+}
+
+const ExportOption* findExportOption(const ExportFormat& format, const std::string& name) {
+    for (const ExportOption& o : format.options)
+        if (o.name == name)
+            return &o;
+    return nullptr;
+}
+
+std::string exportOptionValue(const ExportFormat& format, const ExportOptions& options,
+                              const std::string& name) {
+    const ExportOption* declared = findExportOption(format, name);
+    if (!declared)
+        throw Error(format.name, name, "the " + format.name + " format declares no such option");
+    const auto it = options.find(name);
+    return it == options.end() ? declared->defaultValue : it->second;
+}
+
+namespace {
+
+// Option values are names, taken without regard to case (as the CLI always took them).
+std::string lowerCase(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    return s;
+}
+
+bool allows(const ExportOption& option, const std::string& value) {
+    const std::string v = lowerCase(value);
+    return std::any_of(option.allowed.begin(), option.allowed.end(),
+                       [&](const std::string& a) { return lowerCase(a) == v; });
+}
+
+} // namespace
+
+void checkExportOptions(const ExportFormat& format, const ExportOptions& options,
+                        const std::string& source) {
+    for (const ExportOption& o : format.options) {
+        const auto it = options.find(o.name);
+        if (it != options.end() && !allows(o, it->second))
+            throw Error(source, o.name,
+                        "unknown value '" + it->second + "' of " + format.name +
+                            "'s option (allowed: " + join(o.allowed, ", ") + ")");
+    }
+}
+
+void checkExportOptions(const ExportOptions& options, const std::string& source) {
+    for (const auto& entry : options) {
+        const std::string& name = entry.first;
+        bool declared = false;
+        for (const ExportFormat& f : exportFormats())
+            declared = declared || findExportOption(f, name) != nullptr;
+        if (!declared) {
+            std::vector<std::string> known;
+            for (const ExportFormat& f : exportFormats())
+                for (const ExportOption& o : f.options)
+                    known.push_back(o.name + " (" + f.name + ")");
+            throw Error(source, name,
+                        "no export format takes this option (options: " + join(known, ", ") + ")");
+        }
+    }
+    for (const ExportFormat& f : exportFormats())
+        checkExportOptions(f, options, source);
 }
 
 } // namespace qs

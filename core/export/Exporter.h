@@ -1,8 +1,8 @@
 #pragma once
 
 #include "calib/LayerPlan.h"
+#include "export/ExportFormat.h"
 #include "io/Checkpoint.h"
-#include "io/GgmlType.h"
 #include "model/DecoderModel.h"
 #include "recipe/Recipe.h"
 
@@ -23,9 +23,9 @@ struct ExportContext {
     int numBlocks = 0;
     const Recipe* recipe = nullptr;
     std::vector<std::string> layerNames; // every block linear, model order
-    // GGUF only: the weight type asked (--gguf-type); nullopt = "auto", each layer in the block
-    // type that holds its plan's codes.
-    std::optional<GgmlType> ggufType;
+    // The run's format options (ExportFormat.h: option name -> value); each exporter reads the
+    // options its format declares, the declared default where the map has none.
+    ExportOptions options;
     // The source ties lm_head to the embedding, but `source` holds a head of its own (a rotated
     // model: writeTransformedOuterTensors): the export writes it and says
     // tie_word_embeddings false.
@@ -38,9 +38,7 @@ struct ExportContext {
 // quantizers), commit() at the end. Everything goes to a temporary folder that commit() renames
 // into place; an exporter destroyed without commit() removes it (ExportFolder).
 //
-// Exporters are core classes behind one registry (ExporterRegistry), not plugins: they read
-// LayerPlan and Torch tensors, which are engine internals with no stable ABI; a plugin
-// interface would freeze them. The registry is the single place a format is named.
+// Each format's exporter is created by its row of the format table (FormatWriter.h).
 class Exporter {
 public:
     virtual ~Exporter() = default;

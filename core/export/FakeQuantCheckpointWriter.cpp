@@ -1,4 +1,5 @@
 #include "export/FakeQuantCheckpointWriter.h"
+#include "export/FormatWriter.h"
 #include "io/TensorDType.h"
 
 #include "export/TensorBlocks.h"
@@ -96,6 +97,32 @@ void FakeQuantCheckpointWriter::commit(const std::string& recipeJson) {
     m_writer->commit();
     m_folder.copySideFiles(m_sourceDir, true, m_headUntied);
     m_folder.commit(recipeJson);
+}
+
+} // namespace qs
+
+namespace qs {
+
+namespace {
+
+// A fake-quantized export is a plain checkpoint folder.
+std::string openFakeExport(const std::string& exportDir) {
+    return exportDir;
+}
+
+} // namespace
+
+// Float values: every recipe fits, so no problems check.
+FormatWriter fakeFormatWriter() {
+    FormatWriter w;
+    w.format = {"fake",      "hf_fake",
+                {"hf_fake"}, "fake-quantized Hugging Face checkpoint (float weights)",
+                {},          true};
+    w.create = [](const ExportContext& context) -> std::unique_ptr<Exporter> {
+        return std::make_unique<FakeQuantCheckpointWriter>(context);
+    };
+    w.reader = openFakeExport;
+    return w;
 }
 
 } // namespace qs

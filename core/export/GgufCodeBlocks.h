@@ -14,6 +14,7 @@
 #pragma once
 
 #include "export/Exporter.h"
+#include "io/GgmlTypes.h"
 #include "quant/QuantScheme.h"
 
 #include <ATen/core/Tensor.h>

@@ -1,18 +1,20 @@
 #include "export/GgufExporter.h"
-#include "export/ExportFormat.h"
-#include "export/GgmlKQuants.h"
 #include "export/GgufCodeBlocks.h"
+#include "io/GgmlKQuants.h"
+#include "io/GgmlTypes.h"
+#include "io/GgufTensorNames.h"
 #include "io/TensorDType.h"
+#include "model/ModelFamily.h"
 #include "quant/Quantize.h"
 
 #include "export/TensorBlocks.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
+#include "util/Join.h"
+#include "util/Protobuf.h"
 
 #include <ATen/ATen.h>
 #include <QFileInfo>
-#include <c10/util/Half.h>
-#include <cfloat>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -20,33 +22,12 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <regex>
 
 namespace qs {
 
 namespace {
 
 constexpr uint64_t kAlignment = 32;
-
-uint16_t toHalfBits(float f) {
-    return c10::Half(f).x; // round to nearest even, as ggml's FP32_TO_FP16
-}
-
-void putHalf(std::string& out, float f) {
-    const uint16_t h = toHalfBits(f);
-    out.append(reinterpret_cast<const char*>(&h), 2);
-}
-
-// ggml's ggml_compute_fp32_to_bf16: round to nearest even on the upper 16 bits; a NaN keeps its
-// sign and top mantissa bits and is made quiet (bit 6 of the result). Infinities stay infinite,
-// and subnormals are rounded like any value (not flushed).
-uint16_t toBrainBits(float f) {
-    uint32_t u = 0;
-    std::memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return uint16_t((u >> 16) | 64u);
-    return uint16_t((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
-}
 
 // Minimal GGUF metadata serialisation (little endian, as GGUF is).
 struct Kv {
@@ -77,72 +58,33 @@ struct Piece {
     int32_t type = 1; // NORMAL
 };
 
-uint64_t varint(const std::string& b, size_t& i, const std::string& file) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (i >= b.size())
-            throw Error(file, "", "truncated protobuf varint");
-        const uint8_t c = uint8_t(b[i++]);
-        v |= uint64_t(c & 0x7f) << shift;
-        if (!(c & 0x80))
-            return v;
-    }
-    throw Error(file, "", "protobuf varint too long");
-}
-
-void skipField(const std::string& b, size_t& i, uint32_t wire, const std::string& file) {
-    if (wire == 0)
-        varint(b, i, file);
-    else if (wire == 1)
-        i += 8;
-    else if (wire == 5)
-        i += 4;
-    else if (wire == 2)
-        i += varint(b, i, file);
-    else
-        throw Error(file, "", "unsupported protobuf wire type");
-    if (i > b.size())
-        throw Error(file, "", "truncated protobuf field");
-}
-
 std::vector<Piece> readSentencePieces(const std::string& file) {
     std::ifstream in(file, std::ios::binary);
     if (!in)
         throw Error(file, "", "cannot read (GGUF needs the sentencepiece tokenizer.model)");
     const std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::vector<Piece> pieces;
-    size_t i = 0;
-    while (i < b.size()) {
-        const uint64_t tag = varint(b, i, file);
-        if (tag >> 3 != 1 || (tag & 7) != 2) {
-            skipField(b, i, uint32_t(tag & 7), file);
+    ProtoReader model(b, file);
+    while (!model.atEnd()) {
+        const ProtoReader::Key key = model.key();
+        if (key.field != 1 || key.wire != 2) {
+            model.skip(key.wire);
             continue;
         }
-        const uint64_t len = varint(b, i, file);
-        if (i + len > b.size())
-            throw Error(file, "pieces", "truncated");
-        const std::string m = b.substr(i, len);
-        i += len;
+        const std::string m = model.bytes("pieces");
+        ProtoReader piece(m, file);
         Piece p;
-        size_t j = 0;
-        while (j < m.size()) {
-            const uint64_t t = varint(m, j, file);
-            const uint32_t field = uint32_t(t >> 3), wire = uint32_t(t & 7);
-            if (field == 1 && wire == 2) {
-                const uint64_t n = varint(m, j, file);
-                if (j + n > m.size())
-                    throw Error(file, "piece", "truncated");
-                p.text = m.substr(j, n);
-                j += n;
-            } else if (field == 2 && wire == 5) {
-                if (j + 4 > m.size())
-                    throw Error(file, "score", "truncated");
-                std::memcpy(&p.score, m.data() + j, 4);
-                j += 4;
-            } else if (field == 3 && wire == 0) {
-                p.type = int32_t(varint(m, j, file));
+        while (!piece.atEnd()) {
+            const ProtoReader::Key k = piece.key();
+            if (k.field == 1 && k.wire == 2) {
+                p.text = piece.bytes("piece");
+            } else if (k.field == 2 && k.wire == 5) {
+                const uint32_t bits = piece.fixed32("score");
+                std::memcpy(&p.score, &bits, 4);
+            } else if (k.field == 3 && k.wire == 0) {
+                p.type = int32_t(piece.varint());
             } else {
-                skipField(m, j, wire, file);
+                piece.skip(k.wire);
             }
         }
         pieces.push_back(std::move(p));
@@ -250,235 +192,34 @@ uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
             most = n;
             dominant = type;
         }
-    switch (dominant) {
-    case GgmlType::F32:
-        return 0;
-    case GgmlType::F16:
-        return 1;
-    case GgmlType::BF16:
-        return 32; // LLAMA_FTYPE_MOSTLY_BF16
-    case GgmlType::Q4_0:
-        return 2;
-    case GgmlType::Q4_1:
-        return 3;
-    case GgmlType::Q8_0:
-        return 7;
-    case GgmlType::Q5_0:
-        return 8;
-    case GgmlType::Q4_K:
-        return 14;
-    case GgmlType::Q6_K:
-        return 18;
-    }
-    return 0;
-}
-
-const std::vector<std::pair<std::string, GgmlType>>& typeNames() {
-    static const std::vector<std::pair<std::string, GgmlType>> names = {
-        {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16},
-        {"q4_0", GgmlType::Q4_0}, {"q4_1", GgmlType::Q4_1}, {"q5_0", GgmlType::Q5_0},
-        {"q8_0", GgmlType::Q8_0}, {"q4_k", GgmlType::Q4_K}, {"q6_k", GgmlType::Q6_K}};
-    return names;
-}
-
-bool isFloatType(GgmlType t) {
-    return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16;
+    return uint32_t(ggmlTypeTraits(dominant).fileType);
 }
 
 bool isKQuant(GgmlType t) {
-    return t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+    return ggmlTypeTraits(t).blockSize == kGgmlSuperBlock;
 }
 
 } // namespace
 
-std::optional<GgmlType> ggufTypeFromName(const std::string& name) {
-    std::string n = name;
-    std::transform(n.begin(), n.end(), n.begin(),
-                   [](unsigned char ch) { return std::tolower(ch); });
-    const std::vector<std::string>& offered = ggufTypeNames();
-    if (std::find(offered.begin(), offered.end(), n) != offered.end()) {
-        if (n == "auto")
-            return std::nullopt;
-        for (const auto& [text, type] : typeNames())
-            if (text == n)
-                return type;
-    }
-    std::string known;
-    for (const std::string& t : offered)
-        known += (known.empty() ? "" : ", ") + t;
-    throw Error("--gguf-type", name, "unknown GGUF type (" + known + ")");
-}
-
-GgmlType ggmlTypeFromName(const std::string& name) {
-    if (const std::optional<GgmlType> t = ggufTypeFromName(name))
-        return *t;
-    throw Error("--gguf-type", name, "'auto' picks a type per layer; a single type is needed here");
-}
-
-std::string ggmlTypeName(GgmlType type) {
-    for (const auto& [text, t] : typeNames())
-        if (t == type)
-            return text;
-    return "type " + std::to_string(uint32_t(type));
-}
-
-uint64_t ggmlRowBytes(int64_t n, GgmlType type) {
-    switch (type) {
-    case GgmlType::F32:
-        return uint64_t(n) * 4;
-    case GgmlType::F16:
-    case GgmlType::BF16:
-        return uint64_t(n) * 2;
-    case GgmlType::Q8_0:
-        return uint64_t(n / 32) * 34;
-    case GgmlType::Q4_0:
-        return uint64_t(n / 32) * 18;
-    case GgmlType::Q4_1:
-        return uint64_t(n / 32) * 20;
-    case GgmlType::Q5_0:
-        return uint64_t(n / 32) * 22;
-    case GgmlType::Q4_K:
-        return uint64_t(n / kGgmlSuperBlock) * kQ4KBlockBytes;
-    case GgmlType::Q6_K:
-        return uint64_t(n / kGgmlSuperBlock) * kQ6KBlockBytes;
-    }
-    return 0;
-}
-
 GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
-    if (isFloatType(asked))
+    if (ggmlIsFloat(asked))
         return asked;
     if (isKQuant(asked) && rowLength % kGgmlSuperBlock != 0)
         asked = asked == GgmlType::Q4_K ? GgmlType::Q5_0 : GgmlType::Q8_0;
     return rowLength % 32 == 0 ? asked : GgmlType::F32;
 }
 
-std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type) {
-    std::string out;
-    out.reserve(ggmlRowBytes(n, type));
-    if (type == GgmlType::F32) {
-        out.append(reinterpret_cast<const char*>(x), size_t(n) * 4);
-        return out;
-    }
-    if (type == GgmlType::F16) {
-        for (int64_t i = 0; i < n; ++i)
-            putHalf(out, x[i]);
-        return out;
-    }
-    if (type == GgmlType::BF16) {
-        for (int64_t i = 0; i < n; ++i) {
-            const uint16_t b = toBrainBits(x[i]);
-            out.append(reinterpret_cast<const char*>(&b), 2);
-        }
-        return out;
-    }
-    if (isKQuant(type)) {
-        out.resize(ggmlRowBytes(n, type));
-        auto* bytes = reinterpret_cast<uint8_t*>(out.data());
-        if (type == GgmlType::Q4_K)
-            ggmlQuantizeQ4KRow(x, n, bytes);
-        else
-            ggmlQuantizeQ6KRow(x, n, bytes);
-        return out;
-    }
-    for (int64_t b = 0; b < n / 32; ++b) {
-        const float* v = x + b * 32;
-        if (type == GgmlType::Q8_0) {
-            float amax = 0.0f;
-            for (int j = 0; j < 32; ++j)
-                amax = std::max(amax, std::fabs(v[j]));
-            const float d = amax / ((1 << 7) - 1);
-            const float id = d ? 1.0f / d : 0.0f;
-            putHalf(out, d);
-            for (int j = 0; j < 32; ++j)
-                out.push_back(char(int8_t(std::roundf(v[j] * id))));
-        } else if (type == GgmlType::Q5_0) {
-            float amax = 0.0f, max = 0.0f;
-            for (int j = 0; j < 32; ++j)
-                if (amax < std::fabs(v[j])) {
-                    amax = std::fabs(v[j]);
-                    max = v[j];
-                }
-            const float d = max / -16;
-            const float id = d ? 1.0f / d : 0.0f;
-            putHalf(out, d);
-            uint32_t high = 0; // bit j: the fifth bit of code j
-            std::string low(16, '\0');
-            for (int j = 0; j < 16; ++j) {
-                const uint8_t a = std::min<uint8_t>(31, uint8_t(int8_t(v[j] * id + 16.5f)));
-                const uint8_t c = std::min<uint8_t>(31, uint8_t(int8_t(v[16 + j] * id + 16.5f)));
-                low[size_t(j)] = char((a & 0xF) | ((c & 0xF) << 4));
-                high |= uint32_t((a & 0x10) >> 4) << j;
-                high |= uint32_t((c & 0x10) >> 4) << (j + 16);
-            }
-            out.append(reinterpret_cast<const char*>(&high), 4);
-            out += low;
-        } else if (type == GgmlType::Q4_0) {
-            float amax = 0.0f, max = 0.0f;
-            for (int j = 0; j < 32; ++j)
-                if (amax < std::fabs(v[j])) {
-                    amax = std::fabs(v[j]);
-                    max = v[j];
-                }
-            const float d = max / -8;
-            const float id = d ? 1.0f / d : 0.0f;
-            putHalf(out, d);
-            for (int j = 0; j < 16; ++j) {
-                const uint8_t a = std::min<uint8_t>(15, uint8_t(int8_t(v[j] * id + 8.5f)));
-                const uint8_t c = std::min<uint8_t>(15, uint8_t(int8_t(v[16 + j] * id + 8.5f)));
-                out.push_back(char(a | (c << 4)));
-            }
-        } else { // Q4_1
-            float min = FLT_MAX, max = -FLT_MAX;
-            for (int j = 0; j < 32; ++j) {
-                min = std::min(min, v[j]);
-                max = std::max(max, v[j]);
-            }
-            const float d = (max - min) / ((1 << 4) - 1);
-            const float id = d ? 1.0f / d : 0.0f;
-            putHalf(out, d);
-            putHalf(out, min);
-            for (int j = 0; j < 16; ++j) {
-                const uint8_t a = std::min<uint8_t>(15, uint8_t(int8_t((v[j] - min) * id + 0.5f)));
-                const uint8_t c =
-                    std::min<uint8_t>(15, uint8_t(int8_t((v[16 + j] - min) * id + 0.5f)));
-                out.push_back(char(a | (c << 4)));
-            }
-        }
-    }
-    return out;
-}
-
-std::string GgufExporter::ggufName(const std::string& n) {
-    static const std::vector<std::pair<std::string, std::string>> parts = {
-        {"self_attn.q_proj", "attn_q"},          {"self_attn.k_proj", "attn_k"},
-        {"self_attn.v_proj", "attn_v"},          {"self_attn.o_proj", "attn_output"},
-        {"mlp.gate_proj", "ffn_gate"},           {"mlp.up_proj", "ffn_up"},
-        {"mlp.down_proj", "ffn_down"},           {"input_layernorm", "attn_norm"},
-        {"post_attention_layernorm", "ffn_norm"}};
-    if (n == "model.embed_tokens.weight")
-        return "token_embd.weight";
-    if (n == "model.norm.weight")
-        return "output_norm.weight";
-    if (n == "lm_head.weight")
-        return "output.weight";
-    static const std::regex re(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
-    std::smatch m;
-    if (!std::regex_match(n, m, re))
-        return {};
-    for (const auto& [hf, gg] : parts)
-        if (m[2].str() == hf)
-            return "blk." + m[1].str() + "." + gg + "." + m[3].str();
-    return {};
-}
-
-GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType> type)
-    : m_context(context), m_type(type), m_folder(context.outDir) {
+GgufExporter::GgufExporter(const ExportContext& context)
+    : m_context(context), m_type(ggufTypeOf(context.options)), m_folder(context.outDir) {
     std::ifstream in(context.sourceDir + "/config.json");
     const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
-    if (cfg.is_discarded() || cfg.value("model_type", "") != "llama")
+    const ModelFamily* family =
+        cfg.is_discarded() ? nullptr : findFamily(cfg.value("model_type", ""));
+    if (!family || !family->capabilities().gguf)
         throw Error(context.sourceDir + "/config.json", "model_type",
-                    "GGUF export writes the llama family only");
+                    "GGUF export writes the " +
+                        join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
+                        " family only");
     m_heads = cfg.value("num_attention_heads", 0);
     m_kvHeads = cfg.value("num_key_value_heads", m_heads);
     m_names = context.source->tensorNames();
@@ -488,7 +229,7 @@ GgufExporter::GgufExporter(const ExportContext& context, std::optional<GgmlType>
                          return ba != bb ? ba < bb : a < b;
                      });
     for (const std::string& n : m_names) {
-        if (ggufName(n).empty())
+        if (ggufNameOfHfTensor(n).empty())
             throw Error(context.sourceDir, n, "has no GGUF name (llama layout expected)");
         m_blockOf.push_back(blockOfTensorName(n));
     }
@@ -547,7 +288,7 @@ void GgufExporter::add(const std::string& hfName, const at::Tensor& t,
     else if (w.dim() == 2 && m_context.source->contains(hfName) &&
              m_context.source->info(hfName).dtype == DType::BF16)
         type = GgmlType::BF16;
-    Entry e{ggufName(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
+    Entry e{ggufNameOfHfTensor(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
     const float* p = w.data_ptr<float>();
     spool(std::move(e), w.numel() / rowLen, [&](int64_t r, std::string& out) {
         out += ggmlQuantizeRow(p + r * rowLen, rowLen, type);
@@ -577,7 +318,7 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
         rows.scale = permuteForRope(rows.scale, heads);
         rows.zeroPoint = permuteForRope(rows.zeroPoint, heads);
     }
-    Entry e{ggufName(hfName), {out, in}, type, uint64_t(m_spool.pos()), 0};
+    Entry e{ggufNameOfHfTensor(hfName), {out, in}, type, uint64_t(m_spool.pos()), 0};
     const int64_t blocks = in / 32;
     spool(std::move(e), out, [&](int64_t r, std::string& bytes) {
         bytes += codeBlockRow(
@@ -594,7 +335,7 @@ void GgufExporter::addFromSource(const std::string& hfName) {
 }
 
 bool GgufExporter::readsOnlyCodes() const {
-    return !(m_type && isFloatType(*m_type));
+    return !(m_type && ggmlIsFloat(*m_type));
 }
 
 void GgufExporter::copyUntil(int blockLimit) {
@@ -614,7 +355,7 @@ void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<
     std::map<std::string, const LayerPlan*> planOf; // "<linear>.weight" -> plan
     for (const LayerPlan& p : plans)
         planOf[p.name + ".weight"] = &p;
-    const bool floatOnly = m_type && isFloatType(*m_type);
+    const bool floatOnly = m_type && ggmlIsFloat(*m_type);
     while (m_next < m_names.size() && m_blockOf[m_next] == index) {
         const std::string& n = m_names[m_next++];
         const auto it = weights.find(n);

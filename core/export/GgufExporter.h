@@ -2,7 +2,9 @@
 
 #include "export/ExportFolder.h"
 #include "export/Exporter.h"
+#include "export/GgufFormat.h"
 #include "export/GgufVocab.h"
+#include "io/GgmlTypes.h"
 
 #include <QFile>
 
@@ -14,22 +16,6 @@
 
 namespace qs {
 
-// ggml's reference quantizers (ggml-quants.c quantize_row_*_ref), one row of n floats to blocks:
-// Q8_0 {f16 d = amax/127; int8 q = round(x/d)}, Q4_0 {f16 d = max/-8 (max = the signed value
-// of largest magnitude); q = min(15, (int8)(x/d + 8.5))}, Q4_1 {f16 d = (max-min)/15, f16 m =
-// min; q = min(15, (int8)((x-min)/d + 0.5))}, Q5_0 {f16 d = max/-16; 5-bit q = min(31,
-// (int8)(x/d + 16.5)), high bits in a 32-bit mask}, Q4_K and Q6_K (GgmlKQuants.h; n a multiple
-// of 256, the others of 32); F16 and BF16 round to nearest even (ggml_compute_fp32_to_bf16:
-// NaN made quiet, subnormals kept). The multiplications by the reciprocal
-// and the casts are ggml's, in its order.
-std::string ggmlQuantizeRow(const float* x, int64_t n, GgmlType type);
-// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q4_k", "q6_k" (case-insensitive); qs::Error naming
-// --gguf-type. ggufTypeFromName also takes "auto" (nullopt).
-GgmlType ggmlTypeFromName(const std::string& name);
-std::optional<GgmlType> ggufTypeFromName(const std::string& name);
-std::string ggmlTypeName(GgmlType type); // "q4_0", ...
-// Bytes of one row of n elements.
-uint64_t ggmlRowBytes(int64_t n, GgmlType type);
 // The type a float row of `rowLength` gets when `asked` does not fit it, llama.cpp's rules
 // (llama-quant.cpp): a K-quant needs rows that are a multiple of 256 and falls back to Q5_0
 // (Q4_K) or Q8_0 (Q6_K); a 32-block type needs a multiple of 32, else F32 (llama.cpp's last
@@ -45,15 +31,16 @@ GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength);
 // Quantized linears (a plan with integer codes) are written from the codes, never re-rounded
 // (GgufCodeBlocks.h): with --gguf-type auto each in the block its plan maps to (int4 sym ->
 // Q4_0, 4-bit asym -> Q4_1, int8 sym -> Q8_0); an explicit q4_0/q4_1/q8_0 must hold the plan's
-// codes exactly (Q4_1 and Q8_0 also hold narrower 4-bit codes), else ExporterRegistry::problems
-// refuses the run before any block, naming the layer. K-quants hold no plan's codes. f32 writes
-// the engine's dequantized weights exactly, f16 rounds them. Everything else (unquantized
-// linears, embeddings, head) is float: ggml's reference quantizer of the asked type (rows that
-// do not fit it: ggmlTypeForRow), or with auto the source's precision (F16 if stored as F16,
-// else F32). 1-D tensors are F32.
+// codes exactly (Q4_1 and Q8_0 also hold narrower 4-bit codes), else the format's problems check
+// (GgufFormat.cpp) refuses the run before any block, naming the layer. K-quants hold no plan's
+// codes. f32 writes the engine's dequantized weights exactly, f16 rounds them. Everything else
+// (unquantized linears, embeddings, head) is float: ggml's reference quantizer of the asked type
+// (rows that do not fit it: ggmlTypeForRow), or with auto the source's precision (F16 if stored as
+// F16, else F32). 1-D tensors are F32.
 class GgufExporter : public Exporter {
 public:
-    GgufExporter(const ExportContext& context, std::optional<GgmlType> type);
+    // The weight type from context.options (GgufFormat.h; absent: auto).
+    explicit GgufExporter(const ExportContext& context);
     ~GgufExporter() override;
     std::string format() const override { return "gguf"; }
     void writeLeading() override;
@@ -63,8 +50,6 @@ public:
     // codes dequantized), except with a float type (f32/f16/bf16), which writes the engine's
     // dequantized weights.
     bool readsOnlyCodes() const override;
-
-    static std::string ggufName(const std::string& hfName); // empty: not exported
 
     // One tensor of the file as spooled.
     struct Entry {

@@ -2,11 +2,13 @@
 #include "export/TensorBlocks.h"
 
 #include "model/ConfigParser.h"
+#include "model/ModelFamily.h"
 #include "model/Rope.h"
 #include "quant/TypeTraits.h"
 #include "recipe/LayerPattern.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
+#include "util/Join.h"
 
 #include <ATen/ATen.h>
 
@@ -90,10 +92,11 @@ std::string rawOf(const at::Tensor& t) {
 
 std::string OnnxExporter::modelReason(const ModelConfig& c) {
     const std::string t = c.modelType;
-    if (t != "llama" && t != "mistral" && t != "qwen2" && t != "qwen3")
-        return "the ONNX exporter writes the Llama-style decoders llama, mistral, qwen2 and qwen3; "
-               "'" +
-               t + "' is not one of them (use --format fake or quark)";
+    const ModelFamily* family = findFamily(t);
+    if (!family || !family->capabilities().onnx)
+        return "the ONNX exporter writes the Llama-style decoders " +
+               join(familiesWith(&FamilyCapabilities::onnx), ", ", " and ") + "; '" + t +
+               "' is not one of them (use --format fake or quark)";
     const DecoderLayout& L = c.layout;
     if (L.fusedQkv || L.fusedGateUp || L.sandwichNorms || L.normPlusOne || L.embedScale ||
         L.attnSoftcap > 0 || L.finalSoftcap > 0 || c.moe.numExperts > 0)
@@ -205,7 +208,7 @@ OnnxExporter::OnnxExporter(const ExportContext& context)
 OnnxExporter::~OnnxExporter() = default;
 
 void OnnxExporter::field(uint32_t number, const std::string& payload) {
-    const std::string prefix = onnx::ProtoWriter::lengthPrefix(number, payload.size());
+    const std::string prefix = ProtoWriter::lengthPrefix(number, payload.size());
     m_graphBytes += prefix.size() + payload.size();
     if (m_graphBytes > kMaxProtoBytes)
         throw Error(m_context.outDir, "model.onnx",
@@ -537,7 +540,7 @@ void OnnxExporter::commit(const std::string& recipeJson) {
           onnx::valueInfo("logits", ElemType::Float,
                           {std::string("batch"), std::string("sequence"), m_config.vocabSize}));
     {
-        onnx::ProtoWriter name;
+        ProtoWriter name;
         name.bytes(kGraphName, "quantscope_" + m_config.modelType);
         const std::string& d = name.data();
         m_graphBytes += d.size();
@@ -549,23 +552,22 @@ void OnnxExporter::commit(const std::string& recipeJson) {
         throw Error(m_context.outDir, kDataFile, m_data.errorString().toStdString());
     m_data.close();
 
-    onnx::ProtoWriter model;
+    ProtoWriter model;
     model.varint(kModelIrVersion, uint64_t(irVersionFor(m_opset)));
     model.bytes(kModelProducerName, "Quantscope");
     model.bytes(kModelProducerVersion, "1");
     model.bytes(kModelDocString,
                 "Causal LM logits, no KV cache; inputs up to " + std::to_string(m_tableRows) +
                     " tokens (RoPE table rows). Recipe in quantscope_recipe.json.");
-    onnx::ProtoWriter opset;
+    ProtoWriter opset;
     opset.bytes(1, "");
     opset.varint(2, uint64_t(m_opset));
     model.message(kModelOpsetImport, opset);
-    onnx::ProtoWriter meta;
+    ProtoWriter meta;
     meta.bytes(1, "max_sequence_length");
     meta.bytes(2, std::to_string(m_tableRows));
     model.message(kModelMetadata, meta);
-    const std::string head0 =
-        model.data() + onnx::ProtoWriter::lengthPrefix(kModelGraph, m_graphBytes);
+    const std::string head0 = model.data() + ProtoWriter::lengthPrefix(kModelGraph, m_graphBytes);
     if (head0.size() + m_graphBytes > kMaxProtoBytes)
         throw Error(m_context.outDir, "model.onnx", "exceeds protobuf's 2 GiB message limit");
 

@@ -16,7 +16,8 @@
 
 namespace qs {
 
-// The Llama-style decoders (llama, mistral, qwen2, qwen3) as one ONNX graph, model.onnx:
+// The Llama-style decoders whose family declares `onnx` (FamilyCapabilities: llama, mistral,
+// qwen2, qwen3) as one ONNX graph, model.onnx:
 // input_ids int64 [batch, sequence] -> logits float32 [batch, sequence, vocab], no KV cache,
 // every position attends causally (and within the sliding window where the config has one).
 // Standard ONNX operators only: Gather (embedding), RMSNorm as Mul/ReduceMean/Add/Sqrt/

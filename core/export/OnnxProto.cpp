@@ -6,19 +6,6 @@ namespace qs::onnx {
 
 namespace {
 
-void putVarint(std::string& out, uint64_t v) {
-    while (v >= 0x80) {
-        out.push_back(char(uint8_t(v) | 0x80));
-        v >>= 7;
-    }
-    out.push_back(char(v));
-}
-
-// Field keys: (field number << 3) | wire type (0 varint, 2 length-delimited, 5 fixed32).
-void putKey(std::string& out, uint32_t field, uint32_t wire) {
-    putVarint(out, (uint64_t(field) << 3) | wire);
-}
-
 // AttributeProto.AttributeType.
 enum AttributeType : uint64_t { kFloat = 1, kInt = 2, kString = 3, kInts = 7 };
 
@@ -37,29 +24,6 @@ uint64_t rawBytes(ElemType type, int64_t count) {
     default:
         return uint64_t(count);
     }
-}
-
-void ProtoWriter::varint(uint32_t field, uint64_t value) {
-    putKey(m_data, field, 0);
-    putVarint(m_data, value);
-}
-
-void ProtoWriter::fixed32(uint32_t field, uint32_t bits) {
-    putKey(m_data, field, 5);
-    for (int i = 0; i < 4; ++i)
-        m_data.push_back(char(uint8_t(bits >> (8 * i))));
-}
-
-void ProtoWriter::bytes(uint32_t field, const std::string& data) {
-    m_data += lengthPrefix(field, data.size());
-    m_data += data;
-}
-
-std::string ProtoWriter::lengthPrefix(uint32_t field, uint64_t length) {
-    std::string out;
-    putKey(out, field, 2);
-    putVarint(out, length);
-    return out;
 }
 
 std::string tensorProto(const std::string& name, ElemType type, const std::vector<int64_t>& dims,

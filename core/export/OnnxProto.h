@@ -1,14 +1,15 @@
 #pragma once
 
+#include "util/Protobuf.h"
+
 #include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
 
 // The subset of ONNX's protobuf messages (onnx/onnx.proto, proto2) that the ONNX exporter writes,
-// serialised by hand in the protobuf wire format (little endian varints, length-delimited
-// sub-messages), as the GGUF exporter reads sentencepiece's ModelProto: no protobuf or ONNX
-// library is linked (Debian's libonnx-dev is not needed). Field numbers are onnx.proto's.
+// serialised with the hand-written wire format of util/Protobuf.h: no protobuf or ONNX library is
+// linked (Debian's libonnx-dev is not needed). Field numbers are onnx.proto's.
 namespace qs::onnx {
 
 // TensorProto.DataType.
@@ -26,23 +27,6 @@ enum class ElemType : int32_t {
 
 // Bytes of `count` elements of `type` in raw_data (4-bit types: two per byte, rounded up).
 uint64_t rawBytes(ElemType type, int64_t count);
-
-// Serialises one protobuf message field by field.
-class ProtoWriter {
-public:
-    void varint(uint32_t field, uint64_t value);
-    void fixed32(uint32_t field, uint32_t bits);
-    void bytes(uint32_t field, const std::string& data);
-    void message(uint32_t field, const ProtoWriter& m) { bytes(field, m.data()); }
-    const std::string& data() const { return m_data; }
-
-    // The key and length of a length-delimited field whose payload follows separately (the
-    // graph, streamed from a spool file).
-    static std::string lengthPrefix(uint32_t field, uint64_t length);
-
-private:
-    std::string m_data;
-};
 
 // One node attribute (AttributeProto): an int, a float, a list of ints or a string.
 struct Attribute {

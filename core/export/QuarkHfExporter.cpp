@@ -1,4 +1,5 @@
 #include "export/QuarkHfExporter.h"
+#include "export/FormatWriter.h"
 #include "io/TensorDType.h"
 
 #include "export/TensorBlocks.h"
@@ -407,7 +408,7 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
                 addQuark013FieldsToConfig(entry.value());
     if (m_awq) {
         // Quark's AwqConfig.to_dict() plus the export block. Bits, group size and zero point are
-        // the first written layer's (ExporterRegistry::problems refused any other).
+        // the first written layer's (the awq format's problems check refused any other).
         const std::optional<quant::QuantScheme>& first = m_firstWritten;
         if (!first)
             throw Error(m_context.outDir, "quantization_config", "awq: no quantized layer");
@@ -426,6 +427,78 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
     m_folder.writeText("config.json", config.dump(2) + "\n");
     m_folder.copySideFiles(m_context.sourceDir, false);
     m_folder.commit(recipeJson);
+}
+
+} // namespace qs
+
+namespace qs {
+
+namespace {
+
+// A real-quantized Quark export opens as a checkpoint folder: io/QuarkFolder dequantizes its
+// codes with the engine's arithmetic.
+std::string openQuarkExport(const std::string& exportDir) {
+    return exportDir;
+}
+
+} // namespace
+
+FormatWriter quarkFormatWriter() {
+    FormatWriter w;
+    w.format = {"quark",
+                "quark",
+                {"hf_format"},
+                "AMD Quark hf_format, real quantized (transformers + amd-quark, vLLM)",
+                {},
+                true};
+    w.problems = [](const ExportCheck& check) {
+        return layerProblems(check, [&](const ModuleNode& layer,
+                                        std::optional<quant::QuantScheme> scheme,
+                                        const std::optional<quant::QuantSpec>& kv) {
+            if (scheme && kv)
+                scheme->output = kv; // the KV-cache spec replaces the scheme's output spec
+            return scheme ? QuarkHfExporter::unfitReason(*scheme, layer.shape, check.loaderLimits)
+                          : QuarkHfExporter::outputReason(*kv);
+        });
+    };
+    w.create = [](const ExportContext& context) -> std::unique_ptr<Exporter> {
+        return std::make_unique<QuarkHfExporter>(context);
+    };
+    w.reader = openQuarkExport;
+    return w;
+}
+
+// Not read back by Quantscope yet: config.json with quant_method awq is refused by name.
+FormatWriter awqFormatWriter() {
+    FormatWriter w;
+    w.format = {
+        "awq",
+        "awq",
+        {},
+        "AMD Quark's awq custom mode: int4/uint4 per-group weights as qweight/qzeros/scales "
+        "(AutoAWQ GEMM, vLLM)",
+        {},
+        true};
+    w.problems = [](const ExportCheck& check) {
+        std::optional<quant::QuantScheme> first; // the one the global config states
+        return layerProblems(check,
+                             [&](const ModuleNode& layer, std::optional<quant::QuantScheme> scheme,
+                                 const std::optional<quant::QuantSpec>& kv) -> std::string {
+                                 if (scheme && kv)
+                                     scheme->output = kv;
+                                 if (!scheme)
+                                     return "the awq format holds weights only (no KV-cache "
+                                            "scales): use --format quark";
+                                 if (!first)
+                                     first = scheme;
+                                 return QuarkHfExporter::awqUnfitReason(*scheme, layer.shape,
+                                                                        check.loaderLimits, *first);
+                             });
+    };
+    w.create = [](const ExportContext& context) -> std::unique_ptr<Exporter> {
+        return std::make_unique<QuarkHfExporter>(context, quant::PackOrder::Reorder, true);
+    };
+    return w;
 }
 
 } // namespace qs

@@ -253,29 +253,6 @@ const GgufValue* GgufHeader::find(const std::string& key) const {
     return it == metadata.end() ? nullptr : &it->second;
 }
 
-GgmlTypeTraits ggmlTypeTraits(uint32_t type) {
-    // ggml.c type_traits: blck_size and type_size. Ids 4, 5 and 31-33, 36-38 were removed.
-    static const GgmlTypeTraits table[] = {
-        {"F32", 1, 4},        {"F16", 1, 2},       {"Q4_0", 32, 18},     {"Q4_1", 32, 20},
-        {"unknown", 0, 0},    {"unknown", 0, 0},   {"Q5_0", 32, 22},     {"Q5_1", 32, 24},
-        {"Q8_0", 32, 34},     {"Q8_1", 32, 36},    {"Q2_K", 256, 84},    {"Q3_K", 256, 110},
-        {"Q4_K", 256, 144},   {"Q5_K", 256, 176},  {"Q6_K", 256, 210},   {"Q8_K", 256, 292},
-        {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74}, {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
-        {"IQ4_NL", 32, 18},   {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82},   {"IQ4_XS", 256, 136},
-        {"I8", 1, 1},         {"I16", 1, 2},       {"I32", 1, 4},        {"I64", 1, 8},
-        {"F64", 1, 8},        {"IQ1_M", 256, 56},  {"BF16", 1, 2},       {"unknown", 0, 0},
-        {"unknown", 0, 0},    {"unknown", 0, 0},   {"TQ1_0", 256, 54},   {"TQ2_0", 256, 66},
-        {"unknown", 0, 0},    {"unknown", 0, 0},   {"unknown", 0, 0},    {"MXFP4", 32, 17},
-    };
-    if (type < sizeof table / sizeof *table)
-        return table[type];
-    return {"unknown", 0, 0};
-}
-
-std::string ggmlTypeLabel(uint32_t type) {
-    return "type " + str(type) + " (" + ggmlTypeTraits(type).name + ")";
-}
-
 GgufHeader parseGgufHeader(const uint8_t* data, uint64_t size, const std::string& source) {
     Reader r(data, size, source);
     r.need(4, "magic");
@@ -361,7 +338,7 @@ GgufHeader parseGgufHeader(const uint8_t* data, uint64_t size, const std::string
             t.dims.push_back(int64_t(dim));
         }
         t.type = r.read<uint32_t>(t.name + ".type");
-        const GgmlTypeTraits traits = ggmlTypeTraits(t.type);
+        const GgmlTypeTraits& traits = ggmlTypeTraits(t.type);
         if (traits.blockSize == 0)
             throw Error(source, t.name + ".type", "ggml type " + str(t.type) + " is unknown");
         t.byteSize = checkedRowBytes(t, traits, source);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "io/GgmlTypes.h"
+
 #include <QFile>
 
 #include <cstdint>
@@ -80,17 +82,6 @@ struct GgufLimits {
     static constexpr uint32_t kMaxDims = 4;              // GGML_MAX_DIMS
     static constexpr uint64_t kMaxNameBytes = 63;        // GGML_MAX_NAME - 1
 };
-
-// ggml type facts: name ("Q4_K"), block size in elements and bytes per block; name is
-// "unknown" and sizes 0 for an id ggml does not define (or removed).
-struct GgmlTypeTraits {
-    const char* name;
-    int64_t blockSize;
-    uint64_t blockBytes;
-};
-GgmlTypeTraits ggmlTypeTraits(uint32_t type);
-// "type 12 (Q4_K)".
-std::string ggmlTypeLabel(uint32_t type);
 
 // Parses and validates a complete GGUF v2/v3 file image (`size` bytes at `data`): magic,
 // version, counts and lengths within GgufLimits and within the bytes left, every value type

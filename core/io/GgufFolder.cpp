@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
 
 namespace qs {
 
@@ -208,29 +207,6 @@ void writeInto(const std::string& ggufPath, const std::string& dir) {
 bool isGgufPath(const std::string& path) {
     const QFileInfo info(QString::fromStdString(path));
     return info.isFile() && info.suffix().compare("gguf", Qt::CaseInsensitive) == 0;
-}
-
-std::string hfNameOfGgufTensor(const std::string& name) {
-    static const std::vector<std::pair<std::string, std::string>> parts = {
-        {"attn_q", "self_attn.q_proj"},          {"attn_k", "self_attn.k_proj"},
-        {"attn_v", "self_attn.v_proj"},          {"attn_output", "self_attn.o_proj"},
-        {"ffn_gate", "mlp.gate_proj"},           {"ffn_up", "mlp.up_proj"},
-        {"ffn_down", "mlp.down_proj"},           {"attn_norm", "input_layernorm"},
-        {"ffn_norm", "post_attention_layernorm"}};
-    if (name == "token_embd.weight")
-        return "model.embed_tokens.weight";
-    if (name == "output_norm.weight")
-        return "model.norm.weight";
-    if (name == "output.weight")
-        return "lm_head.weight";
-    static const std::regex re(R"(blk\.(\d{1,6})\.([a-z_]+)\.(weight|bias))");
-    std::smatch m;
-    if (!std::regex_match(name, m, re))
-        return {};
-    for (const auto& [gg, hf] : parts)
-        if (m[2].str() == gg)
-            return "model.layers." + m[1].str() + "." + hf + "." + m[3].str();
-    return {};
 }
 
 void writeGgufAsCheckpoint(const std::string& ggufPath, const std::string& outDir) {

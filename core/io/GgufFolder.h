@@ -1,5 +1,7 @@
 #pragma once
 
+#include "io/GgufTensorNames.h" // hfNameOfGgufTensor: the names mapped back
+
 #include <string>
 
 namespace qs {
@@ -24,9 +26,5 @@ std::string resolveModelFolder(const std::string& path);
 // Converts GGUF file `ggufPath` into a checkpoint folder at `outDir` (which must not exist;
 // written to a temporary folder beside it and renamed).
 void writeGgufAsCheckpoint(const std::string& ggufPath, const std::string& outDir);
-
-// Hugging Face name of a llama.cpp tensor name (inverse of GgufExporter::ggufName); empty when
-// the name has none.
-std::string hfNameOfGgufTensor(const std::string& ggufName);
 
 } // namespace qs

@@ -1,9 +1,9 @@
 #include "io/GgufTokenizer.h"
 
-#include "export/OnnxProto.h"
 #include "tokenize/PreTokenPattern.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
+#include "util/Protobuf.h"
 
 #include <nlohmann/json.hpp>
 
@@ -319,10 +319,10 @@ std::string byteLevelTokenizerJson(const Vocabulary& v, const GgufValue& merges,
 std::string sentencePieceModelProto(const GgufHeader& h, const std::string& source) {
     const Vocabulary v = readVocabulary(h, source, true);
     const size_t n = v.tokens.size();
-    onnx::ProtoWriter model;
+    ProtoWriter model;
     bool hasBytes = false;
     for (size_t k = 0; k < n; ++k) {
-        onnx::ProtoWriter piece; // ModelProto.SentencePiece
+        ProtoWriter piece; // ModelProto.SentencePiece
         piece.bytes(1, v.tokens[k]);
         uint32_t bits;
         std::memcpy(&bits, &v.scores[k], 4);
@@ -333,12 +333,12 @@ std::string sentencePieceModelProto(const GgufHeader& h, const std::string& sour
         model.message(1, piece);
     }
     // int32 fields: a negative value is a 10-byte varint of its 64-bit two's complement.
-    auto int32Field = [](onnx::ProtoWriter& w, uint32_t field, int64_t value) {
+    auto int32Field = [](ProtoWriter& w, uint32_t field, int64_t value) {
         w.varint(field, uint64_t(value));
     };
-    onnx::ProtoWriter trainer; // TrainerSpec
-    trainer.varint(3, 2);      // model_type: BPE (llama.cpp's "llama" tokenizer merges by score)
-    trainer.varint(4, n);      // vocab_size
+    ProtoWriter trainer;  // TrainerSpec
+    trainer.varint(3, 2); // model_type: BPE (llama.cpp's "llama" tokenizer merges by score)
+    trainer.varint(4, n); // vocab_size
     if (hasBytes)
         trainer.varint(35, 1); // byte_fallback
     int32Field(trainer, 40, tokenId(h, "tokenizer.ggml.unknown_token_id", n, source));
@@ -346,7 +346,7 @@ std::string sentencePieceModelProto(const GgufHeader& h, const std::string& sour
     int32Field(trainer, 42, tokenId(h, "tokenizer.ggml.eos_token_id", n, source));
     int32Field(trainer, 43, tokenId(h, "tokenizer.ggml.padding_token_id", n, source));
     model.message(2, trainer);
-    onnx::ProtoWriter normalizer; // NormalizerSpec, as Llama's tokenizer.model has it
+    ProtoWriter normalizer; // NormalizerSpec, as Llama's tokenizer.model has it
     normalizer.bytes(1, "identity");
     normalizer.varint(3, flag(h, "tokenizer.ggml.add_space_prefix", true) ? 1 : 0);
     normalizer.varint(4, 0); // remove_extra_whitespaces: off (llama.cpp keeps them)

@@ -83,7 +83,24 @@ ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::stri
 
 } // namespace
 
-ScalingTemplate LlamaStyleFamily::scalingTemplate(const ModelConfig&) const {
+ScalingTemplate LlamaStyleFamily::scalingTemplate(const ModelConfig& c) const {
+    if (c.layout.normPlusOne || c.layout.sandwichNorms)
+        throw Error(c.source, "model.layers.0.input_layernorm",
+                    "Gemma's RMSNorm scales by (1 + w) and its sandwich norms differ from "
+                    "Llama's; no scaling template yet, so SmoothQuant, AWQ and AutoSmoothQuant "
+                    "cannot run on it");
+    // v_proj -> o_proj and up_proj -> down_proj would scale a slice of a fused projection's
+    // rows, which no group here expresses yet.
+    if (c.layout.fusedQkv || c.layout.fusedGateUp)
+        throw Error(c.source, "model.layers.0.self_attn.qkv_proj",
+                    "fused projections (Phi-3) have no scaling template yet; SmoothQuant, AWQ "
+                    "and AutoSmoothQuant cannot run on this model");
+    // The experts' gate/up share post_attention_layernorm with the router, which must stay
+    // unscaled (Quark smooths only the experts' down_proj there).
+    if (c.moe.numExperts > 0)
+        throw Error(c.source, "model.layers.0." + c.moe.prefix + ".experts",
+                    "mixture-of-experts blocks have no scaling template yet; SmoothQuant, AWQ "
+                    "and AutoSmoothQuant cannot run on this model");
     return llamaScalingTemplate();
 }
 

@@ -16,8 +16,9 @@ public:
                                          std::shared_ptr<const Checkpoint> checkpoint,
                                          const ComputeOptions& compute) const override;
     // The Llama groups (ScalingTemplate.h): a pre-norm decoder with separate q/k/v, o, gate/up
-    // and down projections. Families whose decoder differs (fused projections, experts, Gemma's
-    // (1 + w) norms) override it and refuse by name.
+    // and down projections. A decoder whose layout differs (the config's DecoderLayout and
+    // MoeConfig, which the family files set) is refused naming what prevents it: Gemma's
+    // (1 + w) and sandwich norms, fused projections (Phi-3), experts (Mixtral, Qwen3-MoE).
     ScalingTemplate scalingTemplate(const ModelConfig& config) const override;
 
 protected:

@@ -30,6 +30,23 @@ ScalingTemplate ModelFamily::scalingTemplate(const ModelConfig& config) const {
                     "so SmoothQuant, AWQ and AutoSmoothQuant cannot run on it");
 }
 
+const ModelFamily* findFamily(const std::string& modelType) {
+    for (const ModelFamily* f : modelFamilies())
+        for (const std::string& t : f->modelTypes())
+            if (t == modelType)
+                return f;
+    return nullptr;
+}
+
+std::vector<std::string> familiesWith(bool FamilyCapabilities::*capability) {
+    std::vector<std::string> types;
+    for (const ModelFamily* f : modelFamilies())
+        if (f->capabilities().*capability)
+            for (const std::string& t : f->modelTypes())
+                types.push_back(t);
+    return types;
+}
+
 const ModelFamily& familyFor(const std::string& modelType, const std::string& source) {
     std::string known;
     for (const ModelFamily* f : modelFamilies())

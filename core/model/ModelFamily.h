@@ -15,6 +15,15 @@ class DecoderModel;
 class JsonFields;
 struct ComputeOptions;
 
+// What passes outside the model may do with a family's models. Each family declares its own
+// (ModelFamily::capabilities), and the passes read it through the model's family
+// (findFamily(config.modelType)) instead of keeping lists of family names.
+struct FamilyCapabilities {
+    bool rotation = false; // ResidualRotation folds and rotates its residual stream
+    bool onnx = false;     // the ONNX exporter writes its decoder as one graph
+    bool gguf = false;     // the GGUF exporter writes it (llama.cpp's "llama" architecture)
+};
+
 // One model family (Llama, Mistral, Qwen2, OPT, ...): how its config.json reads, which tensors
 // it has, how it computes. One family is one file under model/families/.
 class ModelFamily {
@@ -38,11 +47,18 @@ public:
     // blocks cannot be rescaled exactly declares no template, or overrides this to name the
     // layer that prevents it.
     virtual ScalingTemplate scalingTemplate(const ModelConfig& config) const;
+    // None by default: a family is rotated or exported by a format only when it says so.
+    virtual FamilyCapabilities capabilities() const { return {}; }
 };
 
 // The families compiled in; explicit so static-library linking cannot drop one.
 const std::vector<const ModelFamily*>& modelFamilies();
 // The family for a config's model_type; qs::Error listing the supported types when unknown.
 const ModelFamily& familyFor(const std::string& modelType, const std::string& source);
+// The family for a model_type; nullptr when no family reads it.
+const ModelFamily* findFamily(const std::string& modelType);
+// The model types of the families that declare `capability`, in registry order (for messages
+// that name what is supported): familiesWith(&FamilyCapabilities::onnx).
+std::vector<std::string> familiesWith(bool FamilyCapabilities::*capability);
 
 } // namespace qs

@@ -3,8 +3,7 @@
 #include "algo/TransformFactory.h"
 #include "calib/CalibrationData.h"
 #include "eval/TextEvaluation.h"
-#include "export/ExporterRegistry.h"
-#include "export/GgufExporter.h"
+#include "export/FormatWriter.h"
 #include "io/JsonFields.h"
 #include "model/QuarkFolder.h"
 #include "recipe/LayerPattern.h"
@@ -31,18 +30,17 @@ std::vector<std::string> resolveExportFormats(const RunRequest& req, Recipe& rec
     if (!req.exportFormats.empty()) {
         recipe.exportTargets.clear();
         for (const std::string& f : req.exportFormats) {
-            const std::string name = ExporterRegistry::canonical(f, "--format", f);
+            const std::string name = canonicalExportFormat(f, "--format", f);
             if (std::find(formats.begin(), formats.end(), name) != formats.end())
                 continue;
             formats.push_back(name);
-            recipe.exportTargets.push_back(ExporterRegistry::find(name)->recipeTarget);
+            recipe.exportTargets.push_back(findExportFormat(name)->recipeTarget);
         }
     } else {
         for (size_t i = 0; i < recipe.exportTargets.size(); ++i) {
             const std::string field = "export_targets[" + std::to_string(i) + "]";
-            formats.push_back(
-                ExporterRegistry::canonical(recipe.exportTargets[i], "recipe", field));
-            if (!ExporterRegistry::find(formats.back())->available)
+            formats.push_back(canonicalExportFormat(recipe.exportTargets[i], "recipe", field));
+            if (!findExportFormat(formats.back())->available)
                 throw Error("recipe", field,
                             "the engine cannot write '" + recipe.exportTargets[i] + "' yet");
         }
@@ -57,10 +55,10 @@ std::vector<std::string> resolveExportFormats(const RunRequest& req, Recipe& rec
 void checkExportFormats(const std::vector<std::string>& formats, const Recipe& recipe,
                         const ModuleNode& tree, const std::vector<std::string>& skipped,
                         bool allowUnloadable, const ModelConfig& model,
-                        std::optional<GgmlType> ggufType, std::vector<std::string>& warnings) {
+                        const ExportOptions& exportOptions, std::vector<std::string>& warnings) {
     for (const std::string& f : formats) {
-        const std::vector<std::string> problems = ExporterRegistry::problems(
-            f, recipe, tree, skipped, !allowUnloadable, &model, ggufType);
+        const std::vector<std::string> problems =
+            exportProblems(f, {recipe, tree, skipped, !allowUnloadable, &model, exportOptions});
         if (!problems.empty()) {
             std::string text;
             for (const std::string& p : problems)
@@ -69,7 +67,7 @@ void checkExportFormats(const std::vector<std::string>& formats, const Recipe& r
         }
         if (allowUnloadable)
             for (const std::string& p :
-                 ExporterRegistry::problems(f, recipe, tree, skipped, true, &model, ggufType))
+                 exportProblems(f, {recipe, tree, skipped, true, &model, exportOptions}))
                 warnings.push_back(f + ": written although consumers will refuse it: " + p);
     }
 }
@@ -101,11 +99,6 @@ void warnUnmatchedPatterns(const Recipe& recipe, const ModuleNode& tree,
 
 } // namespace
 
-std::optional<GgmlType> ggufTypeOption(const ExportOptions& options) {
-    const auto it = options.find("gguf_type");
-    return ggufTypeFromName(it == options.end() ? std::string("auto") : it->second);
-}
-
 PreparedRun prepareRun(const RunRequest& req, const PipelineProgress& progress) {
     PreparedRun prep;
     prep.recipe = req.recipe;
@@ -118,8 +111,8 @@ PreparedRun prepareRun(const RunRequest& req, const PipelineProgress& progress) 
         throw Error("--format", "", "an export format needs an output folder (--out DIR)");
     if (!req.outDir.empty())
         prep.exportFormats = resolveExportFormats(req, recipe);
-    const std::optional<GgmlType> ggufType =
-        ggufTypeOption(req.exportOptions); // a bad --gguf-type fails before any work
+    // Each option against what the formats declare: a bad value fails before any work.
+    checkExportOptions(req.exportOptions, "export options");
     const ComputeOptions compute = parseComputeOptions(req.device, req.dtype);
 
     prep.handle = openModelHandle(req.modelDir);
@@ -188,7 +181,7 @@ PreparedRun prepareRun(const RunRequest& req, const PipelineProgress& progress) 
                         "scale for it (input_scale / output_scale)");
     }
     checkExportFormats(prep.exportFormats, recipe, tree, prep.planner->skipped(),
-                       req.allowUnloadable, handle.config, ggufType, prep.warnings);
+                       req.allowUnloadable, handle.config, req.exportOptions, prep.warnings);
     for (const auto& [layer, scheme] : prep.planner->quantizedLinears(tree))
         for (const auto& t : prep.transforms)
             t->checkLayer(layer, scheme);

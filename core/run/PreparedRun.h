@@ -4,7 +4,6 @@
 #include "calib/CalibrationPipeline.h"
 #include "calib/LayerPlanner.h"
 #include "eval/PerplexityResult.h"
-#include "io/GgmlType.h"
 #include "model/ModelLoader.h"
 #include "run/RunRequest.h"
 
@@ -36,9 +35,5 @@ struct PreparedRun {
     std::vector<std::string> exportFormats; // canonical names, checked against the model
 };
 PreparedRun prepareRun(const RunRequest& request, const PipelineProgress& progress = {});
-
-// The GGUF weight type a request's export options ask for (nullopt: "auto"); throws qs::Error
-// for a name GGUF does not write.
-std::optional<GgmlType> ggufTypeOption(const ExportOptions& options);
 
 } // namespace qs

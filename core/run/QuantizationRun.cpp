@@ -1,7 +1,6 @@
 #include "run/QuantizationRun.h"
 
-#include "export/ExporterRegistry.h"
-#include "export/GgufExporter.h"
+#include "export/FormatWriter.h"
 #include "export/TransformedOuterTensors.h"
 #include "util/Error.h"
 
@@ -48,7 +47,7 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     context.sourceDir = req.modelDir;
     context.numBlocks = prep.model->numBlocks();
     context.recipe = &prep.recipe;
-    context.ggufType = ggufTypeOption(req.exportOptions);
+    context.options = req.exportOptions;
     // A model-level transform (rotation) changed the tensors outside the blocks as well: the
     // exporters read those from an overlay written here, the rest from the source.
     std::unique_ptr<Checkpoint> transformedSource;
@@ -78,7 +77,7 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
                                                         : QDir(QString::fromStdString(req.outDir))
                                                               .filePath(QString::fromStdString(f))
                                                               .toStdString();
-        exporters.push_back(ExporterRegistry::create(f, context));
+        exporters.push_back(createExporter(f, context));
         exporters.back()->writeLeading();
     }
     options.sinkReadsOnlyCodes = !exporters.empty();

@@ -51,10 +51,4 @@ void GemmaFamilyBase::parseConfig(const JsonFields& f, ModelConfig& c) const {
                         "layer " + std::to_string(i) + " is a sliding layer but no window is set");
 }
 
-ScalingTemplate GemmaFamilyBase::scalingTemplate(const ModelConfig& config) const {
-    throw Error(config.source, "model.layers.0.input_layernorm",
-                "Gemma's RMSNorm scales by (1 + w) and its sandwich norms differ from Llama's; no "
-                "scaling template yet, so SmoothQuant, AWQ and AutoSmoothQuant cannot run on it");
-}
-
 } // namespace qs

@@ -12,8 +12,6 @@ class GemmaFamilyBase : public LlamaStyleFamily {
 public:
     std::vector<std::string> knownKeys() const override;
     void parseConfig(const JsonFields& fields, ModelConfig& config) const override;
-    // Refused, naming the norm: (1 + w) norms and sandwich norms have no template yet.
-    ScalingTemplate scalingTemplate(const ModelConfig& config) const override;
 
 protected:
     // Older configs without layer_types: layer i slides unless (i + 1) % pattern == 0.

@@ -9,6 +9,10 @@ class LlamaFamily : public LlamaStyleFamily {
 public:
     std::string name() const override { return "llama"; }
     std::vector<std::string> modelTypes() const override { return {"llama"}; }
+    // llama.cpp's "llama" architecture is this family's layout: GGUF writes it.
+    FamilyCapabilities capabilities() const override {
+        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/true};
+    }
 };
 
 } // namespace

@@ -10,6 +10,9 @@ class MistralFamily : public LlamaStyleFamily {
 public:
     std::string name() const override { return "mistral"; }
     std::vector<std::string> modelTypes() const override { return {"mistral"}; }
+    FamilyCapabilities capabilities() const override {
+        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/false};
+    }
     std::vector<std::string> knownKeys() const override {
         std::vector<std::string> k = LlamaStyleFamily::knownKeys();
         k.push_back("sliding_window");

@@ -1,6 +1,5 @@
 #include "io/JsonFields.h"
 #include "model/LlamaStyleFamily.h"
-#include "util/Error.h"
 
 namespace qs {
 
@@ -21,13 +20,6 @@ public:
         return k;
     }
     double defaultNormEps() const override { return 1e-5; }
-    // The experts' gate/up share post_attention_layernorm with the router, which must stay
-    // unscaled; no template yet (Quark smooths only the experts' down_proj there).
-    ScalingTemplate scalingTemplate(const ModelConfig& c) const override {
-        throw Error(c.source, "model.layers.0." + c.moe.prefix + ".experts",
-                    "mixture-of-experts blocks have no scaling template yet; SmoothQuant, AWQ "
-                    "and AutoSmoothQuant cannot run on this model");
-    }
     void parseConfig(const JsonFields& f, ModelConfig& c) const override {
         LlamaStyleFamily::parseConfig(f, c);
         c.slidingWindow = f.optionalInt("sliding_window", 0, 0, int64_t(1) << 32);

@@ -1,6 +1,5 @@
 #include "io/JsonFields.h"
 #include "model/LlamaStyleFamily.h"
-#include "util/Error.h"
 
 namespace qs {
 
@@ -20,13 +19,6 @@ public:
         return k;
     }
     double defaultNormEps() const override { return 1e-5; }
-    // qkv_proj and gate_up_proj are fused: v_proj -> o_proj and up_proj -> down_proj would scale
-    // a slice of a fused projection's rows, which no group here expresses yet.
-    ScalingTemplate scalingTemplate(const ModelConfig& c) const override {
-        throw Error(c.source, "model.layers.0.self_attn.qkv_proj",
-                    "fused projections (Phi-3) have no scaling template yet; SmoothQuant, AWQ "
-                    "and AutoSmoothQuant cannot run on this model");
-    }
     void parseConfig(const JsonFields& f, ModelConfig& c) const override {
         LlamaStyleFamily::parseConfig(f, c);
         c.layout.fusedQkv = true;

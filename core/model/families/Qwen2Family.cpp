@@ -12,6 +12,9 @@ class Qwen2Family : public LlamaStyleFamily {
 public:
     std::string name() const override { return "qwen2"; }
     std::vector<std::string> modelTypes() const override { return {"qwen2"}; }
+    FamilyCapabilities capabilities() const override {
+        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/false};
+    }
     std::vector<std::string> knownKeys() const override {
         return withQwenSlidingKeys(LlamaStyleFamily::knownKeys());
     }

@@ -16,13 +16,6 @@ class Qwen3MoeFamily : public LlamaStyleFamily {
 public:
     std::string name() const override { return "qwen3_moe"; }
     std::vector<std::string> modelTypes() const override { return {"qwen3_moe"}; }
-    // The experts' gate/up share post_attention_layernorm with the router, which must stay
-    // unscaled; no template yet (Quark smooths only the experts' down_proj there).
-    ScalingTemplate scalingTemplate(const ModelConfig& c) const override {
-        throw Error(c.source, "model.layers.0." + c.moe.prefix + ".experts",
-                    "mixture-of-experts blocks have no scaling template yet; SmoothQuant, AWQ "
-                    "and AutoSmoothQuant cannot run on this model");
-    }
     std::vector<std::string> knownKeys() const override {
         std::vector<std::string> k = withQwenSlidingKeys(LlamaStyleFamily::knownKeys());
         k.insert(k.end(), {"num_experts", "num_local_experts", "num_experts_per_tok",

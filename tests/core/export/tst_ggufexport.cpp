@@ -8,9 +8,10 @@
 #include "TestSupport.h"
 
 #include "export/ExportFormat.h"
-#include "export/GgmlKQuants.h"
 #include "export/GgufExporter.h"
 #include "io/Checkpoint.h"
+#include "io/GgmlKQuants.h"
+#include "io/GgufTensorNames.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/RecipeFlags.h"
 #include "run/QuantizationRun.h"
@@ -152,7 +153,7 @@ private:
     // difference relative to the block's scale.
     void checkCodes(const Gguf& g, const qs::LayerPlan& plan, int64_t heads, uint32_t type,
                     double& worst) {
-        const std::string name = qs::GgufExporter::ggufName(plan.name + ".weight");
+        const std::string name = qs::ggufNameOfHfTensor(plan.name + ".weight");
         const Gguf::Tensor& t = g.tensors.at(name);
         const int64_t out = plan.shape[0], in = plan.shape[1];
         QCOMPARE(t.type, type);
@@ -226,7 +227,7 @@ private:
             for (const qs::LayerPlan& p : block) {
                 if (!p.weight.codes)
                     continue;
-                const std::string n = qs::GgufExporter::ggufName(p.name + ".weight");
+                const std::string n = qs::ggufNameOfHfTensor(p.name + ".weight");
                 if (p.shape[1] % 32 != 0) { // ffn_down of stories260K (172): F32, exact values
                     QCOMPARE(g.tensors.at(n).type, 0u);
                     const at::Tensor d = p.weight.dequantized.to(at::kFloat).contiguous();

@@ -7,7 +7,7 @@
 // scripts/check-onnx.sh (onnxruntime), which needs npm; this test does not.
 #include "TestSupport.h"
 
-#include "export/ExporterRegistry.h"
+#include "export/FormatWriter.h"
 #include "recipe/RecipeFlags.h"
 #include "run/QuantizationRun.h"
 #include "synth/SyntheticModel.h"

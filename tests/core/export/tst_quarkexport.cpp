@@ -5,7 +5,7 @@
 #include "TestSupport.h"
 
 #include "export/ExportFolder.h"
-#include "export/ExporterRegistry.h"
+#include "export/ExportFormat.h"
 #include "export/QuarkHfExporter.h"
 #include "io/SafetensorsFile.h"
 #include "quant/Packing.h"
@@ -515,11 +515,11 @@ private Q_SLOTS:
     }
 
     void registryNames() {
-        QCOMPARE(qs::ExporterRegistry::canonical("hf_format", "t", "f"), std::string("quark"));
-        QCOMPARE(qs::ExporterRegistry::canonical("hf_fake", "t", "f"), std::string("fake"));
-        QCOMPARE(qs::ExporterRegistry::canonical("gguf", "t", "f"), std::string("gguf"));
-        QCOMPARE(qs::ExporterRegistry::canonical("awq", "t", "f"), std::string("awq"));
-        QVERIFY_THROWS_EXCEPTION(qs::Error, qs::ExporterRegistry::canonical("x", "t", "f"));
+        QCOMPARE(qs::canonicalExportFormat("hf_format", "t", "f"), std::string("quark"));
+        QCOMPARE(qs::canonicalExportFormat("hf_fake", "t", "f"), std::string("fake"));
+        QCOMPARE(qs::canonicalExportFormat("gguf", "t", "f"), std::string("gguf"));
+        QCOMPARE(qs::canonicalExportFormat("awq", "t", "f"), std::string("awq"));
+        QVERIFY_THROWS_EXCEPTION(qs::Error, qs::canonicalExportFormat("x", "t", "f"));
     }
 
     // A killed run's partial folder is removed by the next export to the same name once it is

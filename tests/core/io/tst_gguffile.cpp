@@ -5,9 +5,9 @@
 #include "TestSupport.h"
 
 #include "GgufTestBuilder.h"
-#include "export/GgmlKQuants.h"
 #include "export/GgufExporter.h"
 #include "io/GgmlDequantize.h"
+#include "io/GgmlKQuants.h"
 #include "io/GgufFile.h"
 #include "util/Error.h"
 

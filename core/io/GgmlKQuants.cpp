@@ -1,4 +1,4 @@
-#include "export/GgmlKQuants.h"
+#include "io/GgmlKQuants.h"
 
 #include <c10/util/Half.h>
 
