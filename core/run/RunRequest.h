@@ -42,7 +42,7 @@ struct RunRequest {
     // export_targets, else "fake". Given, they replace the recipe's export_targets. With
     // several formats each goes to outDir/<format>.
     std::vector<std::string> exportFormats;
-    // The formats' own options ("gguf_type": ...), checked by each format against what it
+    // The formats' own options by name, checked by each format against what it
     // declares (export/ExportFormat.h).
     ExportOptions exportOptions;
     // Write layouts the format holds but its consumers cannot load (as Quark itself does),
