@@ -66,7 +66,10 @@ QAction* menuAction(const QMainWindow& window, const QString& text) {
 }
 
 // Records the longest pause between ticks of a 10 ms timer: a blocked GUI
-// thread shows up here.
+// thread shows up here. Printed, not asserted: a bound in milliseconds fails on a loaded
+// machine for no fault of the code (the project keeps timing out of tests). No test asserts
+// any longer that the GUI thread stays free during a job; tst_enginejob checks that results
+// arrive as signals on it, in order.
 class StallMeter : public QObject {
 public:
     StallMeter() {
@@ -76,6 +79,7 @@ public:
         m_timer.start(10);
     }
     qint64 longestMs() const { return m_longest; }
+    void report() const { qInfo("longest GUI thread pause: %lld ms", m_longest); }
 
 private:
     QTimer m_timer;
@@ -134,8 +138,7 @@ private Q_SLOTS:
         QCOMPARE(window.workbenchPage()->summary()->value(QStringLiteral("hidden_size")),
                  QStringLiteral("256"));
         QCOMPARE(window.recentModels().value(0), QDir::cleanPath(demo));
-        QVERIFY2(stalls.longestMs() < 1000,
-                 qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(stalls.longestMs())));
+        stalls.report();
 
         // Second time: the model is there, so it is opened without being written
         // again.
@@ -204,8 +207,7 @@ private Q_SLOTS:
                  QStringLiteral("[32, 64]"));
         QCOMPARE(window.recentModels().value(0), QDir::cleanPath(gguf));
         QVERIFY(window.windowTitle().startsWith(QStringLiteral("stories260K.gguf")));
-        QVERIFY2(stalls.longestMs() < 1000,
-                 qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(stalls.longestMs())));
+        stalls.report();
     }
 
     void evaluationMatchesTheReference() {
@@ -244,8 +246,7 @@ private Q_SLOTS:
                  qPrintable(QString::number(ppl, 'f', 6)));
         QCOMPARE(eval->resultLabel(QStringLiteral("windows"))->text(),
                  QStringLiteral("44 × 256 tokens"));
-        QVERIFY2(stalls.longestMs() < 1000,
-                 qPrintable(QStringLiteral("GUI thread stalled %1 ms").arg(stalls.longestMs())));
+        stalls.report();
         QCOMPARE(QSettings().value(QStringLiteral("eval/dataPath")).toString(), eval->dataPath());
     }
 
