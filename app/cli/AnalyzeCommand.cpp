@@ -72,9 +72,15 @@ int runAnalyze(const QStringList& args) {
             for (const SensitivityRow& r : sens->rows)
                 rows.push_back({{"layer", r.layer},
                                 {"alone_perplexity", r.alonePerplexity},
-                                {"all_but_perplexity", r.allButPerplexity}});
+                                {"all_but_perplexity", r.allButPerplexity},
+                                {"alone_kl", r.aloneKl},
+                                {"alone_same_top", r.aloneSameTop},
+                                {"all_but_kl", r.allButKl},
+                                {"all_but_same_top", r.allButSameTop}});
             j["sensitivity"] = {{"fp_perplexity", sens->fpPerplexity},
                                 {"full_perplexity", sens->fullPerplexity},
+                                {"full_kl", sens->fullKl},
+                                {"full_same_top", sens->fullSameTop},
                                 {"layers", rows}};
         }
         printJson(j);
@@ -113,16 +119,19 @@ int runAnalyze(const QStringList& args) {
                         static_cast<long long>(e.tokens), e.shareOfEven, e.rare ? "  RARE" : "");
     }
     if (sens) {
-        std::printf("\nsensitivity (perplexity; fp %.4f, whole recipe %.4f), most harmful first:\n",
-                    sens->fpPerplexity, sens->fullPerplexity);
+        std::printf("\nsensitivity (perplexity: fp %.4f, whole recipe %.4f; whole recipe against "
+                    "fp: KL %.6f, same top %.2f %%), most harmful first (KL alone):\n",
+                    sens->fpPerplexity, sens->fullPerplexity, sens->fullKl,
+                    100.0 * sens->fullSameTop);
         std::vector<SensitivityRow> rows = sens->rows;
-        std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-            return a.alonePerplexity > b.alonePerplexity;
-        });
-        std::printf("  %-42s %12s %12s\n", "layer", "alone", "all but");
+        std::sort(rows.begin(), rows.end(),
+                  [](const auto& a, const auto& b) { return a.aloneKl > b.aloneKl; });
+        std::printf("  %-42s %12s %12s %12s %9s %12s\n", "layer", "ppl alone", "ppl all but",
+                    "KL alone", "same top", "KL all but");
         for (const SensitivityRow& r : rows)
-            std::printf("  %-42s %12.4f %12.4f\n", r.layer.c_str(), r.alonePerplexity,
-                        r.allButPerplexity);
+            std::printf("  %-42s %12.4f %12.4f %12.6f %8.2f%% %12.6f\n", r.layer.c_str(),
+                        r.alonePerplexity, r.allButPerplexity, r.aloneKl, 100.0 * r.aloneSameTop,
+                        r.allButKl);
     }
     return 0;
 }

@@ -15,11 +15,17 @@ int runEval(const QStringList& args) {
     parser.addOption({"json", "Machine-readable output."});
     addQuantOptions(parser);
     addRunOptions(parser);
+    parser.addOption({"no-fidelity",
+                      "Skip the comparison with the full-precision model (KL divergence, Δp, "
+                      "top-1 agreement) that an evaluation of a quantized model prints."});
     if (!parseOrHelp(parser, expandMultiValueFlags(args),
                      "Perplexity of a model on a text: tokenized once with BOS, cut into "
                      "non-overlapping windows of --eval-seq-len tokens, NLL of tokens 1..L-1 of "
                      "each window. With scheme flags or --recipe, of the fake-quantized model "
-                     "(calibrated block by block on --calib-data windows of --seq-len tokens).",
+                     "(calibrated block by block on --calib-data windows of --seq-len tokens), "
+                     "followed by its fidelity to the full-precision model on the same windows "
+                     "(llama.cpp's --kl-divergence statistics; the full-precision side is cached "
+                     "in $QS_CACHE_DIR or ~/.cache/quantscope, QS_CACHE_DIR=off keeps no file).",
                      schemeHelp()))
         return 0;
     const QString dir = modelDirFromOptions(parser);
@@ -29,20 +35,24 @@ int runEval(const QStringList& args) {
     RunRequest q = requestFromOptions(parser, dir, false);
     q.recipe.evaluation = evaluationFromOptions(parser, "data");
     q.evaluate = true;
+    q.fidelity = !parser.isSet("no-fidelity");
     saveRecipeIfAsked(parser, q.recipe);
     const RunOutcome out = runJob(q, progressFor(parser, "eval"));
     printWarnings("eval", out.warnings);
     const PerplexityResult& r = *out.perplexity;
     if (parser.isSet("json")) {
-        printJson({{"tokens", r.tokens},
-                   {"windows", r.windows},
-                   {"seq_len", r.seqLen},
-                   {"mean_nll", r.meanNll},
-                   {"perplexity", r.perplexity},
-                   {"tokens_per_second", r.tokensPerSecond},
-                   {"device", r.device},
-                   {"dtype", r.dtype},
-                   {"provenance", provenanceJson(parser, q, out)}});
+        nlohmann::json j = {{"tokens", r.tokens},
+                            {"windows", r.windows},
+                            {"seq_len", r.seqLen},
+                            {"mean_nll", r.meanNll},
+                            {"perplexity", r.perplexity},
+                            {"tokens_per_second", r.tokensPerSecond},
+                            {"device", r.device},
+                            {"dtype", r.dtype},
+                            {"provenance", provenanceJson(parser, q, out)}};
+        if (out.fidelity)
+            j["fidelity"] = out.fidelity->toJson();
+        printJson(j);
         return 0;
     }
     std::printf("tokens             %lld\n", (long long)r.tokens);
@@ -52,6 +62,8 @@ int runEval(const QStringList& args) {
     std::printf("perplexity         %.4f\n", r.perplexity);
     std::printf("tokens_per_second  %.1f  (%s, %s)\n", r.tokensPerSecond, r.device.c_str(),
                 r.dtype.c_str());
+    if (out.fidelity)
+        std::printf("\n%s", out.fidelity->toText().c_str());
     return 0;
 }
 

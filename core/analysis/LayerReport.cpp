@@ -75,6 +75,7 @@ nlohmann::json AnalysisReport::toJson(bool withChannels) const {
             {"note", l.note},
             {"weight_error", qs::toJson(l.weight)},
             {"output_error_local", qs::toJson(l.outputLocal)},
+            {"kl_proxy", number(l.klProxy)},
             {"output_error_accumulated", qs::toJson(l.outputAccumulated)},
             {"input_quantization_error", qs::toJson(l.inputQuantization)},
             {"input_drift", qs::toJson(l.inputDrift)},

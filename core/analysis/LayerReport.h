@@ -85,9 +85,15 @@ struct LayerReport {
     ErrorMetrics weightRoundToNearest;
     ErrorMetrics outputLocalRoundToNearest;
     std::vector<std::string> transforms; // the plan's transforms, in order
-    ErrorMetrics outputAccumulated;      // quantized model's output here vs the fp model's
-    ErrorMetrics inputQuantization;      // the input quantizer's output vs its input (Quark "io")
-    ErrorMetrics inputDrift;             // quantized model's input here vs the fp model's
+    // A cheap estimate of how much of the model's KL divergence this layer causes, known right
+    // after the analysis: its local output error energy per token relative to the energy per
+    // token of its block's full-precision input (the residual stream it perturbs),
+    //   out_features * outputLocal.mse / E_tokens |h_block|^2.
+    // Its rank correlation with the measured KL of the layer alone is in docs/evaluation.md.
+    double klProxy = 0.0;
+    ErrorMetrics outputAccumulated; // quantized model's output here vs the fp model's
+    ErrorMetrics inputQuantization; // the input quantizer's output vs its input (Quark "io")
+    ErrorMetrics inputDrift;        // quantized model's input here vs the fp model's
     ChannelStatistics input;
     TransformRanges ranges; // analysis of a range-moving transform only
     Histogram weightHistogram;

@@ -257,6 +257,7 @@ void analyse(BlockRun& run, const at::Tensor& refStream, const at::Tensor& quant
         nextQuant.narrow(0, b, n).copy_(run.block->forward(quantStream.narrow(0, b, n), hooked));
         analyzer.addBatch(*run.plans, run.linears, ref.inputs, ref.outputs, hook.inputs(),
                           hook.outputs());
+        analyzer.addBlockInput(refStream.narrow(0, b, n));
     }
     hook.setCapture(false);
 }

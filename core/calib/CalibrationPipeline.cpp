@@ -172,6 +172,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
     result.skipped = m_planner.skipped();
 
     if (evalStream.defined()) {
+        result.evalHidden = evalStream;
         result.evalNllSum =
             sumWindowNll(m_model, evalStream, evaluation.to(device), m_options.maxBatchTokens,
                          [&](int64_t done, int64_t all) {

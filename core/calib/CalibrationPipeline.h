@@ -42,6 +42,7 @@ struct PipelineResult {
     std::vector<std::string> skipped;          // left unquantized by the unfit policy, with reason
     double evalNllSum = 0.0;                   // over the evaluation windows, if any were given
     int64_t evalPredicted = 0;
+    at::Tensor evalHidden; // the last block's outputs of the evaluation windows [W, L', H]
     std::vector<double> blockSeconds; // calibration + quantization time per block
 };
 

@@ -79,6 +79,11 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
     }
 }
 
+void LayerAnalyzer::addBlockInput(const at::Tensor& refInput) {
+    m_residualSquares += refInput.to(at::kDouble).pow(2).sum().item<double>();
+    m_residualTokens += refInput.numel() / refInput.size(-1);
+}
+
 void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
     for (LayerPlan& p : plans) {
         const Layer& a = m_layers.at(p.name);
@@ -95,6 +100,10 @@ void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
                 p.weight.dequantized, 128, rep.weightHistogram.lo, rep.weightHistogram.hi);
         }
         rep.outputLocal = a.local.metrics();
+        if (rep.outputLocal.valid && m_residualTokens > 0 && m_residualSquares > 0 &&
+            !rep.shape.empty())
+            rep.klProxy = rep.outputLocal.mse * double(rep.shape[0]) /
+                          (m_residualSquares / double(m_residualTokens));
         rep.transforms = p.transforms;
         rep.outputLocalRoundToNearest = a.localRoundToNearest.metrics();
         if (p.weight.roundToNearest.defined()) {

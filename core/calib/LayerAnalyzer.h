@@ -27,10 +27,16 @@ public:
                   const std::map<std::string, at::Tensor>& quantInputs,
                   const std::map<std::string, at::Tensor>& quantOutputs);
 
+    // The block's full-precision input (the residual stream) of one calibration batch [n, T, H]:
+    // its energy per token scales the layers' KL proxy (LayerReport::klProxy).
+    void addBlockInput(const at::Tensor& refInput);
+
     // Writes the metrics into each plan's report (weights must still be in the plans).
     void finish(std::vector<LayerPlan>& plans) const;
 
 private:
+    double m_residualSquares = 0.0; // sum over tokens of |h|^2
+    int64_t m_residualTokens = 0;
     struct Layer {
         ErrorAccumulator local, localRoundToNearest, accumulated, inputQuant, drift;
         ChannelStatsAccumulator channels;

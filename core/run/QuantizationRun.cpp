@@ -1,7 +1,9 @@
 #include "run/QuantizationRun.h"
 
+#include "eval/FidelityComparison.h"
 #include "export/FormatWriter.h"
 #include "export/TransformedOuterTensors.h"
+#include "run/FullPrecisionReference.h"
 #include "util/Error.h"
 
 #include <QDir>
@@ -28,11 +30,47 @@ PerplexityResult perplexityResult(const PreparedRun& prep, double nllSum, int64_
     return p;
 }
 
+namespace {
+
+// The quantized model's logits against the full-precision ones on the evaluation windows. A
+// model-level transform (rotation) changed this model's head with its blocks; the reference's
+// hidden states go through a plain instance of the model's head.
+FidelityReport compareWithReference(const PreparedRun& prep, const FullPrecisionReference& ref,
+                                    const at::Tensor& quantHidden) {
+    const at::Device device = prep.model->compute().device;
+    std::unique_ptr<DecoderModel> plain;
+    if (prep.model->hasWeightTransform())
+        plain = prep.handle.instantiate(prep.model->compute());
+    DecoderModel& base = plain ? *plain : *prep.model;
+    const at::Tensor ids = prep.evaluation.to(device);
+    const FidelitySamples samples = compareWindows(
+        base, [&](int64_t first, int64_t n) { return ref.windows(first, n, device); }, *prep.model,
+        [&](int64_t first, int64_t n) { return quantHidden.narrow(0, first, n); }, ids,
+        PipelineOptions().maxBatchTokens);
+    FidelityReport report = summarizeFidelity(samples);
+    report.referenceFromCache = ref.fromCache();
+    return report;
+}
+
+} // namespace
+
 QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgress& progress) {
     const auto t0 = std::chrono::steady_clock::now();
     PreparedRun prep = prepareRun(req, progress);
     QuantizationOutcome outcome;
     outcome.recipe = prep.recipe;
+    // The full-precision side first: its pass (when not cached) frees its model before this
+    // run's blocks are loaded.
+    std::optional<FullPrecisionReference> reference;
+    const bool fidelity = req.evaluate && req.fidelity && prep.recipe.quantizesAnything();
+    if (fidelity)
+        reference =
+            FullPrecisionReference::obtain(req, prep, [&progress](double f, const std::string& m) {
+                return !progress || progress(0.25 * f, "full precision: " + m);
+            });
+    auto runProgress = !reference ? progress : [&progress](double f, const std::string& m) {
+        return !progress || progress(0.25 + 0.75 * f, m);
+    };
 
     PipelineOptions options;
     options.mode = prep.recipe.calibration.mode;
@@ -92,7 +130,7 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
         };
 
     const auto runStart = std::chrono::steady_clock::now();
-    PipelineResult result = pipeline.run(prep.calibration, prep.evaluation, progress, sink);
+    PipelineResult result = pipeline.run(prep.calibration, prep.evaluation, runProgress, sink);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
     for (auto& e : exporters)
@@ -106,6 +144,11 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     if (req.evaluate)
         outcome.perplexity =
             perplexityResult(prep, result.evalNllSum, result.evalPredicted, seconds);
+    if (reference) {
+        outcome.fullPrecision = reference->perplexity();
+        outcome.fidelity = compareWithReference(prep, *reference, result.evalHidden);
+    }
+    outcome.evalHidden = std::move(result.evalHidden);
     AnalysisReport& report = outcome.report;
     report.model = prep.handle.directory;
     report.recipe = prep.recipe.toJson();

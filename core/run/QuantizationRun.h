@@ -17,6 +17,7 @@ namespace qs {
 // fp32 and quantized perplexities come from one protocol.
 struct QuantizationOutcome : RunOutcome {
     std::vector<std::vector<LayerPlan>> plans; // keepPlans only
+    at::Tensor evalHidden; // evaluate: the last block's outputs of the evaluation windows
 };
 
 // The protocol's figures from an NLL sum over `prepared.evaluation`.

@@ -45,26 +45,29 @@ RunOutcome runJob(const RunRequest& request, const PipelineProgress& progress) {
         };
     };
 
-    std::optional<PerplexityResult> fullPrecision;
-    if (request.evaluateFullPrecision) {
-        // The fp32 figure beside the quantized one, on the same windows, through the same
-        // pipeline: a recipe without schemes.
-        EvalRequest fp;
-        fp.evaluation = request.recipe.evaluation;
-        fp.device = request.device;
-        fp.dtype = request.dtype;
-        fullPrecision =
-            evaluateModelOnText(request.modelDir, fp, part(fpShare, "fp32"), request.tokenizer);
-    }
+    // An evaluated quantizing recipe brings the full-precision figure with its fidelity report
+    // (run/FullPrecisionReference.h); otherwise the full-precision figure is a pass of its own.
+    const bool fpFromPass =
+        pipelinePass && request.evaluate && request.fidelity && request.recipe.quantizesAnything();
     RunOutcome outcome;
     outcome.recipe = request.recipe;
     if (pipelinePass) {
         RunRequest pass = request;
         pass.sensitivity = false;
         pass.evaluateFullPrecision = false;
-        outcome = static_cast<RunOutcome&&>(runQuantization(pass, part(passShare, "")));
+        outcome = static_cast<RunOutcome&&>(
+            runQuantization(pass, part(passShare + (fpFromPass ? fpShare : 0.0), "")));
     }
-    outcome.fullPrecision = fullPrecision;
+    if (request.evaluateFullPrecision && !outcome.fullPrecision) {
+        // The fp32 figure beside the quantized one, on the same windows, through the same
+        // pipeline: a recipe without schemes.
+        EvalRequest fp;
+        fp.evaluation = request.recipe.evaluation;
+        fp.device = request.device;
+        fp.dtype = request.dtype;
+        outcome.fullPrecision =
+            evaluateModelOnText(request.modelDir, fp, part(fpShare, "fp32"), request.tokenizer);
+    }
     if (request.sensitivity) {
         RunRequest study = request;
         study.analyze = false;

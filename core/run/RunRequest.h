@@ -2,6 +2,7 @@
 
 #include "analysis/LayerReport.h"
 #include "analysis/Sensitivity.h"
+#include "eval/FidelityReport.h"
 #include "eval/PerplexityResult.h"
 #include "export/ExportFormat.h"
 #include "recipe/Recipe.h"
@@ -30,6 +31,10 @@ struct RunRequest {
     bool analyze = false;
     // Perplexity of the fake-quantized model on recipe.evaluation.
     bool evaluate = false;
+    // With evaluate and a recipe that quantizes something: the fidelity report against the
+    // full-precision model on the same windows (KL, Δp, top-1 agreement; eval/FidelityReport.h),
+    // whose side is cached (run/FullPrecisionReference.h). Its perplexity fills fullPrecision.
+    bool fidelity = true;
     // Perplexity of the full-precision model on the same windows, beside the quantized one
     // (the GUI's Evaluate); a run of its own through the same pipeline.
     bool evaluateFullPrecision = false;
@@ -72,6 +77,7 @@ struct RunOutcome {
     Recipe recipe;
     std::optional<PerplexityResult> fullPrecision; // evaluateFullPrecision
     std::optional<PerplexityResult> perplexity;    // evaluate: the quantized model
+    std::optional<FidelityReport> fidelity;        // evaluate + fidelity, a quantizing recipe
     std::optional<SensitivityResult> sensitivity;  // sensitivity
     AnalysisReport report;                         // layers filled when analyze was asked
     std::vector<std::string> skipped;              // unfit layers left unquantized ("skip")

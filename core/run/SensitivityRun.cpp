@@ -1,5 +1,6 @@
 #include "run/SensitivityRun.h"
 
+#include "eval/FidelityComparison.h"
 #include "util/Error.h"
 
 #include <cctype>
@@ -86,20 +87,41 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
     const int64_t seqLen = prep.evaluation.size(1);
     const int64_t predicted = prep.evaluation.size(0) * (seqLen - 1);
     const at::Tensor embedded = pipeline.embedWindows(prep.evaluation);
-    auto perplexity = [&](const PlanFilter& filter, const at::Tensor& start, int fromBlock,
-                          std::vector<at::Tensor>* blockInputs, const std::string& what) {
+    const at::Tensor ids = prep.evaluation.to(prep.model->compute().device);
+    at::Tensor fpLast; // the full-precision model's last-block outputs: every row's reference
+    struct Measured {
+        double perplexity = 0.0;
+        FidelitySummary fidelity;
+    };
+    auto measure = [&](const PlanFilter& filter, const at::Tensor& start, int fromBlock,
+                       std::vector<at::Tensor>* blockInputs, const std::string& what) {
         const at::Tensor last = pipeline.forwardWithPlans(plans, filter, start, fromBlock, seqLen,
                                                           blockInputs, part(what));
         ++done;
-        return std::exp(pipeline.scoreWindows(last, prep.evaluation) / double(predicted));
+        Measured m;
+        m.perplexity = std::exp(pipeline.scoreWindows(last, prep.evaluation) / double(predicted));
+        if (!fpLast.defined()) {
+            fpLast = last;
+            return m;
+        }
+        // Both sides run through this model's head (a model-level transform changed the
+        // reference's blocks with it, so they agree in exact arithmetic).
+        m.fidelity = summarizeBriefly(compareWindows(
+            *prep.model, [&](int64_t first, int64_t n) { return fpLast.narrow(0, first, n); },
+            *prep.model, [&](int64_t first, int64_t n) { return last.narrow(0, first, n); }, ids,
+            options.maxBatchTokens));
+        return m;
     };
     const PlanFilter nothing = [](const LayerPlan&) { return PlanParts{false, false}; };
     const PlanFilter everything = [](const LayerPlan&) { return PlanParts{}; };
 
     SensitivityResult result;
     std::vector<at::Tensor> fpInputs, quantInputs;
-    result.fpPerplexity = perplexity(nothing, embedded, 0, &fpInputs, "full precision");
-    result.fullPerplexity = perplexity(everything, embedded, 0, &quantInputs, "whole recipe");
+    result.fpPerplexity = measure(nothing, embedded, 0, &fpInputs, "full precision").perplexity;
+    const Measured whole = measure(everything, embedded, 0, &quantInputs, "whole recipe");
+    result.fullPerplexity = whole.perplexity;
+    result.fullKl = whole.fidelity.klMean;
+    result.fullSameTop = whole.fidelity.sameTop;
     for (const Layer& layer : layers) {
         SensitivityRow row;
         row.layer = layer.name;
@@ -108,7 +130,7 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
         const size_t b = size_t(layer.block);
         // Only this layer: its weight and input quantizers, and its output quantizer unless that
         // is the KV cache (which "alone" leaves off, as the KV cache belongs to no one layer).
-        row.alonePerplexity = perplexity(
+        const Measured alone = measure(
             [&members](const LayerPlan& p) {
                 return members.count(p.name) ? PlanParts{true, !p.outputIsKvCache}
                                              : PlanParts{false, false};
@@ -116,11 +138,17 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
             fpInputs[b], layer.block, nullptr, name + " alone");
         // The whole recipe with this layer excluded: exclusion covers weights and inputs, and a
         // KV-cache spec still applies to an excluded k/v projection (as in Quark).
-        row.allButPerplexity = perplexity(
+        const Measured allBut = measure(
             [&members](const LayerPlan& p) {
                 return members.count(p.name) ? PlanParts{false, p.outputIsKvCache} : PlanParts{};
             },
             quantInputs[b], layer.block, nullptr, "all but " + name);
+        row.alonePerplexity = alone.perplexity;
+        row.aloneKl = alone.fidelity.klMean;
+        row.aloneSameTop = alone.fidelity.sameTop;
+        row.allButPerplexity = allBut.perplexity;
+        row.allButKl = allBut.fidelity.klMean;
+        row.allButSameTop = allBut.fidelity.sameTop;
         if (onRow)
             onRow(row);
         result.rows.push_back(row);
