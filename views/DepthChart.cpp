@@ -39,6 +39,8 @@ DepthChart::DepthChart(QWidget* parent)
         {LayerTreeModel::WeightSqnrColumn, QT_TR_NOOP("Weight SQNR (dB)")},
         {LayerTreeModel::OutlierScoreColumn, QT_TR_NOOP("Outlier score")},
         {LayerTreeModel::InputAbsmaxColumn, QT_TR_NOOP("Input absmax")},
+        {LayerTreeModel::KlProxyColumn, QT_TR_NOOP("KL proxy (after Analyze)")},
+        {LayerTreeModel::KlAloneColumn, QT_TR_NOOP("KL, layer alone (Sensitivity)")},
     };
     for (const auto& [column, title] : metrics)
         m_metric->addItem(tr(title), column);

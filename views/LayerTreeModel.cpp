@@ -55,6 +55,8 @@ double LayerTreeModel::metricOf(const LayerReport& r, int column) {
         return r.input.tokens > 0 ? r.outlierScore : kNaN;
     case MeanRelativeErrorColumn:
         return r.outputLocal.valid ? r.outputLocal.meanRelative : kNaN;
+    case KlProxyColumn:
+        return r.outputLocal.valid ? r.klProxy : kNaN;
     default:
         return kNaN;
     }
@@ -120,12 +122,15 @@ void LayerTreeModel::clearLayerReports() {
     m_reportOrder.clear();
     std::vector<int> leaves;
     for (size_t e = 0; e < m_values.size(); ++e) {
-        const double sensitivity = m_values[e][SensitivityColumn - kFirstMetricColumn];
-        m_values[e].fill(kNaN);
-        if (entries()[e].children.empty() && !std::isnan(sensitivity)) {
-            m_values[e][SensitivityColumn - kFirstMetricColumn] = sensitivity;
+        // The sensitivity columns stay: they come from another run.
+        bool kept = false;
+        for (size_t m = 0; m < size_t(kMetricCount); ++m)
+            if (m < size_t(kAnalysisMetricCount))
+                m_values[e][m] = kNaN;
+            else
+                kept = kept || !std::isnan(m_values[e][m]);
+        if (entries()[e].children.empty() && kept)
             leaves.push_back(static_cast<int>(e));
-        }
     }
     m_resetting = true; // every row changes: one announcement below instead of one per row
     valuesChanged(leaves);
@@ -144,7 +149,7 @@ void LayerTreeModel::addLayerReports(const std::vector<LayerReport>& layers) {
         const int e = entryOf(name);
         if (e < 0)
             continue; // a layer the tree does not show (kept for the detail view)
-        for (int m = 0; m < kMetricCount - 1; ++m) // all but the sensitivity
+        for (int m = 0; m < kAnalysisMetricCount; ++m) // all but the sensitivity
             m_values[size_t(e)][size_t(m)] = metricOf(r, kFirstMetricColumn + m);
         leaves.push_back(e);
     }
@@ -157,6 +162,7 @@ void LayerTreeModel::setSensitivity(const SensitivityRow& row) {
     if (e < 0)
         return;
     m_values[size_t(e)][SensitivityColumn - kFirstMetricColumn] = row.alonePerplexity;
+    m_values[size_t(e)][KlAloneColumn - kFirstMetricColumn] = row.aloneKl;
     valuesChanged({e});
 }
 
@@ -324,6 +330,9 @@ QString LayerTreeModel::metricText(int column, double value) const {
         return QString::number(value, 'f', 2);
     case SensitivityColumn:
         return QString::number(value, 'f', 3);
+    case KlProxyColumn:
+    case KlAloneColumn:
+        return QString::number(value, 'e', 2);
     default:
         return QString::number(value, 'g', 4);
     }
@@ -434,7 +443,9 @@ QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, in
                                          QT_TR_NOOP("Outlier score"),
                                          QT_TR_NOOP("Mean rel. error"),
                                          QT_TR_NOOP("Gain vs RTN (dB)"),
-                                         QT_TR_NOOP("Sensitivity (alone ppl)")};
+                                         QT_TR_NOOP("KL proxy"),
+                                         QT_TR_NOOP("Sensitivity (alone ppl)"),
+                                         QT_TR_NOOP("KL alone")};
     static const char* const tips[] = {
         QT_TR_NOOP("The scheme the recipe gives this layer (Recipe::schemeFor)"),
         QT_TR_NOOP("Whether an exclude pattern of the recipe matches this layer"),
@@ -448,7 +459,13 @@ QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, in
                    "and clips): local output SQNR minus what rounding the layer as it was "
                    "before the algorithm to nearest gives on the same inputs; negative: the "
                    "algorithm made this layer worse"),
-        QT_TR_NOOP("Perplexity with only this layer quantized")};
+        QT_TR_NOOP("Estimate of the layer's share of the model's KL divergence, known after "
+                   "Analyze: its local output error energy per token over the energy per token "
+                   "of its block's full-precision input (docs/evaluation.md gives its measured "
+                   "rank correlation with KL alone)"),
+        QT_TR_NOOP("Perplexity with only this layer quantized"),
+        QT_TR_NOOP("Mean KL(fp32 ‖ only this layer quantized) on the evaluation windows "
+                   "(Sensitivity)")};
     const int i = section - ModuleTreeModel::ColumnCount;
     const bool staleColumn = m_stale && isMetricColumn(section);
     if (role == Qt::DisplayRole)

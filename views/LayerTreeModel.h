@@ -33,11 +33,16 @@ public:
         OutlierScoreColumn,
         MeanRelativeErrorColumn,
         AlgorithmGainColumn, // local output SQNR minus rounding to nearest's (GPTQ's, AWQ's layers)
-        SensitivityColumn,   // last metric column
+        KlProxyColumn,       // the analysis' estimate of the layer's share of the KL (klProxy)
+        SensitivityColumn,   // first sensitivity column: perplexity, this layer alone quantized
+        KlAloneColumn,       // last metric column: mean KL, this layer alone quantized
         LayerColumnCount
     };
     static constexpr int kFirstMetricColumn = WeightSqnrColumn;
-    static constexpr int kMetricCount = SensitivityColumn - WeightSqnrColumn + 1;
+    static constexpr int kMetricCount = KlAloneColumn - WeightSqnrColumn + 1;
+    // Metric columns before SensitivityColumn come from the analysis, the rest from a
+    // sensitivity study (which an analysis leaves in place).
+    static constexpr int kAnalysisMetricCount = SensitivityColumn - WeightSqnrColumn;
     enum LayerRole {
         // double: the metric as reported, NaN when absent (also the SortRole of metric columns).
         ValueRole = ModuleTreeModel::SortRole + 1,

@@ -68,7 +68,7 @@ LayerTreePanel::LayerTreePanel(QWidget* parent)
     // What a user hunting outliers reads first sits next to the name: scheme, exclusion and the
     // metrics; the static shape columns follow. Visual order only, the model is unchanged.
     int to = 1;
-    for (int c = LayerTreeModel::SchemeColumn; c <= LayerTreeModel::SensitivityColumn; ++c)
+    for (int c = LayerTreeModel::SchemeColumn; c < LayerTreeModel::LayerColumnCount; ++c)
         header->moveSection(header->visualIndex(c), to++);
     connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& current) {

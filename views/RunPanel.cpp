@@ -42,9 +42,9 @@ RunPanel::RunPanel(QWidget* parent)
       m_sensitivity(new QPushButton(tr("Sensitivity"), this)),
       m_cancel(new QPushButton(tr("Cancel"), this)), m_progress(new QProgressBar(this)),
       m_status(new QLabel(this)), m_time(new QLabel(this)), m_fpPpl(makeValueLabel(this)),
-      m_quantPpl(makeValueLabel(this)), m_sensitivityTotals(new QLabel(this)),
-      m_sensitivityModel(new RunSensitivityModel(this)), m_sensitivityView(new QTableView(this)),
-      m_clock(new QTimer(this)) {
+      m_quantPpl(makeValueLabel(this)), m_kl(makeValueLabel(this)), m_sameTop(makeValueLabel(this)),
+      m_sensitivityTotals(new QLabel(this)), m_sensitivityModel(new RunSensitivityModel(this)),
+      m_sensitivityView(new QTableView(this)), m_clock(new QTimer(this)) {
     setObjectName(QStringLiteral("runPanel"));
     m_analyze->setToolTip(tr("Per-layer errors and activation statistics on the calibration "
                              "data, streamed into the layer tree block by block"));
@@ -77,10 +77,16 @@ RunPanel::RunPanel(QWidget* parent)
     progressRow->addWidget(m_progress, 1);
     progressRow->addWidget(m_cancel);
 
-    auto* perplexity = new QGroupBox(tr("Perplexity"), this);
+    auto* perplexity = new QGroupBox(tr("Perplexity and fidelity"), this);
     auto* pplForm = new QFormLayout(perplexity);
     pplForm->addRow(tr("fp32:"), m_fpPpl);
     pplForm->addRow(tr("Quantized:"), m_quantPpl);
+    pplForm->addRow(tr("KL divergence:"), m_kl);
+    pplForm->addRow(tr("Same top token:"), m_sameTop);
+    m_kl->setToolTip(tr("Mean KL(fp32 ‖ quantized) over the scored tokens, as llama.cpp's "
+                        "--kl-divergence computes it"));
+    m_sameTop->setToolTip(tr("Share of scored tokens whose most likely next token is the same in "
+                             "both models"));
 
     auto* proxy = new QSortFilterProxyModel(this);
     proxy->setSourceModel(m_sensitivityModel);
@@ -184,7 +190,8 @@ QString RunPanel::formatDuration(double seconds) {
 }
 
 void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
-                                const std::optional<PerplexityResult>& quantized) {
+                                const std::optional<PerplexityResult>& quantized,
+                                const std::optional<FidelityReport>& fidelity) {
     m_fpPpl->setText(perplexityText(fp));
     m_quantPpl->setText(perplexityText(quantized));
     if (fp && quantized && fp->perplexity > 0.0)
@@ -192,6 +199,16 @@ void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
             tr("%1% above fp32")
                 .arg(QString::number(100.0 * (quantized->perplexity / fp->perplexity - 1.0), 'f',
                                      2)));
+    if (!fidelity) {
+        m_kl->setText(QStringLiteral("–"));
+        m_sameTop->setText(QStringLiteral("–"));
+        return;
+    }
+    m_kl->setText(QStringLiteral("%1 ± %2").arg(QString::number(fidelity->klMean.value, 'f', 6),
+                                                QString::number(fidelity->klMean.error, 'f', 6)));
+    m_sameTop->setText(QStringLiteral("%1 ± %2 %")
+                           .arg(QString::number(100.0 * fidelity->sameTop.value, 'f', 2),
+                                QString::number(100.0 * fidelity->sameTop.error, 'f', 2)));
 }
 
 void RunPanel::clearSensitivity() {
@@ -203,10 +220,14 @@ void RunPanel::addSensitivityRow(const SensitivityRow& row) {
     m_sensitivityModel->addRow(row);
 }
 
-void RunPanel::showSensitivityTotals(double fpPerplexity, double fullPerplexity) {
+void RunPanel::showSensitivityTotals(const SensitivityResult& result) {
     m_sensitivityTotals->setText(
-        tr("fp32 %1, whole recipe %2")
-            .arg(QString::number(fpPerplexity, 'f', 4), QString::number(fullPerplexity, 'f', 4)));
+        tr("Perplexity: fp32 %1, whole recipe %2; whole recipe against fp32: KL %3, same top "
+           "token %4 %")
+            .arg(QString::number(result.fpPerplexity, 'f', 4),
+                 QString::number(result.fullPerplexity, 'f', 4),
+                 QString::number(result.fullKl, 'f', 6),
+                 QString::number(100.0 * result.fullSameTop, 'f', 2)));
 }
 
 void RunPanel::updateButtons() {

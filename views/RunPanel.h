@@ -1,6 +1,7 @@
 #pragma once
 
 #include "analysis/Sensitivity.h"
+#include "eval/FidelityReport.h"
 #include "eval/PerplexityResult.h"
 
 #include <QElapsedTimer>
@@ -34,11 +35,14 @@ public:
     bool isRunning() const { return m_running; }
     void setProgress(double fraction, const QString& message);
 
+    // The evaluation's figures: perplexities, and the quantized model's fidelity to the
+    // full-precision one (mean KL divergence, top-1 agreement) when the run measured it.
     void showPerplexities(const std::optional<PerplexityResult>& fp,
-                          const std::optional<PerplexityResult>& quantized);
+                          const std::optional<PerplexityResult>& quantized,
+                          const std::optional<FidelityReport>& fidelity = std::nullopt);
     void clearSensitivity();
     void addSensitivityRow(const SensitivityRow& row);
-    void showSensitivityTotals(double fpPerplexity, double fullPerplexity);
+    void showSensitivityTotals(const SensitivityResult& result);
 
     // "1:05" / "12 s": how elapsed and remaining times are shown.
     static QString formatDuration(double seconds);
@@ -55,6 +59,8 @@ public:
     QLabel* timeLabel() const { return m_time; }
     QLabel* fpPerplexityLabel() const { return m_fpPpl; }
     QLabel* quantizedPerplexityLabel() const { return m_quantPpl; }
+    QLabel* klLabel() const { return m_kl; }
+    QLabel* sameTopLabel() const { return m_sameTop; }
     RunSensitivityModel* sensitivityModel() const { return m_sensitivityModel; }
     QTableView* sensitivityView() const { return m_sensitivityView; }
 
@@ -79,6 +85,8 @@ private:
     QLabel* m_time;
     QLabel* m_fpPpl;
     QLabel* m_quantPpl;
+    QLabel* m_kl;
+    QLabel* m_sameTop;
     QLabel* m_sensitivityTotals;
     RunSensitivityModel* m_sensitivityModel;
     QTableView* m_sensitivityView;

@@ -6,12 +6,21 @@
 
 namespace qs {
 
-// Sensitivity rows as they stream in: layer, perplexity with only this layer quantized, and
-// with everything but this layer quantized. Sortable through a proxy (EditRole is the number).
+// Sensitivity rows as they stream in: layer, perplexity with only this layer quantized and with
+// everything but this layer quantized, and the same rows' fidelity to the full-precision model
+// (mean KL divergence, top-1 agreement). Sortable through a proxy (EditRole is the number).
 class RunSensitivityModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { LayerColumn, AloneColumn, AllButColumn, ColumnCount };
+    enum Column {
+        LayerColumn,
+        AloneColumn,
+        AllButColumn,
+        KlAloneColumn,
+        SameTopAloneColumn,
+        KlAllButColumn,
+        ColumnCount
+    };
 
     explicit RunSensitivityModel(QObject* parent = nullptr);
 

@@ -145,13 +145,13 @@ void RunController::onRunFinished(const RunOutcome& summary) {
     case RunKind::Evaluate:
         m_lastFp = summary.fullPrecision;
         m_lastQuantized = summary.perplexity;
-        m_runPanel->showPerplexities(summary.fullPrecision, summary.perplexity);
+        m_lastFidelity = summary.fidelity;
+        m_runPanel->showPerplexities(summary.fullPrecision, summary.perplexity, summary.fidelity);
         status = tr("Evaluation done");
         break;
     case RunKind::Sensitivity:
         if (summary.sensitivity)
-            m_runPanel->showSensitivityTotals(summary.sensitivity->fpPerplexity,
-                                              summary.sensitivity->fullPerplexity);
+            m_runPanel->showSensitivityTotals(*summary.sensitivity);
         status = tr("Sensitivity done");
         break;
     }
@@ -179,7 +179,7 @@ void RunController::onCancelled() {
         m_workbench->layerTreeModel()->setReportsRecipeHash(m_reportsRecipeHashBeforeRun);
         m_workbench->addLayerReports(std::exchange(m_reportsBeforeRun, {}));
     } else if (m_kind == RunKind::Evaluate) {
-        m_runPanel->showPerplexities(m_lastFp, m_lastQuantized);
+        m_runPanel->showPerplexities(m_lastFp, m_lastQuantized, m_lastFidelity);
     }
     m_runPanel->setIdle(tr("Cancelled"));
     Q_EMIT runCancelled();

@@ -79,6 +79,7 @@ private:
     std::vector<LayerReport> m_reportsBeforeRun;
     std::string m_reportsRecipeHashBeforeRun;
     std::optional<PerplexityResult> m_lastFp, m_lastQuantized;
+    std::optional<FidelityReport> m_lastFidelity;
 };
 
 } // namespace qs

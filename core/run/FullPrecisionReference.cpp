@@ -5,8 +5,10 @@
 #include "util/Error.h"
 
 #include <QCryptographicHash>
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QSaveFile>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +37,12 @@ std::string referenceKey(const RunRequest& request, const PreparedRun& prep) {
     add(prep.model->compute().device.str());
     add(dtypeLabel(prep.model->compute().dtype));
     add(toolVersion());
+    // The engine build itself: a rebuilt binary may round its forward differently, so it never
+    // reads a reference another build wrote (Linux names the running executable in /proc).
+    const QFileInfo exe(QFileInfo(QStringLiteral("/proc/self/exe")).symLinkTarget());
+    if (exe.exists())
+        add(exe.absoluteFilePath().toStdString() + ":" + std::to_string(exe.size()) + ":" +
+            std::to_string(exe.lastModified().toMSecsSinceEpoch()));
     return h.result().toHex().toStdString();
 }
 

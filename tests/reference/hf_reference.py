@@ -7,6 +7,9 @@ synthetic model) and by bench/ (PyTorch eager tokens/s on the same inputs).
 
   hf_reference.py logits MODEL_DIR IDS_FILE OUT_FILE      ids: whitespace-separated int rows
   hf_reference.py perplexity MODEL_DIR IDS_FILE SEQ_LEN [MAX_WINDOWS] [THREADS]
+  hf_reference.py fidelity BASE_DIR QUANT_DIR IDS_FILE SEQ_LEN MAX_WINDOWS
+      KL(base || quant), Δp and top-1 agreement over positions 1..L-1 of each window (llama.cpp's
+      --kl-divergence definitions), from each model's fp32 logits, in float64
 """
 import json
 import math
@@ -152,9 +155,56 @@ def logits(cfg, w, ids, rounded_inputs=()):
     return llama_logits(cfg, w, ids, rounded_inputs)
 
 
+def fidelity(base_dir, quant_dir, ids_file, L, max_windows):
+    """Prints the fidelity figures of quant against base as JSON, with what a comparison with
+    another implementation needs to bound its tolerance: the largest |logit| and, per position,
+    E_p|log(p/q) - KL| (how strongly KL moves with the base logits) and the top-two margins."""
+    ids = [int(t) for t in open(ids_file).read().split()]
+    n = min(len(ids) // L, max_windows)
+    windows = torch.tensor(ids[:n * L]).view(n, L)
+    base_cfg, base_w = load(base_dir)
+    quant_cfg, quant_w = load(quant_dir)
+    kl, dp, nll_b, nll_q, same, sens, margin = [], [], [], [], [], [], []
+    max_logit = 0.0
+    for i in range(n):
+        x = logits(base_cfg, base_w, windows[i:i + 1])[0, :-1]
+        y = logits(quant_cfg, quant_w, windows[i:i + 1])[0, :-1]
+        max_logit = max(max_logit, x.abs().max().item(), y.abs().max().item())
+        lp = torch.log_softmax(x.double(), -1)
+        lq = torch.log_softmax(y.double(), -1)
+        p = lp.exp()
+        ratio = lp - lq
+        k = (p * ratio).sum(-1)
+        t = windows[i, 1:].unsqueeze(-1)
+        nb = -lp.gather(-1, t).squeeze(-1)
+        nq = -lq.gather(-1, t).squeeze(-1)
+        kl += k.tolist()
+        dp += ((-nq).exp() - (-nb).exp()).tolist()
+        nll_b += nb.tolist()
+        nll_q += nq.tolist()
+        same += (x.argmax(-1) == y.argmax(-1)).tolist()
+        sens += (p * (ratio - k.unsqueeze(-1)).abs()).sum(-1).tolist()
+        tx, ty = x.topk(2, -1).values, y.topk(2, -1).values
+        margin += torch.minimum(tx[:, 0] - tx[:, 1], ty[:, 0] - ty[:, 1]).tolist()
+    m = len(kl)
+    print(json.dumps({
+        "positions": m,
+        "kl_mean": sum(kl) / m,
+        "delta_p_mean": sum(dp) / m,
+        "delta_p_rms": math.sqrt(sum(d * d for d in dp) / m),
+        "same_top": sum(same) / m,
+        "ln_ppl_ratio": (sum(nll_q) - sum(nll_b)) / m,
+        "max_abs_logit": max_logit,
+        "kl_logit_sensitivity_mean": sum(sens) / m,
+        "top_margins": margin,
+    }))
+
+
 def main():
     torch.set_grad_enabled(False)
     cmd, model_dir = sys.argv[1], sys.argv[2]
+    if cmd == "fidelity":
+        return fidelity(model_dir, sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
     cfg, w = load(model_dir)
     if cmd == "logits":
         rows = [[int(t) for t in line.split()] for line in open(sys.argv[3]) if line.strip()]
