@@ -15,9 +15,10 @@
 #
 # Full precision: tests/reference/hf_reference.py ("reference forward"), the independent
 # plain-PyTorch forward in fp32, on ../shared/models/stories260K. tests/core/model/
-# tst_decodermodel proves Quantscope's own forward equal to it within 1e-5 of the largest logit
-# (a bound from fp32 rounding in long dot products, derived in that test), so either could be
-# the reference; the independent one is used so that no row is compared with itself.
+# tst_decodermodel holds Quantscope's own forward to it within 1e-5 of the largest logit on
+# synthetic checkpoints of every family (a bound that test derives from fp32 rounding in long dot
+# products), so either could be the reference; the independent one is used so that no row is
+# compared with itself.
 #
 # Rows (runtime: what runs, on which file of the export):
 # - Quantscope, fake-quantized: the engine's weights of the recipe (`--format fake`), run by the
@@ -44,8 +45,9 @@
 # for transformers + amd-quark to load it (gate/up have 172), and down_proj's 172 inputs are no
 # multiple of 32; the MLP is therefore excluded (it stays fp32 in every file).
 #
-# What must hold (exit 1 otherwise; the "check" column says it per row), with delta the largest
-# logit difference (up to a constant, which softmax ignores) that the arithmetic allows:
+# What must hold (exit 1 otherwise; the table's check column and the lines below it say it per
+# row), with delta the largest logit difference (up to a constant, which softmax ignores) that
+# the arithmetic allows:
 # - A row computing the same function as row S: its logits within delta of S's at every
 #   position. Then, by the mean value theorem on f(e) = log sum_j q_j e^(e_j) - sum_i p_i e_i
 #   (the change of KL(p || q) when q's logits move by e; grad f = softmax(z + e) - p, and
@@ -71,8 +73,8 @@
 #   statistically instead: the mean of the paired per-position differences within three of its
 #   standard errors (a code flip moves a position's KL either way).
 # - Every measured KL finite.
-# About 1.5 minutes on 2 shared cores (most of it importing transformers + amd-quark); the table
-# is docs/exporters.md's "Fidelity in the runtimes".
+# About 16 s on 2 shared cores, 46 s with the Quark venv (importing transformers + amd-quark);
+# the table is docs/exporters.md's "Fidelity in the runtimes".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
