@@ -44,17 +44,8 @@ model=$shared/models/stories260K
 data=$shared/data/tinystories-eval.txt
 calib=(--calib-data "$shared/data/tinystories-calib.txt" --calib-seq-len 256 --num-calib-data 15)
 L=256
-ORT_VERSION=${ORT_VERSION:-1.30.0}
-cache=${QS_ORT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/quantscope/onnxruntime-node-$ORT_VERSION}
 
-if [ ! -f "$cache/node_modules/onnxruntime-node/package.json" ]; then
-  echo "installing onnxruntime-node $ORT_VERSION into $cache"
-  mkdir -p "$cache"
-  echo '{"private": true}' > "$cache/package.json"
-  (cd "$cache" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --silent \
-    "onnxruntime-node@$ORT_VERSION")
-fi
-export ORT_MODULES=$cache/node_modules
+source scripts/install-onnxruntime-node.sh
 
 # The ONNX project's own checker (PyPI `onnx`, full check with shape inference) validates every
 # file against the operator specs, independently of onnxruntime's leniency. Its venv lives

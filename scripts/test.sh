@@ -27,6 +27,10 @@ ctest --preset release -j2 --timeout 900
 bash scripts/check-onnx.sh build/release
 bash scripts/check-gguf.sh build/release
 bash scripts/check-gguf-tokenizers.sh build/release
+# One recipe exported to every format and run in each runtime (transformers + amd-quark too when
+# the venv of scripts/make-quark-venv.sh exists): KL and top-1 agreement against full precision,
+# each runtime asserted to compute the function its file holds (docs/exporters.md).
+bash scripts/check-fidelity.sh build/release
 # The headless configuration a GPU server builds (no Qt Widgets, no sentencepiece): it must
 # configure, build and pass too. Its objects are the release build's (ccache), so this costs
 # mostly links and the core suites a second time.
