@@ -59,11 +59,12 @@
 #   weights (DequantizeLinear and Quark's dequantization give the engine's (q - zp) * s exactly)
 #   and fp32 arithmetic in other summation orders: delta = 1e-2, the bound check-onnx.sh derives
 #   for fp32 logits of this model (worst case 1.5e-2; observed 2e-5).
-# - The reference on the GGUF's weights against the fake-quantized row: Q4_0 stores each block
-#   scale as f16, which moves each weight by at most 2^-11 of itself (q * f16(s) against q * s).
-#   No derived bound carries that through five blocks and the softmax here, so this delta = 0.05
-#   is empirical: 2.5 times the 0.021 measured on these windows, and far below what a wrong
-#   code, scale or q/k permutation does (logits several nats apart).
+# - The reference on the GGUF's weights is printed, not asserted against the fake-quantized row:
+#   Q4_0 stores each block scale as f16, which moves each weight by at most 2^-11 of itself
+#   (q * f16(s) against q * s), and no derived bound carries that through five blocks and the
+#   softmax here (a tolerance taken from the measured difference would be tuned, not derived).
+#   That the file holds the engine's codes is check-gguf.sh's bit-exact check; here the row
+#   shows what the f16 scales cost, and it is the base of llama.cpp's check below.
 # - llama.cpp against the reference on the same weights with ggml's rounding emulated, and
 #   onnxruntime "all" against the one with MatMulNBits' rounding: the emulation is not bit-exact
 #   (an activation within summation noise of a rounding boundary takes the neighbouring code,
@@ -156,8 +157,7 @@ cat > "$tmp/rows.json" <<EOF
    "file": "quark/model.safetensors", "logits": $quark_logits, "why": $quark_why,
    "same_as": "fake", "delta": 1e-2},
   {"key": "gguf-plain", "runtime": "$ref, GGUF's weights", "format": "gguf",
-   "file": "gguf/model.gguf (Q4_0 + F32)", "logits": "$tmp/gguf-plain.bin", "same_as": "fake",
-   "delta": 5e-2},
+   "file": "gguf/model.gguf (Q4_0 + F32)", "logits": "$tmp/gguf-plain.bin"},
   {"key": "gguf-ggml", "runtime": "$ref, GGUF's weights + ggml's Q8_0 input rounding (emulated)",
    "format": "gguf", "file": "gguf/model.gguf", "logits": "$tmp/gguf-ggml.bin"},
   {"key": "llama", "runtime": "llama.cpp (node-llama-cpp 3.22.1)", "format": "gguf",
