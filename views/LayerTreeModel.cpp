@@ -461,7 +461,7 @@ QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, in
                    "algorithm made this layer worse"),
         QT_TR_NOOP("Estimate of the layer's share of the model's KL divergence, known after "
                    "Analyze: its local output error energy per token over the energy per token "
-                   "of its block's full-precision input (docs/evaluation.md gives its measured "
+                   "of its block's full-precision input (docs/fidelity.md gives its measured "
                    "rank correlation with KL alone)"),
         QT_TR_NOOP("Perplexity with only this layer quantized"),
         QT_TR_NOOP("Mean KL(fp32 ‖ only this layer quantized) on the evaluation windows "

@@ -89,7 +89,7 @@ struct LayerReport {
     // after the analysis: its local output error energy per token relative to the energy per
     // token of its block's full-precision input (the residual stream it perturbs),
     //   out_features * outputLocal.mse / E_tokens |h_block|^2.
-    // Its rank correlation with the measured KL of the layer alone is in docs/evaluation.md.
+    // Its rank correlation with the measured KL of the layer alone is in docs/fidelity.md.
     double klProxy = 0.0;
     ErrorMetrics outputAccumulated; // quantized model's output here vs the fp model's
     ErrorMetrics inputQuantization; // the input quantizer's output vs its input (Quark "io")

@@ -10,7 +10,7 @@
 namespace qs {
 
 // What a quantized model does differently from its own full-precision self, token by token
-// (docs/evaluation.md, "Fidelity"): the figures of llama.cpp's `llama-perplexity
+// (docs/fidelity.md): the figures of llama.cpp's `llama-perplexity
 // --kl-divergence` with its definitions, over the positions the perplexity protocol scores
 // (tokens 1..L-1 of every window). Torch-free value types; eval/FidelityComparison.h fills the
 // samples from the two models' logits.

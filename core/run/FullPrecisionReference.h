@@ -11,7 +11,7 @@
 
 namespace qs {
 
-// The full-precision side of a fidelity comparison (docs/evaluation.md, "Fidelity"): the
+// The full-precision side of a fidelity comparison (docs/fidelity.md): the
 // unquantized model's last-block outputs over a run's evaluation windows, and its perplexity on
 // them, from the same pipeline as every perplexity (a recipe without schemes). Computed once per
 // model (headers hash), evaluation ids, device, dtype and engine version, and kept in a cache

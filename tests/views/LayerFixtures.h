@@ -84,6 +84,7 @@ inline LayerReport fixtureReport(int block, int kindIndex) {
     r.outputAccumulated = fixtureError(28.0 - 3.0 * block - 0.25 * k, 0.05);
     r.inputAbsmax = 1.5 + 4.0 * block + k;
     r.outlierScore = 2.0 + 3.75 * block + 1.25 * k; // 2 .. 15.5: crosses 10 for text order
+    r.klProxy = 1e-4 * (1 + block + k);
     r.input.tokens = 1024;
     for (int c = 0; c < in; ++c) {
         const float a = 0.5f + 0.1f * static_cast<float>(c) + (c == 3 ? 5.0f : 0.0f);

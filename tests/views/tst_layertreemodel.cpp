@@ -79,9 +79,11 @@ private Q_SLOTS:
                 model.layerValue(layer(b, "q_proj"), LayerTreeModel::WeightSqnrColumn).toDouble(),
                 fixtureReport(b, 0).weight.sqnrDb);
         }
-        model.setSensitivity({fixtureLayer(1, "k_proj"), 12.5, 11.0});
+        model.setSensitivity({fixtureLayer(1, "k_proj"), 12.5, 11.0, 0.25, 0.75, 0.0, 0.0});
         QCOMPARE(model.layerValue(layer(1, "k_proj"), LayerTreeModel::SensitivityColumn).toDouble(),
                  12.5);
+        QCOMPARE(model.layerValue(layer(1, "k_proj"), LayerTreeModel::KlAloneColumn).toDouble(),
+                 0.25);
         proxy.setNamePattern(QString());
         model.clearLayerReports();
         QCOMPARE(model.reportCount(), 0);
@@ -89,6 +91,8 @@ private Q_SLOTS:
         // The sensitivity is a different run's result and stays.
         QCOMPARE(model.layerValue(layer(1, "k_proj"), LayerTreeModel::SensitivityColumn).toDouble(),
                  12.5);
+        QCOMPARE(model.layerValue(layer(1, "k_proj"), LayerTreeModel::KlAloneColumn).toDouble(),
+                 0.25);
         model.addLayerReports(fixtureBlock(0));
         model.setTree(fixtureTree(2)); // reports of layers still present are kept
         QCOMPARE(
@@ -116,6 +120,7 @@ private Q_SLOTS:
                      r.outlierScore);
             QCOMPARE(model.layerValue(name, LayerTreeModel::MeanRelativeErrorColumn).toDouble(),
                      r.outputLocal.meanRelative);
+            QCOMPARE(model.layerValue(name, LayerTreeModel::KlProxyColumn).toDouble(), r.klProxy);
             if (r.outputAccumulated.valid)
                 QCOMPARE(
                     model.layerValue(name, LayerTreeModel::OutputSqnrAccumulatedColumn).toDouble(),

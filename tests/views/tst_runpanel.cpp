@@ -94,17 +94,25 @@ private Q_SLOTS:
         // (6 / 5.74712 - 1) * 100 = 4.40 %
         QVERIFY2(panel.quantizedPerplexityLabel()->toolTip().contains(QStringLiteral("4.40%")),
                  qPrintable(panel.quantizedPerplexityLabel()->toolTip()));
+        QCOMPARE(panel.klLabel()->text(), QStringLiteral("–")); // no fidelity measured
+        qs::FidelityReport fidelity;
+        fidelity.klMean = {0.0821119, 0.0014464};
+        fidelity.sameTop = {0.83779, 0.00348};
+        panel.showPerplexities(fp, q, fidelity);
+        QCOMPARE(panel.klLabel()->text(), QStringLiteral("0.082112 ± 0.001446"));
+        QCOMPARE(panel.sameTopLabel()->text(), QStringLiteral("83.78 ± 0.35 %"));
         panel.showPerplexities(std::nullopt, std::nullopt);
         QCOMPARE(panel.fpPerplexityLabel()->text(), QStringLiteral("–"));
+        QCOMPARE(panel.klLabel()->text(), QStringLiteral("–"));
     }
 
     void sensitivityRowsStreamAndSort() {
         qs::RunPanel panel;
         QAbstractItemModelTester sourceTester(panel.sensitivityModel());
         QAbstractItemModelTester proxyTester(panel.sensitivityView()->model());
-        panel.addSensitivityRow({"a.q_proj", 6.5, 5.8});
-        panel.addSensitivityRow({"a.down_proj", 9.25, 5.75});
-        panel.addSensitivityRow({"a.up_proj", 6.0, 5.9});
+        panel.addSensitivityRow({"a.q_proj", 6.5, 5.8, 0.02, 0.9, 0.05, 0.85});
+        panel.addSensitivityRow({"a.down_proj", 9.25, 5.75, 0.01, 0.95, 0.04, 0.86});
+        panel.addSensitivityRow({"a.up_proj", 6.0, 5.9, 0.125, 0.8, 0.06, 0.84});
         QCOMPARE(panel.sensitivityModel()->rowCount(), 3);
         QAbstractItemModel* view = panel.sensitivityView()->model();
         panel.sensitivityView()->sortByColumn(qs::RunSensitivityModel::AloneColumn,
@@ -112,6 +120,15 @@ private Q_SLOTS:
         QCOMPARE(view->index(0, 0).data().toString(), QStringLiteral("a.down_proj"));
         QCOMPARE(view->index(0, 1).data().toString(), QStringLiteral("9.2500"));
         QCOMPARE(view->index(2, 0).data().toString(), QStringLiteral("a.up_proj"));
+        // Sorted by KL alone, the layer that moves the distribution most comes first, whatever
+        // its perplexity says.
+        panel.sensitivityView()->sortByColumn(qs::RunSensitivityModel::KlAloneColumn,
+                                              Qt::DescendingOrder);
+        QCOMPARE(view->index(0, 0).data().toString(), QStringLiteral("a.up_proj"));
+        QCOMPARE(view->index(0, qs::RunSensitivityModel::KlAloneColumn).data().toString(),
+                 QStringLiteral("0.125000"));
+        QCOMPARE(view->index(0, qs::RunSensitivityModel::SameTopAloneColumn).data().toString(),
+                 QStringLiteral("80.00"));
         panel.clearSensitivity();
         QCOMPARE(panel.sensitivityModel()->rowCount(), 0);
     }

@@ -39,8 +39,12 @@ private:
         return req;
     }
 
-    // A row measured the old way: its own recipe, calibrated and evaluated on its own.
-    double separateRun(qs::RunRequest req, const std::string& layer, bool alone) const {
+    // A row measured the old way: its own recipe, calibrated and evaluated on its own, with
+    // its fidelity to the full-precision model (mean KL, top-1 agreement).
+    struct Separate {
+        double perplexity, kl, sameTop;
+    };
+    Separate separateRun(qs::RunRequest req, const std::string& layer, bool alone) const {
         req.evaluate = true;
         if (alone) {
             req.recipe.kvCache.reset();
@@ -50,7 +54,9 @@ private:
         } else {
             req.recipe.exclude.push_back(qs::exactLayerPattern(layer));
         }
-        return qs::runQuantization(req).perplexity->perplexity;
+        const qs::QuantizationOutcome out = qs::runQuantization(req);
+        return {out.perplexity->perplexity, out.fidelity->klMean.value,
+                out.fidelity->sameTop.value};
     }
 
     void compareRows(const std::string& scheme, const std::string& mode, bool expectEqual) {
@@ -72,13 +78,21 @@ private:
         for (size_t i : {size_t(0), size_t(5), m_layers.size() - 1}) {
             const qs::SensitivityRow& row = r.rows[i];
             QCOMPARE(row.layer, m_layers[i]);
-            const double alone = separateRun(req, row.layer, true);
-            const double allBut = separateRun(req, row.layer, false);
+            const Separate alone = separateRun(req, row.layer, true);
+            const Separate allBut = separateRun(req, row.layer, false);
             if (expectEqual) {
-                QCOMPARE(row.alonePerplexity, alone);
-                QCOMPARE(row.allButPerplexity, allBut);
+                // The same blocks on the same inputs, the same head, summed in the same order:
+                // equal to the last bit, KL and top-1 agreement included.
+                QVERIFY(row.alonePerplexity == alone.perplexity);
+                QVERIFY(row.allButPerplexity == allBut.perplexity);
+                QVERIFY(row.aloneKl == alone.kl);
+                QVERIFY(row.aloneSameTop == alone.sameTop);
+                QVERIFY(row.allButKl == allBut.kl);
+                QVERIFY(row.allButSameTop == allBut.sameTop);
+                QVERIFY(row.aloneKl > 0.0);
             }
-            differing += (row.alonePerplexity != alone) + (row.allButPerplexity != allBut);
+            differing += (row.alonePerplexity != alone.perplexity) +
+                         (row.allButPerplexity != allBut.perplexity);
         }
         if (!expectEqual)
             QVERIFY(differing > 0); // sequential ranges follow the whole recipe's upstream
@@ -86,6 +100,7 @@ private:
 
 private Q_SLOTS:
     void initTestCase() {
+        qputenv("QS_CACHE_DIR", qs::test::tempDir("cache").toUtf8());
         qs::SyntheticModelOptions o;
         o.hiddenSize = 64, o.intermediateSize = 160, o.numLayers = 2, o.numHeads = 4,
         o.numKvHeads = 2, o.seed = 9;
