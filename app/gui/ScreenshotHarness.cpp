@@ -63,6 +63,12 @@ ScreenshotHarness::ScreenshotHarness(QCommandLineParser& parser)
           QStringLiteral("analyze"),
           QStringLiteral("With --screenshot: run Analyze with the recipe once the model is shown "
                          "and take the picture when it has finished.")),
+      m_evaluateOption(QStringLiteral("evaluate"),
+                       QStringLiteral("With --screenshot: run Evaluate with the recipe (after "
+                                      "--analyze when both are given) before the picture.")),
+      m_sensitivityOption(QStringLiteral("sensitivity"),
+                          QStringLiteral("With --screenshot: run Sensitivity with the recipe "
+                                         "(after the other runs given) before the picture.")),
       m_selectOption(
           QStringLiteral("select"),
           QStringLiteral("With --screenshot: select this layer before the picture is taken."),
@@ -78,6 +84,8 @@ ScreenshotHarness::ScreenshotHarness(QCommandLineParser& parser)
           QStringLiteral("PART"), QStringLiteral("window")) {
     parser.addOption(m_screenshotOption);
     parser.addOption(m_analyzeOption);
+    parser.addOption(m_evaluateOption);
+    parser.addOption(m_sensitivityOption);
     parser.addOption(m_selectOption);
     parser.addOption(m_patternOption);
     parser.addOption(m_grabOption);
@@ -90,30 +98,34 @@ bool ScreenshotHarness::isEnabled() const {
 QString ScreenshotHarness::usageError(bool opensModel) const {
     if (m_parser.isSet(m_screenshotOption) && !isEnabled())
         return QStringLiteral("--screenshot needs a file name");
-    for (const QCommandLineOption* o :
-         {&m_analyzeOption, &m_selectOption, &m_patternOption, &m_grabOption})
+    for (const QCommandLineOption* o : {&m_analyzeOption, &m_evaluateOption, &m_sensitivityOption,
+                                        &m_selectOption, &m_patternOption, &m_grabOption})
         if (m_parser.isSet(*o) && !isEnabled())
             return QStringLiteral("--%1 goes with --screenshot").arg(o->names().constFirst());
     const QString grab = m_parser.value(m_grabOption);
     if (grab != QLatin1String("window") && grab != QLatin1String("recipe") &&
         grab != QLatin1String("detail"))
         return QStringLiteral("--grab takes window, recipe or detail, not %1").arg(grab);
-    if (m_parser.isSet(m_analyzeOption) && !opensModel)
-        return QStringLiteral("--analyze needs MODEL_DIR or --demo");
+    for (const QCommandLineOption* o : {&m_analyzeOption, &m_evaluateOption, &m_sensitivityOption})
+        if (m_parser.isSet(*o) && !opensModel)
+            return QStringLiteral("--%1 needs MODEL_DIR or --demo").arg(o->names().constFirst());
     return {};
 }
 
 void ScreenshotHarness::arm(MainWindow& window, bool opensModel) {
     m_window = &window;
     window.resetLayout();
-    if (opensModel && m_parser.isSet(m_analyzeOption)) {
-        connect(&window, &MainWindow::modelShown, this, [this] {
-            if (!m_window->startRun(RunKind::Analyze))
-                quitWithError(QStringLiteral("cannot start the analysis"));
-        });
-        connect(&window, &MainWindow::runFinished, this, &ScreenshotHarness::shootSoon);
+    if (m_parser.isSet(m_analyzeOption))
+        m_runs.push_back(RunKind::Analyze);
+    if (m_parser.isSet(m_evaluateOption))
+        m_runs.push_back(RunKind::Evaluate);
+    if (m_parser.isSet(m_sensitivityOption))
+        m_runs.push_back(RunKind::Sensitivity);
+    if (opensModel && !m_runs.empty()) {
+        connect(&window, &MainWindow::modelShown, this, &ScreenshotHarness::startNextRun);
+        connect(&window, &MainWindow::runFinished, this, &ScreenshotHarness::startNextRun);
         connect(&window, &MainWindow::runFailed, this, [](const QString& message) {
-            quitWithError(QStringLiteral("analysis failed: %1").arg(message));
+            quitWithError(QStringLiteral("run failed: %1").arg(message));
         });
     } else if (opensModel) {
         connect(&window, &MainWindow::modelShown, this, &ScreenshotHarness::shootSoon);
@@ -126,6 +138,19 @@ void ScreenshotHarness::arm(MainWindow& window, bool opensModel) {
         quitWithError(
             QStringLiteral("no model shown after %1 s, giving up").arg(ScreenshotTimeoutMs / 1000));
     });
+}
+
+void ScreenshotHarness::startNextRun() {
+    if (m_runs.empty()) {
+        if (m_runStarted)
+            shootSoon();
+        return;
+    }
+    const RunKind kind = m_runs.front();
+    m_runs.erase(m_runs.begin());
+    m_runStarted = true;
+    if (!m_window->startRun(kind))
+        quitWithError(QStringLiteral("cannot start the run"));
 }
 
 void ScreenshotHarness::shootSoon() {

@@ -1,8 +1,12 @@
 #pragma once
 
+#include "RunController.h"
+
 #include <QCommandLineOption>
 #include <QObject>
 #include <QString>
+
+#include <vector>
 
 class QCommandLineParser;
 class QDockWidget;
@@ -11,10 +15,11 @@ namespace qs {
 
 class MainWindow;
 
-// --screenshot and its companions (--analyze, --select, --pattern, --grab): saves a PNG of the
-// main window (or of one of its docks) once the model, or the start page, is shown, optionally
-// after an analysis run, and quits. For docs (scripts/screenshots.sh) and tests; kept out of
-// main() so the GUI's entry point only parses the command line and opens the window.
+// --screenshot and its companions (--analyze, --evaluate, --sensitivity, --select, --pattern,
+// --grab): saves a PNG of the main window (or of one of its docks) once the model, or the start
+// page, is shown, optionally after those runs (in that order), and quits. For docs
+// (scripts/screenshots.sh) and tests; kept out of main() so the GUI's entry point only parses the
+// command line and opens the window.
 class ScreenshotHarness : public QObject {
     Q_OBJECT
 public:
@@ -34,16 +39,21 @@ public:
 
 private:
     void shootSoon();
+    void startNextRun();
     void save(QDockWidget* part);
     static void quitWithError(const QString& message);
 
     QCommandLineParser& m_parser;
     const QCommandLineOption m_screenshotOption;
     const QCommandLineOption m_analyzeOption;
+    const QCommandLineOption m_evaluateOption;
+    const QCommandLineOption m_sensitivityOption;
     const QCommandLineOption m_selectOption;
     const QCommandLineOption m_patternOption;
     const QCommandLineOption m_grabOption;
     MainWindow* m_window = nullptr;
+    std::vector<RunKind> m_runs; // still to start, in order
+    bool m_runStarted = false;
 };
 
 } // namespace qs
