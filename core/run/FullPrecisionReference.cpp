@@ -126,6 +126,7 @@ FullPrecisionReference FullPrecisionReference::obtain(const RunRequest& request,
     plain.dtype = request.dtype;
     plain.tokenizer = request.tokenizer;
     plain.evaluate = true;
+    plain.fidelity = false; // it is the reference
     QuantizationOutcome out = runQuantization(plain, progress);
     const at::Tensor hidden = out.evalHidden.to(at::kCPU).contiguous();
     if (hidden.size(0) != ref.m_windows || hidden.size(1) != ref.m_seqLen)

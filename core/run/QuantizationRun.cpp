@@ -62,7 +62,9 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     // The full-precision side first: its pass (when not cached) frees its model before this
     // run's blocks are loaded.
     std::optional<FullPrecisionReference> reference;
-    const bool fidelity = req.evaluate && req.fidelity && prep.recipe.quantizesAnything();
+    // The request's recipe, not the prepared one: over a checkpoint stored quantized, a recipe
+    // without schemes runs the stored quantization, and that model is the reference itself.
+    const bool fidelity = req.evaluate && req.fidelity && req.recipe.quantizesAnything();
     if (fidelity)
         reference =
             FullPrecisionReference::obtain(req, prep, [&progress](double f, const std::string& m) {
