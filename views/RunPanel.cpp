@@ -95,8 +95,14 @@ RunPanel::RunPanel(QWidget* parent)
     m_sensitivityView->setModel(proxy);
     m_sensitivityView->setSortingEnabled(true);
     m_sensitivityView->verticalHeader()->hide();
+    // Names on one line (elided in the middle, where layer names differ), the numbers sized to
+    // their headers; a narrow dock scrolls sideways instead of wrapping names into three rows.
+    m_sensitivityView->setWordWrap(false);
+    m_sensitivityView->setTextElideMode(Qt::ElideMiddle);
+    m_sensitivityView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_sensitivityView->horizontalHeader()->setSectionResizeMode(RunSensitivityModel::LayerColumn,
-                                                                QHeaderView::Stretch);
+                                                                QHeaderView::Interactive);
+    m_sensitivityView->horizontalHeader()->resizeSection(RunSensitivityModel::LayerColumn, 200);
     m_sensitivityView->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_sensitivityTotals->setWordWrap(true);
     auto* sensitivity = new QGroupBox(tr("Sensitivity"), this);

@@ -50,7 +50,7 @@ const NumberColumn kNumberColumns[] = {
      QT_TRANSLATE_NOOP("RunSensitivityModel",
                        "Mean KL(fp32 ‖ only this layer quantized) over the scored tokens"),
      [](const SensitivityRow& r) { return r.aloneKl; }, 6, 1.0},
-    {QT_TRANSLATE_NOOP("RunSensitivityModel", "Same top alone %"),
+    {QT_TRANSLATE_NOOP("RunSensitivityModel", "Top-1 alone %"),
      QT_TRANSLATE_NOOP("RunSensitivityModel",
                        "Share of scored tokens whose most likely next token is unchanged with "
                        "only this layer quantized"),

@@ -80,7 +80,8 @@ ScreenshotHarness::ScreenshotHarness(QCommandLineParser& parser)
       m_grabOption(
           QStringLiteral("grab"),
           QStringLiteral("With --screenshot: what to save, \"window\" (default), \"recipe\" "
-                         "(the recipe panel only) or \"detail\" (the layer detail only)."),
+                         "(the recipe panel only), \"runs\" (the runs panel only) or \"detail\" "
+                         "(the layer detail only)."),
           QStringLiteral("PART"), QStringLiteral("window")) {
     parser.addOption(m_screenshotOption);
     parser.addOption(m_analyzeOption);
@@ -104,8 +105,8 @@ QString ScreenshotHarness::usageError(bool opensModel) const {
             return QStringLiteral("--%1 goes with --screenshot").arg(o->names().constFirst());
     const QString grab = m_parser.value(m_grabOption);
     if (grab != QLatin1String("window") && grab != QLatin1String("recipe") &&
-        grab != QLatin1String("detail"))
-        return QStringLiteral("--grab takes window, recipe or detail, not %1").arg(grab);
+        grab != QLatin1String("runs") && grab != QLatin1String("detail"))
+        return QStringLiteral("--grab takes window, recipe, runs or detail, not %1").arg(grab);
     for (const QCommandLineOption* o : {&m_analyzeOption, &m_evaluateOption, &m_sensitivityOption})
         if (m_parser.isSet(*o) && !opensModel)
             return QStringLiteral("--%1 needs MODEL_DIR or --demo").arg(o->names().constFirst());
@@ -165,13 +166,15 @@ void ScreenshotHarness::shootSoon() {
     // them).
     QDockWidget* part =
         grab == QLatin1String("recipe") ? m_window->recipeDock()
+        : grab == QLatin1String("runs") ? m_window->runDock()
         : grab == QLatin1String("detail")
             ? m_window->workbenchPage()->findChild<QDockWidget*>(QStringLiteral("layerDetailDock"))
             : nullptr;
     if (part) {
         part->setFloating(true);
-        part->resize(grab == QLatin1String("recipe") ? QSize(460, 1000) : QSize(1200, 860));
+        part->resize(grab == QLatin1String("detail") ? QSize(1200, 860) : QSize(560, 1000));
         part->show();
+        part->raise();
     }
     QTimer::singleShot(ScreenshotSettleMs, this, [this, part] { save(part); });
 }

@@ -109,6 +109,12 @@ private Q_SLOTS:
         r = runGui({QStringLiteral("--analyze"), QStringLiteral("--demo")}, home);
         QCOMPARE(r.exitCode, 2); // --analyze only makes sense for a screenshot
         QVERIFY2(r.stderrText.contains(QStringLiteral("--screenshot")), qPrintable(r.stderrText));
+        r = runGui({QStringLiteral("--evaluate"), QStringLiteral("--screenshot"),
+                    home + QStringLiteral("/x.png")},
+                   home);
+        QCOMPARE(r.exitCode, 2); // nothing to evaluate without a model
+        QVERIFY2(r.stderrText.contains(QStringLiteral("needs MODEL_DIR")),
+                 qPrintable(r.stderrText));
         r = runGui({QStringLiteral("--grab"), QStringLiteral("menu"),
                     QStringLiteral("--screenshot"), home + QStringLiteral("/x.png")},
                    home);
@@ -169,6 +175,22 @@ private Q_SLOTS:
                    home);
         QVERIFY2(r.exitCode == 0, qPrintable(r.stderrText));
         QCOMPARE(QImage(detailPng).size(), QSize(1200, 860)); // the layer detail dock only
+
+        // Evaluate, then Sensitivity, then the runs panel alone (perplexities, fidelity and the
+        // per-layer table filled).
+        recipe.evaluation.dataPath =
+            qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")).toStdString();
+        recipe.evaluation.seqLen = 64;
+        recipe.evaluation.maxWindows = 2;
+        recipe.save(recipePath.toStdString());
+        const QString runsPng = home + QStringLiteral("/runs.png");
+        r = runGui({qs::test::sharedPath(QStringLiteral("models/stories260K")),
+                    QStringLiteral("--recipe"), recipePath, QStringLiteral("--evaluate"),
+                    QStringLiteral("--sensitivity"), QStringLiteral("--grab"),
+                    QStringLiteral("runs"), QStringLiteral("--screenshot"), runsPng},
+                   home);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.stderrText));
+        QCOMPARE(QImage(runsPng).size(), QSize(560, 1000)); // the runs dock only
     }
 };
 
