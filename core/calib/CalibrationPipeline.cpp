@@ -173,15 +173,16 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
 
     if (evalStream.defined()) {
         result.evalHidden = evalStream;
-        result.evalNllSum =
-            sumWindowNll(m_model, evalStream, evaluation.to(device), m_options.maxBatchTokens,
-                         [&](int64_t done, int64_t all) {
-                             // 1.0 is the run's own end (runQuantization reports it).
-                             progress.reportOverall(0.99 + 0.009 * double(done) / double(all),
-                                                    "scoring window " + std::to_string(done) +
-                                                        " of " + std::to_string(all));
-                             return true;
-                         });
+        result.evalNllSum = sumWindowNll(
+            m_model, evalStream, evaluation.to(device), m_options.maxBatchTokens,
+            [&](int64_t done, int64_t all) {
+                // 1.0 is the run's own end (runQuantization reports it).
+                progress.reportOverall(0.99 + 0.009 * double(done) / double(all),
+                                       "scoring window " + std::to_string(done) + " of " +
+                                           std::to_string(all));
+                return true;
+            },
+            m_options.onEvalLogits);
         result.evalPredicted = evaluation.size(0) * (evaluation.size(1) - 1);
     }
     return result;
@@ -218,9 +219,10 @@ at::Tensor CalibrationPipeline::embedWindows(const at::Tensor& ids) {
     return m_model.embed(ids.to(m_model.compute().device));
 }
 
-double CalibrationPipeline::scoreWindows(const at::Tensor& hidden, const at::Tensor& ids) {
-    return sumWindowNll(m_model, hidden, ids.to(m_model.compute().device),
-                        m_options.maxBatchTokens);
+double CalibrationPipeline::scoreWindows(const at::Tensor& hidden, const at::Tensor& ids,
+                                         const LogitsObserver& onLogits) {
+    return sumWindowNll(m_model, hidden, ids.to(m_model.compute().device), m_options.maxBatchTokens,
+                        {}, onLogits);
 }
 
 } // namespace qs

@@ -5,6 +5,7 @@
 #include "calib/CalibrationPasses.h"
 #include "calib/LayerPlan.h"
 #include "calib/LayerPlanner.h"
+#include "eval/Perplexity.h"
 #include "model/DecoderModel.h"
 #include "recipe/Recipe.h"
 
@@ -28,6 +29,8 @@ struct PipelineOptions {
     bool keepPlans = false;
     // The recipe's algorithms, run as the transform pass of every block (BlockTransform.h).
     std::vector<std::shared_ptr<BlockTransform>> transforms;
+    // Sees each batch of the evaluation windows' logits as they are scored (eval/Perplexity.h).
+    LogitsObserver onEvalLogits;
     // Called after each block with its layers' reports, so views can fill in as blocks finish.
     std::function<void(int block, const std::vector<LayerReport>& layers)> onBlockReports;
     // The sink reads quantized linears only through their codes (Exporter::readsOnlyCodes):
@@ -83,8 +86,10 @@ public:
                                 const PipelineProgress& progress = {});
     // Block 0's inputs for windows `ids` [W, L].
     at::Tensor embedWindows(const at::Tensor& ids);
-    // The protocol's NLL sum of the last block's outputs `hidden` for windows `ids`.
-    double scoreWindows(const at::Tensor& hidden, const at::Tensor& ids);
+    // The protocol's NLL sum of the last block's outputs `hidden` for windows `ids`;
+    // `onLogits` sees each batch's logits.
+    double scoreWindows(const at::Tensor& hidden, const at::Tensor& ids,
+                        const LogitsObserver& onLogits = {});
 
 private:
     DecoderModel& m_model;

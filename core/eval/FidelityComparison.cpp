@@ -115,37 +115,59 @@ void compareLogitRows(const at::Tensor& base, const at::Tensor& quant, const at:
     });
 }
 
-FidelitySamples compareWindows(DecoderModel& baseModel, const HiddenWindows& baseHidden,
-                               DecoderModel& quantModel, const HiddenWindows& quantHidden,
-                               const at::Tensor& ids, int64_t maxBatchTokens,
-                               const std::function<bool(int64_t, int64_t)>& progress) {
-    const int64_t W = ids.size(0), T = ids.size(1);
-    const int64_t V = baseModel.config().vocabSize;
-    const int64_t batch = std::max<int64_t>(1, maxBatchTokens / T);
-    // Rows whose logits of one model stay within kFidelityLogitBytes.
-    const int64_t chunkRows = std::max<int64_t>(1, kFidelityLogitBytes / (V * 4));
-    FidelitySamples samples;
-    for (int64_t w = 0; w < W; w += batch) {
-        if (progress && !progress(w, W))
-            throw Cancelled();
-        const int64_t n = std::min(batch, W - w);
-        // Position T - 1 predicts nothing inside the window.
-        auto flat = [&](const at::Tensor& h) {
-            return h.narrow(1, 0, T - 1).reshape({n * (T - 1), h.size(-1)});
-        };
-        const at::Tensor hb = flat(baseHidden(w, n));
-        const at::Tensor hq = flat(quantHidden(w, n));
-        const at::Tensor targets = ids.narrow(0, w, n).narrow(1, 1, T - 1).reshape({-1});
-        for (int64_t r = 0; r < hb.size(0); r += chunkRows) {
-            const int64_t m = std::min(chunkRows, hb.size(0) - r);
-            const at::Tensor lb = baseModel.logits(hb.narrow(0, r, m).unsqueeze(0)).squeeze(0);
-            const at::Tensor lq = quantModel.logits(hq.narrow(0, r, m).unsqueeze(0)).squeeze(0);
-            compareLogitRows(lb, lq, targets.narrow(0, r, m), samples);
-        }
+int64_t fidelityChunkRows(int64_t vocab) {
+    return std::max<int64_t>(1, kFidelityLogitBytes / (std::max<int64_t>(1, vocab) * 4));
+}
+
+BaseLogitRows baseLogitsFromHidden(DecoderModel& model, HiddenWindows hidden, int64_t seqLen) {
+    const int64_t scored = seqLen - 1;
+    return [&model, hidden = std::move(hidden), scored](int64_t first, int64_t count) {
+        const int64_t w0 = first / scored, w1 = (first + count - 1) / scored;
+        const at::Tensor h = hidden(w0, w1 - w0 + 1).narrow(1, 0, scored);
+        const at::Tensor rows = h.reshape({-1, h.size(-1)}).narrow(0, first - w0 * scored, count);
+        return model.logits(rows.unsqueeze(0)).squeeze(0);
+    };
+}
+
+namespace {
+
+// The chunks of the base rows of one scoring batch: [begin, begin + rows) in steps of chunk.
+template <typename F> void forEachChunk(int64_t begin, int64_t rows, int64_t chunk, F&& f) {
+    for (int64_t r = 0; r < rows; r += chunk)
+        f(begin + r, std::min(chunk, rows - r));
+}
+
+} // namespace
+
+at::Tensor computeBaseLogits(const BaseLogitRows& base, int64_t windows, int64_t seqLen,
+                             int64_t maxBatchTokens, int64_t vocab) {
+    const int64_t scored = seqLen - 1;
+    const int64_t batch = std::max<int64_t>(1, maxBatchTokens / seqLen);
+    at::Tensor all;
+    for (int64_t w = 0; w < windows; w += batch) {
+        const int64_t n = std::min(batch, windows - w);
+        forEachChunk(w * scored, n * scored, fidelityChunkRows(vocab),
+                     [&](int64_t first, int64_t m) {
+                         const at::Tensor rows = base(first, m).to(at::kCPU, at::kFloat);
+                         if (!all.defined())
+                             all = at::empty({windows * scored, rows.size(1)}, at::kFloat);
+                         all.narrow(0, first, m).copy_(rows);
+                     });
     }
-    if (progress)
-        progress(W, W);
-    return samples;
+    return all;
+}
+
+void compareScoredBatch(const BaseLogitRows& base, int64_t firstWindow,
+                        const at::Tensor& quantLogits, const at::Tensor& ids,
+                        FidelitySamples& out) {
+    const int64_t n = quantLogits.size(0), scored = quantLogits.size(1), V = quantLogits.size(2);
+    const at::Tensor quant = quantLogits.reshape({n * scored, V});
+    const at::Tensor targets = ids.narrow(0, firstWindow, n).narrow(1, 1, scored).reshape({-1});
+    const int64_t begin = firstWindow * scored;
+    forEachChunk(begin, n * scored, fidelityChunkRows(V), [&](int64_t first, int64_t m) {
+        compareLogitRows(base(first, m), quant.narrow(0, first - begin, m),
+                         targets.narrow(0, first - begin, m), out);
+    });
 }
 
 } // namespace qs

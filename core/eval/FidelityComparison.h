@@ -18,16 +18,29 @@ void compareLogitRows(const at::Tensor& base, const at::Tensor& quant, const at:
 // The last block's outputs of `count` windows from `first` on ([count, T, H]).
 using HiddenWindows = std::function<at::Tensor(int64_t first, int64_t count)>;
 
-// The fidelity samples of the evaluation windows `ids` [W, T] (positions 1..T-1 of each, the
-// perplexity protocol's): each model's final norm and LM head over its own last-block outputs,
-// a few hundred rows at a time, so no more than about kFidelityLogitBytes of logits per model
-// exist at once whatever the vocabulary, window count or length. `progress(done, total)`
-// returning false throws qs::Cancelled between batches.
-FidelitySamples compareWindows(DecoderModel& baseModel, const HiddenWindows& baseHidden,
-                               DecoderModel& quantModel, const HiddenWindows& quantHidden,
-                               const at::Tensor& ids, int64_t maxBatchTokens,
-                               const std::function<bool(int64_t, int64_t)>& progress = {});
+// The full-precision model's logits by rows of the scored positions of the evaluation windows,
+// flattened (row w (T - 1) + t: position t of window w): `rows(first, count)` is [count, V].
+using BaseLogitRows = std::function<at::Tensor(int64_t first, int64_t count)>;
 
+// Logits a comparison holds of one model at once, whatever the vocabulary, window count or
+// length: it takes base rows in chunks of fidelityChunkRows(V).
 constexpr int64_t kFidelityLogitBytes = int64_t(64) << 20;
+int64_t fidelityChunkRows(int64_t vocab);
+
+// Rows of `model`'s final norm and LM head over the last-block outputs `hidden` of windows of
+// `seqLen` tokens.
+BaseLogitRows baseLogitsFromHidden(DecoderModel& model, HiddenWindows hidden, int64_t seqLen);
+
+// All rows of `base` computed once, in the chunks compareScoredBatch asks for (so the same bits
+// as computing them on demand), for comparisons that read them many times (a sensitivity study
+// compares every row's model with them). [windows (seqLen - 1), V] float32 on the CPU.
+at::Tensor computeBaseLogits(const BaseLogitRows& base, int64_t windows, int64_t seqLen,
+                             int64_t maxBatchTokens, int64_t vocab);
+
+// One batch as the perplexity scored it (eval/Perplexity.h's LogitsObserver): `quantLogits`
+// [n, T - 1, V] of windows [firstWindow, firstWindow + n) of `ids` [W, T], against the base
+// rows of the same positions, chunk by chunk. Appends to `out`.
+void compareScoredBatch(const BaseLogitRows& base, int64_t firstWindow,
+                        const at::Tensor& quantLogits, const at::Tensor& ids, FidelitySamples& out);
 
 } // namespace qs

@@ -60,7 +60,8 @@ QS_VEC_MULTIVERSION void rowNll(const float* logits, const int64_t* targets, int
 } // namespace
 
 double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Tensor& ids,
-                    int64_t maxBatchTokens, const std::function<bool(int64_t, int64_t)>& progress) {
+                    int64_t maxBatchTokens, const std::function<bool(int64_t, int64_t)>& progress,
+                    const LogitsObserver& onLogits) {
     const int64_t W = ids.size(0), T = ids.size(1);
     if (T < limits::kMinWindowTokens) // recipes cannot ask for less (RecipeLimits.h)
         throw Error("evaluation", "seq_len", "must be at least 2");
@@ -98,6 +99,8 @@ double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Ten
             const at::Tensor s = -logp.gather(-1, target.unsqueeze(-1)).to(at::kDouble).sum();
             deviceSums = deviceSums.defined() ? deviceSums + s : s;
         }
+        if (onLogits)
+            onLogits(b, logits);
     }
     if (progress)
         progress(W, W);

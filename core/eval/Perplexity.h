@@ -13,9 +13,13 @@ namespace qs {
 // the last block's outputs for windows `ids` [W, L]) in batches of about maxBatchTokens, and
 // the sum over windows of -log p(token t | tokens < t) for t = 1..L-1, accumulated in double.
 // `progress(windowsDone, windowsTotal)` returning false throws qs::Cancelled between batches.
+// `onLogits`, when given, sees each batch's logits once scored (what the fidelity comparison
+// reads instead of running the LM head again).
+using LogitsObserver = std::function<void(int64_t firstWindow, const at::Tensor& logits)>;
 double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Tensor& ids,
                     int64_t maxBatchTokens,
-                    const std::function<bool(int64_t, int64_t)>& progress = {});
+                    const std::function<bool(int64_t, int64_t)>& progress = {},
+                    const LogitsObserver& onLogits = {});
 
 // Greedy decoding without sampling; stops at `eosId` (when >= 0) or after maxNewTokens. The whole
 // prefix is recomputed per step (no KV cache): fine for the short continuations it serves.

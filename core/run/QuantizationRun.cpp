@@ -30,30 +30,6 @@ PerplexityResult perplexityResult(const PreparedRun& prep, double nllSum, int64_
     return p;
 }
 
-namespace {
-
-// The quantized model's logits against the full-precision ones on the evaluation windows. A
-// model-level transform (rotation) changed this model's head with its blocks; the reference's
-// hidden states go through a plain instance of the model's head.
-FidelityReport compareWithReference(const PreparedRun& prep, const FullPrecisionReference& ref,
-                                    const at::Tensor& quantHidden) {
-    const at::Device device = prep.model->compute().device;
-    std::unique_ptr<DecoderModel> plain;
-    if (prep.model->hasWeightTransform())
-        plain = prep.handle.instantiate(prep.model->compute());
-    DecoderModel& base = plain ? *plain : *prep.model;
-    const at::Tensor ids = prep.evaluation.to(device);
-    const FidelitySamples samples = compareWindows(
-        base, [&](int64_t first, int64_t n) { return ref.windows(first, n, device); }, *prep.model,
-        [&](int64_t first, int64_t n) { return quantHidden.narrow(0, first, n); }, ids,
-        PipelineOptions().maxBatchTokens);
-    FidelityReport report = summarizeFidelity(samples);
-    report.referenceFromCache = ref.fromCache();
-    return report;
-}
-
-} // namespace
-
 QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgress& progress) {
     const auto t0 = std::chrono::steady_clock::now();
     PreparedRun prep = prepareRun(req, progress);
@@ -80,6 +56,27 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     options.keepPlans = req.keepPlans;
     options.transforms = prep.transforms;
     options.onBlockReports = req.onBlockReports;
+    // The fidelity comparison reads each scored batch's logits as the perplexity computes them,
+    // against the reference's logits of the same positions. A model-level transform (rotation)
+    // changed this model's head with its blocks; the reference's hidden states go through a
+    // plain instance of the model's head.
+    FidelitySamples fidelitySamples;
+    std::unique_ptr<DecoderModel> plainHead;
+    BaseLogitRows baseRows;
+    if (reference) {
+        if (prep.model->hasWeightTransform())
+            plainHead = prep.handle.instantiate(prep.model->compute());
+        const at::Device device = prep.model->compute().device;
+        baseRows = baseLogitsFromHidden(
+            plainHead ? *plainHead : *prep.model,
+            [&reference, device](int64_t first, int64_t n) {
+                return reference->windows(first, n, device);
+            },
+            prep.evaluation.size(1));
+        options.onEvalLogits = [&](int64_t first, const at::Tensor& logits) {
+            compareScoredBatch(baseRows, first, logits, prep.evaluation, fidelitySamples);
+        };
+    }
 
     std::vector<std::unique_ptr<Exporter>> exporters;
     ExportContext context;
@@ -148,7 +145,8 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
             perplexityResult(prep, result.evalNllSum, result.evalPredicted, seconds);
     if (reference) {
         outcome.fullPrecision = reference->perplexity();
-        outcome.fidelity = compareWithReference(prep, *reference, result.evalHidden);
+        outcome.fidelity = summarizeFidelity(fidelitySamples);
+        outcome.fidelity->referenceFromCache = reference->fromCache();
     }
     outcome.evalHidden = std::move(result.evalHidden);
     AnalysisReport& report = outcome.report;

@@ -12,6 +12,9 @@ namespace qs {
 
 namespace {
 
+// The reference's logits a study keeps rather than recomputing them for every row.
+constexpr int64_t kCachedReferenceLogitBytes = int64_t(512) << 20;
+
 // The row a layer is measured in: its own, except the experts of a mixture-of-experts layer,
 // whose linears of one kind share a row named by the pattern that addresses them
 // ("model.layers.3.mlp.experts.*.down_proj"): 128 experts x 3 linears x 2 evaluations per layer
@@ -87,8 +90,13 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
     const int64_t seqLen = prep.evaluation.size(1);
     const int64_t predicted = prep.evaluation.size(0) * (seqLen - 1);
     const at::Tensor embedded = pipeline.embedWindows(prep.evaluation);
-    const at::Tensor ids = prep.evaluation.to(prep.model->compute().device);
-    at::Tensor fpLast; // the full-precision model's last-block outputs: every row's reference
+    // The full-precision model's last-block outputs and its logits, every row's reference: kept
+    // once computed when they fit kCachedReferenceLogitBytes (each row then runs the LM head
+    // once, for its own logits, which score its perplexity and meet the reference's), else
+    // recomputed from the outputs per row.
+    at::Tensor fpLast, fpLogits;
+    BaseLogitRows reference;
+    const int64_t vocab = prep.model->config().vocabSize;
     struct Measured {
         double perplexity = 0.0;
         FidelitySummary fidelity;
@@ -99,17 +107,33 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
                                                           blockInputs, part(what));
         ++done;
         Measured m;
-        m.perplexity = std::exp(pipeline.scoreWindows(last, prep.evaluation) / double(predicted));
         if (!fpLast.defined()) {
+            m.perplexity =
+                std::exp(pipeline.scoreWindows(last, prep.evaluation) / double(predicted));
             fpLast = last;
+            // Both sides run through this model's head (a model-level transform changed the
+            // reference's blocks with it, so they agree in exact arithmetic).
+            const BaseLogitRows fromHidden = baseLogitsFromHidden(
+                *prep.model, [&fpLast](int64_t f, int64_t n) { return fpLast.narrow(0, f, n); },
+                seqLen);
+            if (predicted * vocab * 4 <= kCachedReferenceLogitBytes) {
+                fpLogits = computeBaseLogits(fromHidden, prep.evaluation.size(0), seqLen,
+                                             options.maxBatchTokens, vocab);
+                reference = [&fpLogits](int64_t f, int64_t n) { return fpLogits.narrow(0, f, n); };
+            } else {
+                reference = fromHidden;
+            }
             return m;
         }
-        // Both sides run through this model's head (a model-level transform changed the
-        // reference's blocks with it, so they agree in exact arithmetic).
-        m.fidelity = summarizeBriefly(compareWindows(
-            *prep.model, [&](int64_t first, int64_t n) { return fpLast.narrow(0, first, n); },
-            *prep.model, [&](int64_t first, int64_t n) { return last.narrow(0, first, n); }, ids,
-            options.maxBatchTokens));
+        FidelitySamples samples;
+        m.perplexity =
+            std::exp(pipeline.scoreWindows(last, prep.evaluation,
+                                           [&](int64_t first, const at::Tensor& logits) {
+                                               compareScoredBatch(reference, first, logits,
+                                                                  prep.evaluation, samples);
+                                           }) /
+                     double(predicted));
+        m.fidelity = summarizeBriefly(samples);
         return m;
     };
     const PlanFilter nothing = [](const LayerPlan&) { return PlanParts{false, false}; };
