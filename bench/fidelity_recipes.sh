@@ -49,5 +49,7 @@ print(f"{name:30s} {j['perplexity']:10.4f} {f['kl_mean']['value']:.5f} ± {f['kl
       f"    {lo:.5f} .. {hi:.5f} {q99:9.4f} {100 * f['delta_p_rms']['value']:7.2f}%"
       f" {100 * f['same_top']['value']:7.2f} ± {100 * f['same_top']['error']:4.2f}"
       f" {end - start:7.1f}{'  (fp cached)' if f['reference_from_cache'] else ''}")
+if not f["reference_from_cache"]:
+    print(f"{'  (fp32 reference)':30s} {f['perplexity_base']['value']:10.4f}")
 EOF
 done
