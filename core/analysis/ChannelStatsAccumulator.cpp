@@ -58,7 +58,9 @@ void ChannelStatsAccumulator::addQuantized(const at::Tensor& xq) {
     m_quantizedSampled += take;
 }
 
-ChannelStatistics ChannelStatsAccumulator::finish(double percentileLevel) const {
+ChannelStatistics
+ChannelStatsAccumulator::finish(double percentileLevel,
+                                const ChannelStatsAccumulator* quantizedFrom) const {
     ChannelStatistics s;
     if (m_tokens == 0)
         return s;
@@ -82,9 +84,11 @@ ChannelStatistics ChannelStatsAccumulator::finish(double percentileLevel) const 
         1, std::min<int64_t>(rows, int64_t(std::ceil(percentileLevel / 100.0 * double(rows)))));
     s.percentile = toVector(std::get<0>(at::kthvalue(sample.abs(), k, 0)));
     s.histogram = histogramOf(sample, kHistogramBins);
-    if (!m_quantizedSample.empty())
-        s.quantizedHistogram = histogramOf(at::cat(m_quantizedSample, 0), kHistogramBins,
-                                           s.histogram.lo, s.histogram.hi);
+    const std::vector<at::Tensor>& quantized =
+        (quantizedFrom ? quantizedFrom : this)->m_quantizedSample;
+    if (!quantized.empty())
+        s.quantizedHistogram =
+            histogramOf(at::cat(quantized, 0), kHistogramBins, s.histogram.lo, s.histogram.hi);
     s.tokenAbsmax = toVector(m_firstTokenAbsmax);
     return s;
 }

@@ -18,7 +18,10 @@ public:
     void add(const at::Tensor& x);
     // The same tokens after the input quantizer (for the quantized histogram).
     void addQuantized(const at::Tensor& xq);
-    ChannelStatistics finish(double percentileLevel = 99.0) const;
+    // `quantizedFrom`, when given, holds the quantized samples instead of this accumulator (a
+    // layer whose inputs another layer's accumulator took: q, k and v read one tensor).
+    ChannelStatistics finish(double percentileLevel = 99.0,
+                             const ChannelStatsAccumulator* quantizedFrom = nullptr) const;
 
 private:
     at::Tensor m_min, m_max, m_s1, m_s2, m_s3, m_s4; // [C], double moments

@@ -28,6 +28,13 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
                              const std::map<std::string, at::Tensor>& refOutputs,
                              const std::map<std::string, at::Tensor>& quantInputs,
                              const std::map<std::string, at::Tensor>& quantOutputs) {
+    // Linears fed the very same input tensor in both streams (q, k, v; gate, up) share its
+    // statistics: the first of them computes them.
+    auto sameTensor = [](const at::Tensor& a, const at::Tensor& b) {
+        return a.is_same(b) || (a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() &&
+                                a.strides() == b.strides() && a.dtype() == b.dtype());
+    };
+    std::vector<std::string> takers;
     for (size_t i = 0; i < plans.size(); ++i) {
         const LayerPlan& p = plans[i];
         Layer& a = m_layers.at(p.name);
@@ -37,12 +44,27 @@ void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,
             continue;
         const at::Tensor& xRef = in->second;
         const at::Tensor& yRef = refOutputs.at(p.name);
-        a.channels.add(xRef);
+        std::string inputsOf;
+        if (!linears[i]->routed)
+            for (const std::string& name : takers)
+                if (sameTensor(refInputs.at(name), xRef) &&
+                    sameTensor(quantInputs.at(name), quantInputs.at(p.name))) {
+                    inputsOf = name;
+                    break;
+                }
+        // The grouping is the block's: the same in every batch.
+        a.inputsOf = inputsOf;
+        if (inputsOf.empty()) {
+            a.channels.add(xRef);
+            if (!linears[i]->routed)
+                takers.push_back(p.name);
+        }
         // The two streams route tokens independently, so an expert's rows in one are not the
         // same tokens as in the other: no token-wise comparison for routed linears.
         if (!linears[i]->routed) {
             a.accumulated.add(quantOutputs.at(p.name), yRef);
-            a.drift.add(quantInputs.at(p.name), xRef);
+            if (inputsOf.empty())
+                a.drift.add(quantInputs.at(p.name), xRef);
         }
         if (!p.quantized())
             continue;
@@ -135,8 +157,9 @@ void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
         }
         rep.outputAccumulated = a.accumulated.metrics();
         rep.inputQuantization = a.inputQuant.metrics();
-        rep.inputDrift = a.drift.metrics();
-        rep.input = a.channels.finish();
+        const Layer& inputs = a.inputsOf.empty() ? a : m_layers.at(a.inputsOf);
+        rep.inputDrift = inputs.drift.metrics();
+        rep.input = inputs.channels.finish(99.0, &a.channels);
         if (!rep.input.absmax.empty()) {
             rep.inputAbsmax = *std::max_element(rep.input.absmax.begin(), rep.input.absmax.end());
             const double med = median(rep.input.absmax);

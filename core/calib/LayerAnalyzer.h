@@ -42,6 +42,10 @@ private:
         ChannelStatsAccumulator channels;
         std::vector<std::pair<std::string, int64_t>> parts; // fused projections (LinearLayer)
         std::vector<ErrorAccumulator> partsLocal;
+        // The layer whose accumulators took this layer's full-precision inputs (the same tensor:
+        // q, k and v, gate and up read one), so its input statistics and drift are not computed
+        // again; empty when it took them itself.
+        std::string inputsOf;
     };
     std::map<std::string, Layer> m_layers;
 };
