@@ -93,29 +93,8 @@ FullPrecisionReference FullPrecisionReference::obtain(const RunRequest& request,
     const QString bin = QString::fromStdString(dir + "/" + key + ".bin");
     const QString meta = QString::fromStdString(dir + "/" + key + ".json");
 
-    if (!dir.empty() && QFile::exists(bin) && QFile::exists(meta)) {
-        // A damaged or foreign entry is recomputed, not trusted.
-        QFile f(meta);
-        if (f.open(QIODevice::ReadOnly)) {
-            const nlohmann::json j =
-                nlohmann::json::parse(f.readAll().toStdString(), nullptr, false);
-            if (j.is_object() && j.value("format", "") == kReferenceFormat &&
-                j.contains("perplexity") && j.contains("width")) {
-                ref.m_width = j["width"].get<int64_t>();
-                ref.m_dtype = j.value("dtype", "float32") == "float32" ? at::kFloat
-                              : j.value("dtype", "") == "bfloat16"     ? at::kBFloat16
-                                                                       : at::kHalf;
-                const int64_t bytes = ref.m_windows * ref.m_seqLen * ref.m_width *
-                                      int64_t(c10::elementSize(ref.m_dtype));
-                if (QFileInfo(bin).size() == bytes) {
-                    ref.m_perplexity = perplexityFromJson(j["perplexity"]);
-                    ref.m_file = bin.toStdString();
-                    ref.m_fromCache = true;
-                    return ref;
-                }
-            }
-        }
-    }
+    if (!dir.empty() && ref.readCached(bin, meta, prep.model->compute().dtype))
+        return ref;
 
     // A recipe without schemes over the same model, data and windows: the evaluation every
     // full-precision perplexity comes from.
@@ -160,6 +139,32 @@ FullPrecisionReference FullPrecisionReference::obtain(const RunRequest& request,
     }
     ref.m_hidden = hidden; // no cache: kept for this run
     return ref;
+}
+
+bool FullPrecisionReference::readCached(const QString& bin, const QString& meta,
+                                        at::ScalarType dtype) {
+    // A damaged or foreign entry is recomputed, not trusted.
+    QFile f(meta);
+    if (!QFile::exists(bin) || !f.open(QIODevice::ReadOnly))
+        return false;
+    const nlohmann::json j = nlohmann::json::parse(f.readAll().toStdString(), nullptr, false);
+    try {
+        if (!j.is_object() || j.value("format", "") != kReferenceFormat ||
+            j.value("dtype", "") != dtypeLabel(dtype))
+            return false;
+        const int64_t width = j.at("width").get<int64_t>();
+        if (QFileInfo(bin).size() !=
+            m_windows * m_seqLen * width * int64_t(c10::elementSize(dtype)))
+            return false;
+        m_perplexity = perplexityFromJson(j.at("perplexity"));
+        m_width = width;
+    } catch (const nlohmann::json::exception&) {
+        return false;
+    }
+    m_dtype = dtype;
+    m_file = bin.toStdString();
+    m_fromCache = true;
+    return true;
 }
 
 at::Tensor FullPrecisionReference::windows(int64_t first, int64_t count,

@@ -6,6 +6,7 @@
 #include "run/RunRequest.h"
 
 #include <ATen/core/Tensor.h>
+#include <QString>
 
 #include <string>
 
@@ -29,6 +30,10 @@ public:
     at::Tensor windows(int64_t first, int64_t count, const at::Device& device) const;
 
 private:
+    // Takes the cached entry (`bin`: the tensor's bytes, `meta`: its JSON) when it is whole and
+    // holds `dtype`; false otherwise.
+    bool readCached(const QString& bin, const QString& meta, at::ScalarType dtype);
+
     PerplexityResult m_perplexity;
     bool m_fromCache = false;
     at::Tensor m_hidden; // when not cached (cache off or not writable)

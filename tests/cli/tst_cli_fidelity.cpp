@@ -5,6 +5,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -149,6 +150,32 @@ private Q_SLOTS:
         QCOMPARE(QDir(cache + "/fp-reference").entryList({"*.bin"}).size(), 2);
         qputenv("QS_CACHE_DIR", "off");
         const QJsonObject uncached = evalJson(m_recipe, 3)["fidelity"].toObject();
+        QVERIFY(!uncached["reference_from_cache"].toBool());
+        QVERIFY(value(first, "kl_mean") == value(uncached, "kl_mean"));
+        qputenv("QS_CACHE_DIR", qs::test::tempDir("cache").toUtf8());
+    }
+
+    // A damaged entry (cut short, or JSON that is not the cache's) and a cache folder that
+    // cannot be made are not trusted or fatal: the reference is computed again, same figures.
+    void damagedCacheIsRecomputed() {
+        const QString cache = qs::test::tempDir("cache-damaged");
+        qputenv("QS_CACHE_DIR", cache.toUtf8());
+        const QJsonObject first = evalJson(m_recipe, 1)["fidelity"].toObject();
+        const QDir dir(cache + "/fp-reference");
+        const QString bin = dir.filePath(dir.entryList({"*.bin"}).value(0));
+        const QString meta = dir.filePath(dir.entryList({"*.json"}).value(0));
+        QVERIFY(QFile::resize(bin, QFileInfo(bin).size() - 4));
+        QVERIFY(!evalJson(m_recipe, 1)["fidelity"].toObject()["reference_from_cache"].toBool());
+        QVERIFY(evalJson(m_recipe, 1)["fidelity"].toObject()["reference_from_cache"].toBool());
+        QFile m(meta);
+        QVERIFY(m.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        m.write("{\"format\": 7}");
+        m.close();
+        const QJsonObject again = evalJson(m_recipe, 1)["fidelity"].toObject();
+        QVERIFY(!again["reference_from_cache"].toBool());
+        QVERIFY(value(first, "kl_mean") == value(again, "kl_mean"));
+        qputenv("QS_CACHE_DIR", (bin + "/not-a-folder").toUtf8()); // under a file
+        const QJsonObject uncached = evalJson(m_recipe, 1)["fidelity"].toObject();
         QVERIFY(!uncached["reference_from_cache"].toBool());
         QVERIFY(value(first, "kl_mean") == value(uncached, "kl_mean"));
         qputenv("QS_CACHE_DIR", qs::test::tempDir("cache").toUtf8());
