@@ -27,6 +27,10 @@ int64_t captureBytes(const std::vector<LayerPlan>& plans, const at::Tensor& stre
 
 } // namespace
 
+int64_t batchTokensFor(const at::Device& device) {
+    return device.is_cpu() ? 2048 : 8192;
+}
+
 CalibrationPipeline::CalibrationPipeline(DecoderModel& model, LayerPlanner& planner,
                                          PipelineOptions options)
     : m_model(model), m_planner(planner), m_options(std::move(options)) {}

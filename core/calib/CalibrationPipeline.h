@@ -16,10 +16,17 @@
 
 namespace qs {
 
+// Tokens per forward batch on a device. The CPU's 2048 keeps one batch's activations in cache
+// (docs/performance.md); a GPU needs larger matmuls to fill its cores and launches a kernel per
+// operation per batch, so it takes 8192 (a 7B-shaped block's largest temporary at 8192 tokens:
+// 8192 x 11008 bf16 = 180 MB; the LM head's fp32 logits 8192 x 32000 = 1 GB).
+int64_t batchTokensFor(const at::Device& device);
+
 struct PipelineOptions {
     CalibrationMode mode = CalibrationMode::Float; // what static observers see (Recipe.h)
-    bool analyze = false;          // per-layer report (a full-precision reference stream too)
-    int64_t maxBatchTokens = 2048; // tokens per forward batch (bounds activation temporaries)
+    bool analyze = false; // per-layer report (a full-precision reference stream too)
+    // Tokens per forward batch (bounds activation temporaries): batchTokensFor(device).
+    int64_t maxBatchTokens = 2048;
     // An analysed run keeps the full-precision pass's captures (every linear's input and output
     // over the calibration set, for one block) when they fit here; otherwise it runs the
     // full-precision block a second time after freezing.

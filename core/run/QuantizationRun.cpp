@@ -52,6 +52,7 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
 
     PipelineOptions options;
     options.mode = prep.recipe.calibration.mode;
+    options.maxBatchTokens = batchTokensFor(prep.model->compute().device);
     options.analyze = req.analyze;
     options.keepPlans = req.keepPlans;
     options.transforms = prep.transforms;

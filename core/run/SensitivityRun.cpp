@@ -44,6 +44,7 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
 
     PipelineOptions options;
     options.mode = prep.recipe.calibration.mode;
+    options.maxBatchTokens = batchTokensFor(prep.model->compute().device);
     options.keepPlans = true;
     options.transforms = prep.transforms;
     CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
