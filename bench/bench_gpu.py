@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """GPU benchmark: prints numbers, never asserts (machines are shared; compare ratios).
 
-Runs on a machine with a CUDA GPU and a PyTorch with CUDA (the one whose LibTorch the CUDA build
-links, e.g. `scripts/build-cuda.sh`), all in one run on the same synthetic 1B-shaped Llama
-(TinyLlama's shape: hidden 2048, 22 layers, 32 heads, 4 KV heads, vocab 32000), same windows,
-same dtype:
+Runs on a machine with a CUDA GPU and a PyTorch with CUDA (the one whose LibTorch the build
+links: the `pip` preset or scripts/build-cuda.sh), all in one run, same GPU, same windows, bf16:
 
-1. `quantscope-cli eval --device cuda` tokens/s against a plain PyTorch eager forward of the
-   same weights (tests/reference/hf_reference.py, one window at a time as transformers' eager
-   loop does) and, where the `transformers` package is importable, LlamaForCausalLM with
-   attn_implementation="eager"; perplexities side by side.
-2. Calibration seconds per block: `quantize` (int8, static activations) and `analyze`.
-3. Peak GPU memory (nvidia-smi sampled every 50 ms) of `quantize` against depth.
+1. Evaluation tokens/s on a 1B-shaped synthetic Llama (TinyLlama's shape: hidden 2048, 22 layers,
+   32 heads, 4 KV heads, vocab 32000): `quantscope-cli eval --device cuda` against transformers'
+   LlamaForCausalLM with its default attention (sdpa) and with eager attention, each fed the
+   same windows in batches of --batch windows; the median of --runs runs each, perplexities
+   side by side. Without `transformers` only our own figures are printed.
+2. Calibration seconds, 1B- and 7B-shaped (hidden 4096, intermediate 11008, 32 heads; --layers-7b
+   blocks): `analyze`, `quantize` int8 (static activations) and `quantize` uint4 per group 128
+   with GPTQ, per block.
+3. Peak GPU memory of `quantize` against depth (nvidia-smi sampled every 50 ms): flat is right.
 
-  bench_gpu.py --cli .gpu/build/bin/quantscope-cli --data wikitext2-test.txt --work /tmp/qsgpu
+  bench_gpu.py --cli build/pip/bin/quantscope-cli --data wikitext2-test.txt --work /tmp/qsgpu
 """
 import argparse
 import json
@@ -26,9 +27,6 @@ import time
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
-import hf_reference  # noqa: E402
 
 SHAPE = ["--hidden", "2048", "--intermediate", "5632", "--heads", "32", "--kv-heads", "4",
          "--vocab", "32000", "--max-positions", "2048", "--dtype", "BF16"]
@@ -70,54 +68,44 @@ class GpuMemorySampler:
         self.peak_delta = max(0, self.peak - self.base)
 
 
-def synth(cli, out, layers):
+def synth(cli, out, layers, shape=SHAPE):
     if not os.path.exists(os.path.join(out, "config.json")):
-        run([cli, "synth", "--arch", "llama", "--layers", str(layers), "--out", out, "--seed", "1"] + SHAPE)
+        run([cli, "synth", "--arch", "llama", "--layers", str(layers), "--out", out, "--seed", "1"] + shape)
     return out
 
 
-def eager_reference(model, ids, seq_len, windows, dtype):
-    cfg, w = hf_reference.load(model)
-    w = {k: v.to("cuda", dtype) for k, v in w.items()}
-    rows = torch.tensor(ids[:windows * seq_len], device="cuda").view(windows, seq_len)
-    torch.set_grad_enabled(False)
-    hf_reference.logits(cfg, w, rows[:1])  # warm-up (kernels, allocator)
-    torch.cuda.synchronize()
-    nll = 0.0
-    t0 = time.perf_counter()
-    for i in range(windows):
-        lg = hf_reference.logits(cfg, w, rows[i:i + 1]).float()
-        lp = torch.log_softmax(lg[0, :-1], -1)
-        nll -= lp.gather(-1, rows[i, 1:].unsqueeze(-1)).double().sum().item()
-    torch.cuda.synchronize()
-    dt = time.perf_counter() - t0
-    del w
-    torch.cuda.empty_cache()
-    return windows * seq_len / dt, math.exp(nll / (windows * (seq_len - 1)))
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
-def transformers_eager(model, ids, seq_len, windows, dtype):
+def transformers_eval(model, ids, seq_len, windows, batch, attention, runs):
+    """tokens/s (median of `runs`) and perplexity of transformers' forward, batched windows."""
     try:
-        import transformers  # noqa: F401
         from transformers import AutoModelForCausalLM
     except ImportError:
         return None
-    m = AutoModelForCausalLM.from_pretrained(model, torch_dtype=dtype, attn_implementation="eager").to("cuda")
+    m = AutoModelForCausalLM.from_pretrained(model, dtype=torch.bfloat16,
+                                             attn_implementation=attention).to("cuda")
     rows = torch.tensor(ids[:windows * seq_len], device="cuda").view(windows, seq_len)
     torch.set_grad_enabled(False)
-    m(rows[:1])
+    m(rows[:batch])  # warm-up (kernels, allocator)
     torch.cuda.synchronize()
-    nll = 0.0
-    t0 = time.perf_counter()
-    for i in range(windows):
-        lg = m(rows[i:i + 1]).logits.float()
-        lp = torch.log_softmax(lg[0, :-1], -1)
-        nll -= lp.gather(-1, rows[i, 1:].unsqueeze(-1)).double().sum().item()
-    torch.cuda.synchronize()
-    dt = time.perf_counter() - t0
+    speeds = []
+    for _ in range(runs):
+        nll = torch.zeros((), dtype=torch.float64, device="cuda")
+        t0 = time.perf_counter()
+        for b in range(0, windows, batch):
+            x = rows[b:b + batch]
+            lg = m(x).logits[:, :-1].float()
+            lp = torch.log_softmax(lg, -1)
+            nll -= lp.gather(-1, x[:, 1:].unsqueeze(-1)).double().sum()
+        total = nll.item()
+        torch.cuda.synchronize()
+        speeds.append(windows * seq_len / (time.perf_counter() - t0))
     del m
     torch.cuda.empty_cache()
-    return windows * seq_len / dt, math.exp(nll / (windows * (seq_len - 1)))
+    return median(speeds), math.exp(total / (windows * (seq_len - 1)))
 
 
 def main():
@@ -126,48 +114,89 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--work", default="/tmp/qs-bench-gpu")
     ap.add_argument("--layers", type=int, default=22)
+    ap.add_argument("--layers-7b", type=int, default=4)
     ap.add_argument("--seq-len", type=int, default=1024)
     ap.add_argument("--windows", type=int, default=80)
+    ap.add_argument("--batch", type=int, default=8, help="windows per transformers forward")
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--calib-windows", type=int, default=16)
+    ap.add_argument("--sections", default="1,2,3", help="which of the three parts to run")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     cli = args.cli
     print(f"GPU: {torch.cuda.get_device_name(0)}; PyTorch {torch.__version__}")
     print(run([cli, "--version"])[0].strip())
 
-    model = synth(cli, os.path.join(args.work, f"llama1b-{args.layers}"), args.layers)
+    sections = {int(x) for x in args.sections.split(",")}
+    model = synth(cli, os.path.join(args.work, f"1B-shaped-{args.layers}"), args.layers)
     ids = json.loads(run([cli, "tokenize", model, "--data", args.data, "--json"])[0])["ids"]
     windows = min(args.windows, len(ids) // args.seq_len)
-    print(f"\n1. eval, bf16, {windows} windows of {args.seq_len} tokens ({len(ids)} ids in the text)")
+    if 1 in sections:
+        evaluation(cli, model, ids, windows, args)
+    if 2 in sections:
+        calibration(cli, model, args)
+    if 3 in sections:
+        memory(cli, args)
+
+
+def evaluation(cli, model, ids, windows, args):
+    print(f"\n1. eval, bf16, {windows} windows of {args.seq_len} tokens, median of {args.runs} runs")
     ev = [cli, "eval", model, "--data", args.data, "--eval-seq-len", str(args.seq_len),
-          "--max-windows", str(windows), "--device", "cuda", "--dtype", "bfloat16", "--json"]
-    out, wall = run(ev)
-    r = json.loads(out)
-    ours = r.get("tokens_per_second") or windows * args.seq_len / wall
-    print(f"  quantscope eval          {ours:10.0f} tokens/s   ppl {r['perplexity']:.6f}   (wall {wall:.1f} s)")
-    ref_tps, ref_ppl = eager_reference(model, ids, args.seq_len, windows, torch.bfloat16)
-    print(f"  plain PyTorch eager      {ref_tps:10.0f} tokens/s   ppl {ref_ppl:.6f}   ratio {ours / ref_tps:.2f}x")
-    tf = transformers_eager(model, ids, args.seq_len, windows, torch.bfloat16)
-    if tf:
-        print(f"  transformers eager       {tf[0]:10.0f} tokens/s   ppl {tf[1]:.6f}   ratio {ours / tf[0]:.2f}x")
-    else:
-        print("  transformers eager       (transformers not importable here)")
+          "--max-windows", str(windows), "--device", "cuda", "--dtype", "bfloat16", "--json",
+          "--no-fidelity"]
+    speeds, walls = [], []
+    for _ in range(args.runs):
+        out, wall = run(ev)
+        r = json.loads(out)
+        speeds.append(r["tokens_per_second"])
+        walls.append(wall)
+    ours = median(speeds)
+    print(f"  quantscope eval            {ours:10.0f} tokens/s   ppl {r['perplexity']:.6f}"
+          f"   (process wall {median(walls):.1f} s, load included)")
+    for attention in ("sdpa", "eager"):
+        tf = transformers_eval(model, ids, args.seq_len, windows, args.batch, attention, args.runs)
+        if tf is None:
+            print(f"  transformers {attention:5s}         (transformers not importable here)")
+            continue
+        print(f"  transformers {attention:5s} x{args.batch:<3d}  {tf[0]:10.0f} tokens/s   ppl {tf[1]:.6f}"
+              f"   ours / theirs {ours / tf[0]:.2f}x")
 
-    print(f"\n2. calibration, int8 static, {args.calib_windows} windows of {args.seq_len}, bf16, cuda")
-    calib = ["--quant-scheme", "int8", "--calib-data", args.data, "--num-calib-data", str(args.calib_windows),
+
+SHAPE_7B = ["--hidden", "4096", "--intermediate", "11008", "--heads", "32", "--kv-heads", "32",
+            "--vocab", "32000", "--max-positions", "2048", "--dtype", "BF16"]
+
+
+def calibration(cli, model, args):
+    models = [("1B-shaped", model, args.layers),
+              ("7B-shaped", synth(cli, os.path.join(args.work, f"7B-shaped-{args.layers_7b}"),
+                                  args.layers_7b, SHAPE_7B), args.layers_7b)]
+    print(f"\n2. calibration, {args.calib_windows} windows of {args.seq_len}, bf16, cuda "
+          "(seconds per block; process load and writing included)")
+    calib = ["--calib-data", args.data, "--num-calib-data", str(args.calib_windows),
              "--seq-len", str(args.seq_len), "--device", "cuda", "--dtype", "bfloat16"]
-    outdir = os.path.join(args.work, "q")
-    _, qwall = run([cli, "quantize", model, "--out", outdir] + calib)
-    _, awall = run([cli, "analyze", model, "--json"] + calib)
-    print(f"  quantize {qwall:7.1f} s  ({qwall / args.layers:.2f} s/block, load and write included)")
-    print(f"  analyze  {awall:7.1f} s  ({awall / args.layers:.2f} s/block)")
+    for label, m, layers in models:
+        _, awall = run([cli, "analyze", m, "--json", "--quant-scheme", "int8"] + calib)
+        _, qwall = run([cli, "quantize", m, "--out", os.path.join(args.work, "q-int8"),
+                        "--quant-scheme", "int8"] + calib)
+        _, gwall = run([cli, "quantize", m, "--out", os.path.join(args.work, "q-gptq"),
+                        "--quant-scheme", "uint4_wo_128", "--quant-algo", "gptq"] + calib)
+        print(f"  {label} ({layers} blocks): analyze {awall / layers:.2f} s/block, "
+              f"quantize int8 {qwall / layers:.2f}, GPTQ uint4/128 {gwall / layers:.2f}"
+              f"   (totals {awall:.1f} / {qwall:.1f} / {gwall:.1f} s)")
 
-    print("\n3. peak GPU memory of quantize against depth (MiB over the idle level)")
-    for layers in sorted({max(2, args.layers // 4), args.layers // 2, args.layers}):
-        m = synth(cli, os.path.join(args.work, f"llama1b-{layers}"), layers)
-        with GpuMemorySampler() as s:
-            _, wall = run([cli, "quantize", m, "--out", outdir + str(layers)] + calib)
-        print(f"  {layers:3d} blocks: peak {s.peak_delta:6d} MiB, {wall:.1f} s")
+
+def memory(cli, args):
+    calib = ["--calib-data", args.data, "--num-calib-data", str(args.calib_windows),
+             "--seq-len", str(args.seq_len), "--device", "cuda", "--dtype", "bfloat16"]
+    print("\n3. peak GPU memory of quantize int8 against depth (MiB over the idle level)")
+    for label, shape, depths in (("1B-shaped", SHAPE, (5, 11, args.layers)),
+                                 ("7B-shaped", SHAPE_7B, (2, args.layers_7b))):
+        for layers in depths:
+            m = synth(cli, os.path.join(args.work, f"{label}-{layers}"), layers, shape)
+            with GpuMemorySampler() as s:
+                _, wall = run([cli, "quantize", m, "--out", os.path.join(args.work, "q-depth"),
+                               "--quant-scheme", "int8"] + calib)
+            print(f"  {label} {layers:3d} blocks: peak {s.peak_delta:6d} MiB, {wall:.1f} s")
 
 
 if __name__ == "__main__":
