@@ -37,3 +37,14 @@ bash scripts/check-fidelity.sh build/release
 [ -f build/headless/build.ninja ] || cmake --preset headless >/dev/null
 cmake --build --preset headless -j"$(nproc)"
 ctest --preset headless -j2 --timeout 900
+# The whole workbench against pip's LibTorch 2.x (the build a GPU workstation runs, docs/gpu.md),
+# here against the CPU libraries of PyPI's torch wheel (fetched once into ~/.cache): the GUI,
+# the CLI and the GUI suites must build and pass against it too. Other suites are the release
+# build's, so only these targets are built (the wheel's headers are another object set).
+QS_TORCH_WHEEL=$(bash scripts/torch-wheel.sh)
+export QS_TORCH_WHEEL
+[ -f build/pip/build.ninja ] || cmake --preset pip >/dev/null
+gui_tests=$(ctest --preset pip -N -L gui | sed -n 's/^ *Test *#[0-9]*: //p')
+# shellcheck disable=SC2086 # one target name per word
+bash scripts/build.sh --torch pip quantscope quantscope-cli qs_tokenizer_sentencepiece $gui_tests
+ctest --preset pip -L gui -j2 --timeout 900
