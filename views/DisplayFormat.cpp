@@ -52,4 +52,12 @@ QString bytes(uint64_t value) {
     return QLocale().formattedDataSize(static_cast<qint64>(value), 2, QLocale::DataSizeIecFormat);
 }
 
+QString compute(const std::string& device, const std::string& dtype) {
+    QStringList parts;
+    for (const std::string& part : {device, dtype})
+        if (!part.empty())
+            parts << QString::fromStdString(part);
+    return parts.join(QStringLiteral(" · "));
+}
+
 } // namespace qs::display

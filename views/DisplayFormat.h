@@ -3,6 +3,7 @@
 #include <QString>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace qs::display {
@@ -18,5 +19,7 @@ QString compactCount(int64_t value);
 QString shape(const std::vector<int64_t>& dims);
 // 1056768 → "1.01 MiB" (IEC units, as file managers on Linux show them).
 QString bytes(uint64_t value);
+// ("cpu", "bfloat16") → "cpu · bfloat16": where a result was computed; "" when neither is known.
+QString compute(const std::string& device, const std::string& dtype);
 
 } // namespace qs::display

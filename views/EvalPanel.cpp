@@ -39,7 +39,7 @@ EvalPanel::EvalPanel(QWidget* parent)
       m_cancel(new QPushButton(tr("Cancel"), this)), m_progress(new QProgressBar(this)),
       m_status(new QLabel(this)), m_tokens(makeResultLabel(this)), m_windows(makeResultLabel(this)),
       m_perplexity(makeResultLabel(this)), m_meanNll(makeResultLabel(this)),
-      m_tokensPerSecond(makeResultLabel(this)) {
+      m_tokensPerSecond(makeResultLabel(this)), m_compute(makeResultLabel(this)) {
     m_data->setPlaceholderText(tr("UTF-8 text file, e.g. wikitext2-test.txt"));
     m_data->setClearButtonEnabled(true);
     connect(m_data, &QLineEdit::textChanged, this, &EvalPanel::updateButtons);
@@ -56,6 +56,11 @@ EvalPanel::EvalPanel(QWidget* parent)
         {QStringLiteral("float32"), QStringLiteral("bfloat16"), QStringLiteral("float16")});
     m_dtype->setToolTip(tr("Precision of the forward pass"));
     setDevices({QStringLiteral("cpu")});
+    // activated, not currentIndexChanged: only the user's choice is remembered for the model,
+    // never a selection restored or refilled by code.
+    for (QComboBox* box : {m_device, m_dtype})
+        connect(box, &QComboBox::activated, this,
+                [this] { Q_EMIT computeChosen(device(), dtype()); });
 
     auto* dataRow = new QHBoxLayout;
     dataRow->addWidget(m_data, 1);
@@ -87,6 +92,7 @@ EvalPanel::EvalPanel(QWidget* parent)
     resultForm->addRow(tr("Perplexity:"), m_perplexity);
     resultForm->addRow(tr("Mean NLL:"), m_meanNll);
     resultForm->addRow(tr("Tokens/s:"), m_tokensPerSecond);
+    resultForm->addRow(tr("Computed on:"), m_compute);
     QFont emphasis = m_perplexity->font();
     emphasis.setBold(true);
     m_perplexity->setFont(emphasis);
@@ -122,6 +128,21 @@ void EvalPanel::setDevices(const QStringList& devices) {
     m_device->setEnabled(devices.size() > 1);
 }
 
+void EvalPanel::setCompute(const QString& device, const QString& dtype) {
+    const int deviceIndex = m_device->findText(device);
+    m_device->setCurrentIndex(deviceIndex >= 0 ? deviceIndex : 0);
+    const int dtypeIndex = m_dtype->findText(dtype);
+    m_dtype->setCurrentIndex(dtypeIndex >= 0 ? dtypeIndex : 0); // float32 first
+}
+
+QString EvalPanel::device() const {
+    return m_device->currentText();
+}
+
+QString EvalPanel::dtype() const {
+    return m_dtype->currentText();
+}
+
 void EvalPanel::setModelLoaded(bool loaded) {
     m_modelLoaded = loaded;
     if (!loaded)
@@ -142,8 +163,8 @@ EvalRequest EvalPanel::request() const {
     r.evaluation.dataPath = dataPath().toStdString();
     r.evaluation.seqLen = m_seqLen->value();
     r.evaluation.maxWindows = m_maxWindows->value();
-    r.device = m_device->currentText().toStdString();
-    r.dtype = m_dtype->currentText().toStdString();
+    r.device = device().toStdString();
+    r.dtype = dtype().toStdString();
     return r;
 }
 
@@ -171,6 +192,7 @@ void EvalPanel::showResult(const PerplexityResult& result) {
     m_perplexity->setText(QString::number(result.perplexity, 'f', 4));
     m_meanNll->setText(QString::number(result.meanNll, 'f', 5));
     m_tokensPerSecond->setText(display::count(static_cast<int64_t>(result.tokensPerSecond + 0.5)));
+    m_compute->setText(display::compute(result.device, result.dtype));
     m_progress->setValue(m_progress->maximum());
     m_status->setText(tr("Done in %1 s on %2 (%3).")
                           .arg(QString::number(result.seconds, 'f', 2),
@@ -195,7 +217,8 @@ void EvalPanel::showCancelled() {
 }
 
 void EvalPanel::clearResult() {
-    for (QLabel* label : {m_tokens, m_windows, m_perplexity, m_meanNll, m_tokensPerSecond})
+    for (QLabel* label :
+         {m_tokens, m_windows, m_perplexity, m_meanNll, m_tokensPerSecond, m_compute})
         label->setText(QStringLiteral("–"));
     m_status->clear();
 }
@@ -211,6 +234,8 @@ QLabel* EvalPanel::resultLabel(const QString& name) const {
         return m_meanNll;
     if (name == QLatin1String("tokensPerSecond"))
         return m_tokensPerSecond;
+    if (name == QLatin1String("compute"))
+        return m_compute;
     return nullptr;
 }
 

@@ -25,6 +25,12 @@ public:
 
     // Devices the engine offers, e.g. {"cpu"} or {"cpu", "cuda"}; the first is selected.
     void setDevices(const QStringList& devices);
+    // Selects a device and a precision, e.g. the ones saved for a model: a device the engine no
+    // longer offers falls back to the first offered, an unknown precision to float32, silently.
+    // Emits no computeChosen (that one is the user's).
+    void setCompute(const QString& device, const QString& dtype);
+    QString device() const;
+    QString dtype() const;
     void setModelLoaded(bool loaded);
     void setDataPath(const QString& path);
     QString dataPath() const;
@@ -46,12 +52,15 @@ public:
     QComboBox* dtypeBox() const { return m_dtype; }
     QProgressBar* progressBar() const { return m_progress; }
     QLabel* statusLabel() const { return m_status; }
-    // Result labels: "tokens", "windows", "perplexity", "meanNll", "tokensPerSecond".
+    // Result labels: "tokens", "windows", "perplexity", "meanNll", "tokensPerSecond", "compute"
+    // (device and precision of the result, "cpu · float32").
     QLabel* resultLabel(const QString& name) const;
 
 Q_SIGNALS:
     void runRequested(const qs::EvalRequest& request);
     void cancelRequested();
+    // The user picked a device or a precision (not emitted by setDevices or setCompute).
+    void computeChosen(const QString& device, const QString& dtype);
 
 private:
     void chooseDataFile();
@@ -72,6 +81,7 @@ private:
     QLabel* m_perplexity;
     QLabel* m_meanNll;
     QLabel* m_tokensPerSecond;
+    QLabel* m_compute;
     bool m_modelLoaded = false;
     bool m_running = false;
 };

@@ -154,10 +154,19 @@ QString ExportDialog::shellQuote(const QString& text) {
     return QLatin1Char('\'') + quoted + QLatin1Char('\'');
 }
 
+void ExportDialog::setCompute(const QString& device, const QString& dtype) {
+    m_device = device;
+    m_dtype = dtype;
+}
+
 QString ExportDialog::headlessCommand() const {
     QString command = QStringLiteral("quantscope-cli quantize %1 --recipe %2 --out %3")
                           .arg(shellQuote(m_modelDirectory), shellQuote(recipePath()),
                                shellQuote(outputDirectory()));
+    if (!m_device.isEmpty())
+        command += QStringLiteral(" --device ") + shellQuote(m_device);
+    if (!m_dtype.isEmpty())
+        command += QStringLiteral(" --dtype ") + shellQuote(m_dtype);
     const std::vector<std::string> targets = exportTargets();
     if (std::find(targets.begin(), targets.end(), GgufTarget) != targets.end())
         command += QStringLiteral(" --gguf-type ") + ggufType();

@@ -33,7 +33,11 @@ public:
     // Where Copy headless command saves the recipe: "<output dir>.recipe.json" unless chosen.
     QString recipePath() const;
     void setRecipePath(const QString& path);
-    // quantscope-cli quantize '<model>' --recipe '<recipe>' --out '<dir>' [--gguf-type T]
+    // The device and precision the GUI's run will use (the evaluation panel's); the command
+    // names them, so it computes what the run computes. Unset: the CLI's defaults.
+    void setCompute(const QString& device, const QString& dtype);
+    // quantscope-cli quantize '<model>' --recipe '<recipe>' --out '<dir>'
+    //   [--device D --dtype T] [--gguf-type T]
     QString headlessCommand() const;
     // The checked formats as recipe export targets ("hf_fake", "quark", "gguf", ...).
     std::vector<std::string> exportTargets() const;
@@ -63,6 +67,8 @@ private:
 
     QString m_modelDirectory;
     Recipe m_recipe;
+    QString m_device;
+    QString m_dtype;
     QLineEdit* m_outDir;
     QLineEdit* m_recipePath;
     bool m_recipePathChosen = false;

@@ -1,5 +1,6 @@
 #include "RunPanel.h"
 
+#include "DisplayFormat.h"
 #include "RunSensitivityModel.h"
 
 #include <QFormLayout>
@@ -43,6 +44,7 @@ RunPanel::RunPanel(QWidget* parent)
       m_cancel(new QPushButton(tr("Cancel"), this)), m_progress(new QProgressBar(this)),
       m_status(new QLabel(this)), m_time(new QLabel(this)), m_fpPpl(makeValueLabel(this)),
       m_quantPpl(makeValueLabel(this)), m_kl(makeValueLabel(this)), m_sameTop(makeValueLabel(this)),
+      m_perplexityCompute(makeValueLabel(this)), m_sensitivityCompute(new QLabel(this)),
       m_sensitivityTotals(new QLabel(this)), m_sensitivityModel(new RunSensitivityModel(this)),
       m_sensitivityView(new QTableView(this)), m_clock(new QTimer(this)) {
     setObjectName(QStringLiteral("runPanel"));
@@ -79,11 +81,13 @@ RunPanel::RunPanel(QWidget* parent)
 
     auto* perplexity = new QGroupBox(tr("Perplexity and fidelity"), this);
     auto* pplForm = new QFormLayout(perplexity);
-    pplForm->addRow(tr("fp32:"), m_fpPpl);
+    // "Unquantized", not "fp32": the model computes in the precision chosen, named below.
+    pplForm->addRow(tr("Unquantized:"), m_fpPpl);
     pplForm->addRow(tr("Quantized:"), m_quantPpl);
     pplForm->addRow(tr("KL divergence:"), m_kl);
     pplForm->addRow(tr("Same top token:"), m_sameTop);
-    m_kl->setToolTip(tr("Mean KL(fp32 ‖ quantized) over the scored tokens, as llama.cpp's "
+    pplForm->addRow(tr("Computed on:"), m_perplexityCompute);
+    m_kl->setToolTip(tr("Mean KL(unquantized ‖ quantized) over the scored tokens, as llama.cpp's "
                         "--kl-divergence computes it"));
     m_sameTop->setToolTip(tr("Share of scored tokens whose most likely next token is the same in "
                              "both models"));
@@ -107,6 +111,7 @@ RunPanel::RunPanel(QWidget* parent)
     m_sensitivityTotals->setWordWrap(true);
     auto* sensitivity = new QGroupBox(tr("Sensitivity"), this);
     auto* sensLayout = new QVBoxLayout(sensitivity);
+    sensLayout->addWidget(m_sensitivityCompute);
     sensLayout->addWidget(m_sensitivityTotals);
     sensLayout->addWidget(m_sensitivityView, 1);
 
@@ -200,9 +205,13 @@ void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
                                 const std::optional<FidelityReport>& fidelity) {
     m_fpPpl->setText(perplexityText(fp));
     m_quantPpl->setText(perplexityText(quantized));
+    // One run computes both figures; either names its device and precision.
+    const std::optional<PerplexityResult>& any = quantized ? quantized : fp;
+    const QString compute = any ? display::compute(any->device, any->dtype) : QString();
+    m_perplexityCompute->setText(compute.isEmpty() ? QStringLiteral("–") : compute);
     if (fp && quantized && fp->perplexity > 0.0)
         m_quantPpl->setToolTip(
-            tr("%1% above fp32")
+            tr("%1% above the unquantized model")
                 .arg(QString::number(100.0 * (quantized->perplexity / fp->perplexity - 1.0), 'f',
                                      2)));
     if (!fidelity) {
@@ -220,6 +229,13 @@ void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
 void RunPanel::clearSensitivity() {
     m_sensitivityModel->clear();
     m_sensitivityTotals->clear();
+    m_sensitivityCompute->clear();
+}
+
+void RunPanel::setSensitivityCompute(const std::string& device, const std::string& dtype) {
+    const QString compute = display::compute(device, dtype);
+    m_sensitivityCompute->setText(compute.isEmpty() ? QString()
+                                                    : tr("Computed on %1").arg(compute));
 }
 
 void RunPanel::addSensitivityRow(const SensitivityRow& row) {
@@ -228,8 +244,8 @@ void RunPanel::addSensitivityRow(const SensitivityRow& row) {
 
 void RunPanel::showSensitivityTotals(const SensitivityResult& result) {
     m_sensitivityTotals->setText(
-        tr("Perplexity: fp32 %1, whole recipe %2; whole recipe against fp32: KL %3, same top "
-           "token %4 %")
+        tr("Perplexity: unquantized %1, whole recipe %2; whole recipe against unquantized: KL %3, "
+           "same top token %4 %")
             .arg(QString::number(result.fpPerplexity, 'f', 4),
                  QString::number(result.fullPerplexity, 'f', 4),
                  QString::number(result.fullKl, 'f', 6),

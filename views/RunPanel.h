@@ -8,6 +8,7 @@
 #include <QWidget>
 
 #include <optional>
+#include <string>
 
 class QLabel;
 class QProgressBar;
@@ -36,13 +37,17 @@ public:
     void setProgress(double fraction, const QString& message);
 
     // The evaluation's figures: perplexities, and the quantized model's fidelity to the
-    // full-precision one (mean KL divergence, top-1 agreement) when the run measured it.
+    // full-precision one (mean KL divergence, top-1 agreement) when the run measured it, with the
+    // device and precision that computed them (the results' own).
     void showPerplexities(const std::optional<PerplexityResult>& fp,
                           const std::optional<PerplexityResult>& quantized,
                           const std::optional<FidelityReport>& fidelity = std::nullopt);
     void clearSensitivity();
     void addSensitivityRow(const SensitivityRow& row);
     void showSensitivityTotals(const SensitivityResult& result);
+    // Where the sensitivity rows are (being) computed, shown above them; clearSensitivity clears
+    // it.
+    void setSensitivityCompute(const std::string& device, const std::string& dtype);
 
     // "1:05" / "12 s": how elapsed and remaining times are shown.
     static QString formatDuration(double seconds);
@@ -61,6 +66,9 @@ public:
     QLabel* quantizedPerplexityLabel() const { return m_quantPpl; }
     QLabel* klLabel() const { return m_kl; }
     QLabel* sameTopLabel() const { return m_sameTop; }
+    // "cpu · float32": the device and precision of the perplexities shown, of the sensitivity rows.
+    QLabel* perplexityComputeLabel() const { return m_perplexityCompute; }
+    QLabel* sensitivityComputeLabel() const { return m_sensitivityCompute; }
     RunSensitivityModel* sensitivityModel() const { return m_sensitivityModel; }
     QTableView* sensitivityView() const { return m_sensitivityView; }
 
@@ -87,6 +95,8 @@ private:
     QLabel* m_quantPpl;
     QLabel* m_kl;
     QLabel* m_sameTop;
+    QLabel* m_perplexityCompute;
+    QLabel* m_sensitivityCompute;
     QLabel* m_sensitivityTotals;
     RunSensitivityModel* m_sensitivityModel;
     QTableView* m_sensitivityView;

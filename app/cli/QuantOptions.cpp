@@ -318,14 +318,13 @@ nlohmann::json provenanceJson(const QCommandLineParser& parser, const RunRequest
         p.calibrationWindows = outcome.report.calibrationSamples;
         p.calibrationSeqLen = outcome.report.seqLen;
     }
-    p.device = parser.value("device").toStdString();
-    p.dtype = parser.value("dtype").toStdString();
+    // As the run names them (an alias such as "bf16" resolved), not as the flags spelled them.
+    p.device = outcome.device;
+    p.dtype = outcome.dtype;
     if (outcome.perplexity) {
         p.evaluationData = outcome.recipe.evaluation.dataPath;
         p.evaluationWindows = outcome.perplexity->windows;
         p.evaluationSeqLen = outcome.perplexity->seqLen;
-        p.device = outcome.perplexity->device; // as run ("cuda:0", not "cuda")
-        p.dtype = outcome.perplexity->dtype;
     }
     return p.toJson();
 }

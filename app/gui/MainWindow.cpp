@@ -5,6 +5,7 @@
 #include "EvalPanel.h"
 #include "JobStatusIndicator.h"
 #include "JsonView.h"
+#include "ModelComputeSettings.h"
 #include "RecipeDocument.h"
 #include "RecipePanel.h"
 #include "RunPanel.h"
@@ -94,6 +95,12 @@ MainWindow::MainWindow(QWidget* parent)
     EvalPanel* eval = m_workbench->evalPanel();
     eval->setDevices(Engine::availableDevices());
     connect(eval, &EvalPanel::runRequested, this, &MainWindow::runEvaluation);
+    // The user's device and precision belong to the model shown: they come back with it.
+    connect(eval, &EvalPanel::computeChosen, this,
+            [this](const QString& device, const QString& dtype) {
+                if (!m_modelKey.isEmpty())
+                    ModelComputeSettings::save(m_modelKey, {device, dtype});
+            });
     connect(eval, &EvalPanel::cancelRequested, this, [this] {
         if (m_evalJob)
             m_evalJob->cancel();
@@ -259,6 +266,7 @@ void MainWindow::closeModel() {
         m_evalJob->cancel();
     m_runs->cancelRun();
     m_modelDirectory.clear();
+    m_modelKey.clear();
     m_workbench->clear();
     m_docks->recipePanel()->clearModel();
     m_runs->setModelDirectory(QString());
@@ -386,6 +394,11 @@ void MainWindow::onModelOpened(const ModelInfo& info) {
     const QString opened =
         info.sourceFile.empty() ? m_modelDirectory : QString::fromStdString(info.sourceFile);
     addRecentModel(opened);
+    // Its saved device and precision, else the defaults (the first device offered, float32); a
+    // device the engine no longer offers falls back to the first without a word.
+    m_modelKey = opened;
+    const ModelCompute compute = ModelComputeSettings::load(m_modelKey);
+    m_workbench->evalPanel()->setCompute(compute.device, compute.dtype);
     setWindowTitle(tr("%1 — Quantscope").arg(QFileInfo(opened).fileName()));
     statusBar()->showMessage(tr("Opened %1: %2, %3 parameters")
                                  .arg(QDir::toNativeSeparators(opened),

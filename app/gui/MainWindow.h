@@ -142,6 +142,7 @@ private:
     QPointer<Job> m_demoJob; // writing the demo model
     QPointer<Job> m_evalJob;
     QString m_modelDirectory; // model shown in the workbench
+    QString m_modelKey;       // its identity for per-model settings: the folder or .gguf opened
     QString m_recipeAfterOpen;
 };
 

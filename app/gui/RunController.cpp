@@ -1,5 +1,6 @@
 #include "RunController.h"
 
+#include "DisplayFormat.h"
 #include "EvalPanel.h"
 #include "ExportDialog.h"
 #include "LayerTreeModel.h"
@@ -63,8 +64,10 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
     if (!exportTargets.empty())
         request.recipe.exportTargets = exportTargets;
     request.exportOptions = exportOptions;
+    // Every run computes on the device and in the precision chosen in the evaluation panel.
     const EvalRequest eval = m_workbench->evalPanel()->request();
     request.device = eval.device;
+    request.dtype = eval.dtype;
     // The evaluation text of the recipe, else the one chosen in the evaluation panel.
     if (request.recipe.evaluation.dataPath.empty() && !eval.evaluation.dataPath.empty())
         request.recipe.evaluation = eval.evaluation;
@@ -89,6 +92,8 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
         break;
     case RunKind::Sensitivity:
         m_runPanel->clearSensitivity();
+        // The rows stream in before the outcome names the compute (and stay if cancelled).
+        m_runPanel->setSensitivityCompute(request.device, request.dtype);
         title = tr("Measuring sensitivity");
         break;
     }
@@ -122,6 +127,8 @@ ExportDialog* RunController::openExportDialog() {
     if (m_modelDirectory.isEmpty() || isRunning())
         return nullptr;
     auto* dialog = new ExportDialog(m_modelDirectory, m_recipe->recipe(), m_window);
+    const EvalPanel* eval = m_workbench->evalPanel();
+    dialog->setCompute(eval->device(), eval->dtype());
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &QDialog::accepted, this, [this, dialog] {
         startRun(RunKind::Quantize, dialog->outputDirectory(), dialog->exportTargets(),
@@ -152,9 +159,12 @@ void RunController::onRunFinished(const RunOutcome& summary) {
     case RunKind::Sensitivity:
         if (summary.sensitivity)
             m_runPanel->showSensitivityTotals(*summary.sensitivity);
+        m_runPanel->setSensitivityCompute(summary.device, summary.dtype);
         status = tr("Sensitivity done");
         break;
     }
+    // Every kind of run says where it computed, Analyze's layer reports and Quantize's files too.
+    status = tr("%1 (%2)").arg(status, display::compute(summary.device, summary.dtype));
     if (!summary.skipped.empty())
         status += tr("; %n unfit layer(s) left unquantized", nullptr,
                      static_cast<int>(summary.skipped.size()));

@@ -29,7 +29,7 @@
 //    "export_targets": ["hf_fake"],
 //    "unfit_policy": "error",
 //    "provenance": {"model_config_hash": "", "tool_version": "", "created_at": "",
-//                   "model_path": ""}}
+//                   "model_path": "", "device": "", "dtype": ""}}
 // A scheme is written as its registry name when it has one and the name still resolves to the
 // same numerics, else as a Quark layer config ({"weight", "input_tensors", "output_tensors"}).
 #pragma once
@@ -93,9 +93,14 @@ struct Provenance {
     std::string toolVersion;
     std::string createdAt; // ISO 8601, UTC
     std::string modelPath;
+    // Where the run that recorded the recipe computed, as its results name it ("cpu", "cuda";
+    // "float32", "bfloat16"): the same recipe gives other numbers in another precision.
+    std::string device;
+    std::string dtype;
     bool operator==(const Provenance& o) const {
         return modelConfigHash == o.modelConfigHash && toolVersion == o.toolVersion &&
-               createdAt == o.createdAt && modelPath == o.modelPath;
+               createdAt == o.createdAt && modelPath == o.modelPath && device == o.device &&
+               dtype == o.dtype;
     }
 };
 

@@ -203,6 +203,8 @@ ordered_json Recipe::toOrderedJson() const {
     prov["tool_version"] = provenance.toolVersion;
     prov["created_at"] = provenance.createdAt;
     prov["model_path"] = provenance.modelPath;
+    prov["device"] = provenance.device;
+    prov["dtype"] = provenance.dtype;
     j["provenance"] = std::move(prov);
     return j;
 }
@@ -298,11 +300,14 @@ Recipe Recipe::fromJson(const json& j, const std::string& source) {
     r.unfitPolicy = root.string("unfit_policy", r.unfitPolicy);
     if (const json* p = root.find("provenance")) {
         const ObjectReader prov(*p, source, "provenance");
-        prov.allowOnly({"model_config_hash", "tool_version", "created_at", "model_path"});
+        prov.allowOnly(
+            {"model_config_hash", "tool_version", "created_at", "model_path", "device", "dtype"});
         r.provenance.modelConfigHash = prov.string("model_config_hash", "");
         r.provenance.toolVersion = prov.string("tool_version", "");
         r.provenance.createdAt = prov.string("created_at", "");
         r.provenance.modelPath = prov.string("model_path", "");
+        r.provenance.device = prov.string("device", "");
+        r.provenance.dtype = prov.string("dtype", "");
     }
     r.validate(source);
     return r;

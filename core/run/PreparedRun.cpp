@@ -146,6 +146,10 @@ PreparedRun prepareRun(const RunRequest& req, const PipelineProgress& progress) 
                         recipe.provenance.modelPath + "); remove the hash to apply it anyway");
     if (recipe.provenance.modelConfigHash.empty())
         recipe.provenance = fresh;
+    // Where this run computes, replayed recipe or not: the files it writes are this run's numbers,
+    // named as its perplexities name them (run/QuantizationRun.cpp perplexityResult).
+    recipe.provenance.device = compute.device.str();
+    recipe.provenance.dtype = dtypeLabel(compute.dtype);
 
     // Model-level transforms (rotation) check the model now, before any block is read.
     std::shared_ptr<const WeightTransform> modelTransform;

@@ -1,5 +1,6 @@
 #include "run/Run.h"
 
+#include "model/Compute.h"
 #include "run/QuantizationRun.h"
 #include "run/SensitivityRun.h"
 
@@ -23,6 +24,8 @@ std::string RunRequest::title() const {
 
 RunOutcome runJob(const RunRequest& request, const PipelineProgress& progress) {
     const auto t0 = std::chrono::steady_clock::now();
+    // An unknown or unavailable device or dtype fails before any part of the run starts.
+    const ComputeOptions compute = parseComputeOptions(request.device, request.dtype);
     // A request that asks only for the full-precision figure or only for the sensitivity study
     // needs no pass of its own over the recipe.
     const bool pipelinePass = request.analyze || request.evaluate || !request.outDir.empty() ||
@@ -75,6 +78,8 @@ RunOutcome runJob(const RunRequest& request, const PipelineProgress& progress) {
         outcome.sensitivity =
             runSensitivity(study, part(sensitivityShare, ""), request.onSensitivityRow);
     }
+    outcome.device = compute.device.str();
+    outcome.dtype = dtypeLabel(compute.dtype);
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return outcome;
 }

@@ -85,6 +85,10 @@ struct RunOutcome {
     std::vector<double> blockSeconds;
     std::string outDir;
     double seconds = 0.0;
+    // Where the run computed, as every result and provenance record names it (LibTorch's device
+    // name, the dtype's canonical name: "bf16" asked is "bfloat16" here).
+    std::string device;
+    std::string dtype;
 };
 
 } // namespace qs

@@ -2,21 +2,29 @@
 // written and opened, a bad folder gives an error box and leaves the window
 // usable, stories260K is evaluated through the eval panel and matches the
 // reference perplexity of docs/evaluation.md, recent models are remembered (at
-// most 10), and the GUI thread keeps turning while the engine works.
+// most 10), the device and precision chosen in the eval panel are remembered per model and
+// reach every run, whose results name them, and the GUI thread keeps turning while the engine
+// works.
 #include "EvalPanel.h"
 #include "GuiFieldHint.h"
 #include "LayerTreeModel.h"
 #include "LayerTreePanel.h"
 #include "MainWindow.h"
+#include "ModelComputeSettings.h"
 #include "ModelSummaryView.h"
 #include "ModuleTreeModel.h"
+#include "RecipeDocument.h"
 #include "RecipePanel.h"
+#include "RunPanel.h"
 #include "StartPage.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
 #include "engine/Engine.h"
+#include "engine/Job.h"
+#include "recipe/Recipe.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -267,6 +275,78 @@ private Q_SLOTS:
         QVERIFY(eval->runButton()->isEnabled());
     }
 
+    // Issue 29: the precision chosen in the eval panel is the one the workbench's runs compute
+    // in (it used to be float32 whatever the box said), and their results name it: the run
+    // panel's figures and status, the outcome, the recipe written beside a quantized model.
+    void runsComputeInTheChosenPrecision() {
+        qs::MainWindow window;
+        window.show();
+        openAndWait(window, m_stories);
+        qs::EvalPanel* eval = window.workbenchPage()->evalPanel();
+        eval->setDataPath(qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
+        eval->seqLenBox()->setValue(64);
+        eval->maxWindowsBox()->setValue(2);
+        eval->setCompute(QStringLiteral("cpu"), QStringLiteral("bfloat16"));
+
+        QSignalSpy finished(&window, &qs::MainWindow::runFinished);
+        QVERIFY(window.startRun(qs::RunKind::Evaluate));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+        const auto evaluated = finished[0][0].value<qs::RunOutcome>();
+        QCOMPARE(evaluated.device, std::string("cpu"));
+        QCOMPARE(evaluated.dtype, std::string("bfloat16"));
+        QVERIFY(evaluated.perplexity && evaluated.fullPrecision);
+        QCOMPARE(evaluated.perplexity->dtype, std::string("bfloat16"));
+        QCOMPARE(evaluated.fullPrecision->dtype, std::string("bfloat16"));
+        qs::RunPanel* runs = window.runPanel();
+        QCOMPARE(runs->perplexityComputeLabel()->text(), QStringLiteral("cpu · bfloat16"));
+        QVERIFY2(runs->statusLabel()->text().contains(QStringLiteral("(cpu · bfloat16)")),
+                 qPrintable(runs->statusLabel()->text()));
+
+        // Quantize: the recipe recorded beside the weights says where they were computed.
+        window.recipeDocument()->setGlobalScheme(QStringLiteral("int4_wo_per_channel"));
+        const QString out = qs::test::tempDir(QStringLiteral("bf16-export")) + "/out";
+        QVERIFY(window.startRun(qs::RunKind::Quantize, out));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 300000);
+        const qs::Recipe written =
+            qs::Recipe::load((out + QStringLiteral("/quantscope_recipe.json")).toStdString());
+        QCOMPARE(written.provenance.device, std::string("cpu"));
+        QCOMPARE(written.provenance.dtype, std::string("bfloat16"));
+        QCOMPARE(finished[1][0].value<qs::RunOutcome>().dtype, std::string("bfloat16"));
+    }
+
+    // Issue 29: the device and precision chosen for a model come back with it, in this session
+    // and the next, and another model starts from the defaults. A saved device the engine no
+    // longer offers falls back to the first offered, with no error.
+    void computeIsRememberedPerModel() {
+        const QString other = qs::test::sharedPath(QStringLiteral("models/tiny-families/llama"));
+        {
+            qs::MainWindow window;
+            window.show();
+            openAndWait(window, m_stories);
+            qs::EvalPanel* eval = window.workbenchPage()->evalPanel();
+            QCOMPARE(eval->dtype(), QStringLiteral("float32"));
+            QTest::keyClick(eval->dtypeBox(), Qt::Key_Down); // the user picks bfloat16
+            QCOMPARE(eval->dtype(), QStringLiteral("bfloat16"));
+            openAndWait(window, other);
+            QCOMPARE(eval->device(), QStringLiteral("cpu"));
+            QCOMPARE(eval->dtype(), QStringLiteral("float32"));
+            openAndWait(window, m_stories + QStringLiteral("/")); // same folder, other spelling
+            QCOMPARE(eval->dtype(), QStringLiteral("bfloat16"));
+        }
+        // As saved on a machine with more devices than this engine offers now.
+        qs::ModelComputeSettings::save(other,
+                                       {QStringLiteral("cuda:7"), QStringLiteral("float16")});
+        qs::MainWindow again;
+        again.show();
+        qs::EvalPanel* eval = again.workbenchPage()->evalPanel();
+        openAndWait(again, m_stories);
+        QCOMPARE(eval->dtype(), QStringLiteral("bfloat16"));
+        openAndWait(again, other);
+        QCOMPARE(eval->device(), qs::Engine::availableDevices().first());
+        QCOMPARE(eval->dtype(), QStringLiteral("float16"));
+        QCOMPARE(visibleBox(again, QStringLiteral("errorBox")), nullptr);
+    }
+
     // Issue 9: an error about a recipe field tells the GUI user which field sets it, and no
     // command-line flag.
     void errorsNameGuiFields() {
@@ -382,6 +462,12 @@ private Q_SLOTS:
     }
 
 private:
+    void openAndWait(qs::MainWindow& window, const QString& model) {
+        QSignalSpy shown(&window, &qs::MainWindow::modelShown);
+        window.openModel(model);
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
+    }
+
     QString m_stories;
 };
 

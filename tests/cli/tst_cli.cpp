@@ -143,12 +143,26 @@ private Q_SLOTS:
         QFile fa(base + "/a/model.safetensors"), fb(base + "/b/model.safetensors");
         QVERIFY(fa.open(QIODevice::ReadOnly) && fb.open(QIODevice::ReadOnly));
         QCOMPARE(fa.readAll(), fb.readAll());
-        // Both exclusion patterns made it into the recorded recipe.
-        QFile recipe(base + "/a/quantscope_recipe.json");
-        QVERIFY(recipe.open(QIODevice::ReadOnly));
-        const QJsonArray exclude =
-            QJsonDocument::fromJson(recipe.readAll()).object()["exclude"].toArray();
-        QCOMPARE(exclude.size(), 2);
+        // Both exclusion patterns made it into the recorded recipe, with the device and dtype
+        // that computed the weights.
+        auto recorded = [](const QString& path) {
+            QFile f(path);
+            return f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object()
+                                               : QJsonObject();
+        };
+        const QJsonObject ra = recorded(base + "/a/quantscope_recipe.json");
+        QCOMPARE(ra["exclude"].toArray().size(), 2);
+        QCOMPARE(ra["provenance"].toObject()["device"].toString(), QString("cpu"));
+        QCOMPARE(ra["provenance"].toObject()["dtype"].toString(), QString("float32"));
+        // Replayed in another precision, the recorded provenance names that precision (the
+        // weights are that run's), its alias resolved.
+        const Run c = cli({"quantize", m_model, "--recipe", base + "/a/quantscope_recipe.json",
+                           "--dtype", "bf16", "--out", base + "/c"});
+        QCOMPARE(c.exitCode, 0);
+        const QJsonObject rc = recorded(base + "/c/quantscope_recipe.json");
+        QCOMPARE(rc["provenance"].toObject()["dtype"].toString(), QString("bfloat16"));
+        QCOMPARE(rc["provenance"].toObject()["created_at"],
+                 ra["provenance"].toObject()["created_at"]);
     }
 
     void quantizedEvalAndUnfitLayers() {
@@ -341,9 +355,11 @@ private Q_SLOTS:
         const QJsonObject pr =
             QJsonDocument::fromJson(replay.out).object()["provenance"].toObject();
         QCOMPARE(pr["recipe_sha256"], pa["recipe_sha256"]);
-        const Run other = cli(analyze + QStringList{"--quant-scheme", "fp8"});
+        const Run other = cli(analyze + QStringList{"--quant-scheme", "fp8", "--dtype", "bf16"});
         const QJsonObject po = QJsonDocument::fromJson(other.out).object()["provenance"].toObject();
         QVERIFY(po["recipe_sha256"] != pa["recipe_sha256"]);
+        // The dtype as the run names it (the outcome's), not as the flag spelled it.
+        QCOMPARE(po["dtype"].toString(), QString("bfloat16"));
         QCOMPARE(po["model"], pa["model"]);
 
         // Another model (same layer names, other headers) has another identity.

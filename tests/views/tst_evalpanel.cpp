@@ -1,5 +1,7 @@
 // EvalPanel: what it asks for (runRequested carries the settings as an EvalRequest), when it lets
-// the user ask, and how it shows progress, results, failures and cancellation.
+// the user ask, how it restores a device and precision and reports the user's choice of them,
+// and how it shows progress, results (with their device and precision), failures and
+// cancellation.
 #include "EvalPanel.h"
 
 #include <QComboBox>
@@ -61,6 +63,31 @@ private Q_SLOTS:
         QVERIFY(!panel.deviceBox()->isEnabled()); // nothing to choose with cpu alone
     }
 
+    // A model's saved device and precision are restored when the engine still offers them;
+    // otherwise the first device and float32, silently. Only the user's pick is reported.
+    void computeIsRestoredAndTheUsersChoiceReported() {
+        qs::EvalPanel panel;
+        panel.setDevices({QStringLiteral("cpu")});
+        QSignalSpy chosen(&panel, &qs::EvalPanel::computeChosen);
+        panel.setCompute(QStringLiteral("cpu"), QStringLiteral("bfloat16"));
+        QCOMPARE(panel.request().dtype, std::string("bfloat16"));
+        panel.setCompute(QStringLiteral("cuda"), QStringLiteral("float16")); // cuda not offered
+        QCOMPARE(panel.request().device, std::string("cpu"));
+        QCOMPARE(panel.request().dtype, std::string("float16"));
+        panel.setCompute(QString(), QStringLiteral("float64")); // nothing saved, unknown dtype
+        QCOMPARE(panel.request().device, std::string("cpu"));
+        QCOMPARE(panel.request().dtype, std::string("float32"));
+        panel.setDevices({QStringLiteral("cpu")}); // refilled by code: not the user's choice
+        QCOMPARE(chosen.count(), 0);
+
+        // The user steps the precision box down once: float32 → bfloat16.
+        QTest::keyClick(panel.dtypeBox(), Qt::Key_Down);
+        QCOMPARE(chosen.count(), 1);
+        QCOMPARE(chosen[0][0].toString(), QStringLiteral("cpu"));
+        QCOMPARE(chosen[0][1].toString(), QStringLiteral("bfloat16"));
+        QCOMPARE(panel.request().dtype, std::string("bfloat16"));
+    }
+
     void runningStateAndProgress() {
         qs::EvalPanel panel;
         panel.setModelLoaded(true);
@@ -101,8 +128,11 @@ private Q_SLOTS:
         r.seconds = 0.5;
         r.tokensPerSecond = double(r.windows * r.seqLen) / r.seconds;
         r.device = "cpu";
-        r.dtype = "float32";
+        r.dtype = "bfloat16";
         panel.showResult(r);
+        // The result's own device and precision, whatever the boxes say now.
+        QCOMPARE(panel.resultLabel(QStringLiteral("compute"))->text(),
+                 QStringLiteral("cpu · bfloat16"));
         QCOMPARE(panel.resultLabel(QStringLiteral("tokens"))->text(), QStringLiteral("11,283"));
         QCOMPARE(panel.resultLabel(QStringLiteral("windows"))->text(),
                  QStringLiteral("44 × 256 tokens"));
@@ -116,6 +146,7 @@ private Q_SLOTS:
         // A new run clears the old figures.
         panel.setRunning(true);
         QCOMPARE(panel.resultLabel(QStringLiteral("perplexity"))->text(), QStringLiteral("–"));
+        QCOMPARE(panel.resultLabel(QStringLiteral("compute"))->text(), QStringLiteral("–"));
     }
 
     void failureIsShown() {

@@ -89,6 +89,11 @@ private Q_SLOTS:
                               QStringLiteral("--recipe"), QStringLiteral("/tmp/r;rm -rf x.json"),
                               QStringLiteral("--out"), QStringLiteral("/out/dir with space")}));
         QCOMPARE(qs::ExportDialog::shellQuote(QStringLiteral("a'b")), QStringLiteral("'a'\\''b'"));
+        // The GUI's device and precision, so the command computes what the GUI's run computes.
+        dialog.setCompute(QStringLiteral("cpu"), QStringLiteral("bfloat16"));
+        QCOMPARE(shellWords(dialog.headlessCommand()).mid(7),
+                 QStringList({QStringLiteral("--device"), QStringLiteral("cpu"),
+                              QStringLiteral("--dtype"), QStringLiteral("bfloat16")}));
     }
 
     void copySavesTheRecipe() {

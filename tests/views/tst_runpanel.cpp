@@ -1,6 +1,7 @@
 // RunPanel: buttons follow the model and the one-run-at-a-time rule, progress and ETA follow the
-// fraction, perplexities show side by side, and the sensitivity table (through its sorting
-// proxy) passes QAbstractItemModelTester while rows stream in.
+// fraction, perplexities show side by side with the device and precision that computed them, and
+// the sensitivity table (through its sorting proxy) passes QAbstractItemModelTester while rows
+// stream in, under a caption naming their device and precision.
 #include "RunPanel.h"
 #include "RunSensitivityModel.h"
 
@@ -104,6 +105,28 @@ private Q_SLOTS:
         panel.showPerplexities(std::nullopt, std::nullopt);
         QCOMPARE(panel.fpPerplexityLabel()->text(), QStringLiteral("–"));
         QCOMPARE(panel.klLabel()->text(), QStringLiteral("–"));
+    }
+
+    // The figures name the device and precision of the run that made them: the results' own.
+    void perplexitiesNameTheirCompute() {
+        qs::RunPanel panel;
+        qs::PerplexityResult fp, q;
+        fp.perplexity = 5.7;
+        q.perplexity = 6.0;
+        fp.device = q.device = "cpu";
+        fp.dtype = q.dtype = "bfloat16";
+        panel.showPerplexities(fp, q);
+        QCOMPARE(panel.perplexityComputeLabel()->text(), QStringLiteral("cpu · bfloat16"));
+        panel.showPerplexities(fp, std::nullopt); // the unquantized figure alone names it too
+        QCOMPARE(panel.perplexityComputeLabel()->text(), QStringLiteral("cpu · bfloat16"));
+        panel.showPerplexities(std::nullopt, std::nullopt);
+        QCOMPARE(panel.perplexityComputeLabel()->text(), QStringLiteral("–"));
+
+        panel.setSensitivityCompute("cpu", "float16");
+        QCOMPARE(panel.sensitivityComputeLabel()->text(),
+                 QStringLiteral("Computed on cpu · float16"));
+        panel.clearSensitivity(); // another model's, or another run's, rows are gone: so is it
+        QCOMPARE(panel.sensitivityComputeLabel()->text(), QString());
     }
 
     void sensitivityRowsStreamAndSort() {
