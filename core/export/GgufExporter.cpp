@@ -209,6 +209,28 @@ GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
     return rowLength % 32 == 0 ? asked : GgmlType::F32;
 }
 
+GgmlType ggufStoredType(const std::vector<int64_t>& shape, DType source,
+                        const quant::QuantScheme* codes, std::optional<GgmlType> asked) {
+    if (shape.size() != 2)
+        return GgmlType::F32;
+    const int64_t row = shape[1];
+    if (codes && !(asked && ggmlIsFloat(*asked))) {
+        if (row % 32 != 0) // no 32-blocks: F32 holds the dequantized weight exactly
+            return GgmlType::F32;
+        if (asked)
+            return *asked;
+        std::string why;
+        if (const std::optional<GgmlType> t = ggufCodeBlockType(*codes, &why))
+            return *t;
+        throw Error("gguf", codes->label(), why); // refused by the format's problems check
+    }
+    if (asked)
+        return ggmlTypeForRow(*asked, row);
+    return source == DType::F16    ? GgmlType::F16
+           : source == DType::BF16 ? GgmlType::BF16
+                                   : GgmlType::F32;
+}
+
 GgufExporter::GgufExporter(const ExportContext& context)
     : m_context(context), m_type(ggufTypeOf(context.options)), m_folder(context.outDir) {
     std::ifstream in(context.sourceDir + "/config.json");
@@ -277,17 +299,11 @@ void GgufExporter::add(const std::string& hfName, const at::Tensor& t,
     else if (hfName.find("self_attn.k_proj.weight") != std::string::npos)
         w = permuteForRope(w, m_kvHeads);
     const int64_t rowLen = w.dim() == 0 ? 1 : w.size(-1);
-    GgmlType type = GgmlType::F32;
-    if (forced)
-        type = *forced;
-    else if (w.dim() == 2 && m_type)
-        type = ggmlTypeForRow(*m_type, rowLen);
-    else if (w.dim() == 2 && m_context.source->contains(hfName) &&
-             m_context.source->info(hfName).dtype == DType::F16)
-        type = GgmlType::F16; // auto: the source's precision
-    else if (w.dim() == 2 && m_context.source->contains(hfName) &&
-             m_context.source->info(hfName).dtype == DType::BF16)
-        type = GgmlType::BF16;
+    const TensorInfo* source = m_context.source->find(hfName);
+    const GgmlType type =
+        forced
+            ? *forced
+            : ggufStoredType(w.sizes().vec(), source ? source->dtype : DType::F32, nullptr, m_type);
     Entry e{ggufNameOfHfTensor(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
     const float* p = w.data_ptr<float>();
     spool(std::move(e), w.numel() / rowLen, [&](int64_t r, std::string& out) {
@@ -300,7 +316,8 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
     if (const std::string r = ggufUnfitReason(*plan.scheme, plan.shape, m_type); !r.empty())
         throw Error(m_context.outDir, plan.name, r); // checked before the run; kept as a guard
     const int64_t out = plan.shape[0], in = plan.shape[1];
-    if (in % 32 != 0) { // no 32-blocks: F32 holds the dequantized weight exactly
+    const GgmlType type = ggufStoredType(plan.shape, DType::F32, &*plan.scheme, m_type);
+    if (type == GgmlType::F32) { // no 32-blocks: F32 holds the dequantized weight exactly
         // A run that released the float weights (readsOnlyCodes) dequantizes the codes, which
         // gives the fake-quantized weight bit for bit (quant::dequantize).
         add(hfName,
@@ -308,7 +325,6 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
             GgmlType::F32);
         return;
     }
-    const GgmlType type = m_type ? *m_type : *ggufCodeBlockType(*plan.scheme, nullptr);
     CodeBlockRows rows = codeBlockRows(*plan.weight.codes, plan.scheme->weight, plan.shape);
     const int64_t heads = hfName.find("self_attn.q_proj.weight") != std::string::npos   ? m_heads
                           : hfName.find("self_attn.k_proj.weight") != std::string::npos ? m_kvHeads
