@@ -27,7 +27,7 @@ namespace qs {
 
 namespace {
 
-constexpr uint64_t kAlignment = 32;
+constexpr uint64_t kAlignment = kGgufAlignment;
 
 // Minimal GGUF metadata serialisation (little endian, as GGUF is).
 struct Kv {
@@ -195,6 +195,51 @@ uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
     return uint32_t(ggmlTypeTraits(dominant).fileType);
 }
 
+// The tokenizer.json vocabulary the export writes when the source has no tokenizer.model
+// (read before any tensor is written, so a tokenizer llama.cpp cannot use stops the run at once).
+std::optional<GgufVocab> tokenizerJsonVocab(const std::string& sourceDir, const nlohmann::json& cfg,
+                                            const Checkpoint& source) {
+    if (QFileInfo::exists(QString::fromStdString(sourceDir + "/tokenizer.model")))
+        return std::nullopt;
+    // llama.cpp needs one token per embedding row: config.json's vocab_size, as the
+    // converter takes it, or the embedding's rows when the config has none.
+    int64_t rows = cfg.value("vocab_size", int64_t(0));
+    if (rows <= 0 && source.contains("model.embed_tokens.weight"))
+        rows = source.info("model.embed_tokens.weight").shape.at(0);
+    return tokenizerJsonGgufVocab(sourceDir, rows);
+}
+
+// The key-value section: general.* and llama.* from config.json, then the tokenizer.
+Kv metadataOf(const std::string& sourceDir, const std::optional<GgufVocab>& vocab,
+              uint32_t fileType) {
+    std::ifstream in(sourceDir + "/config.json");
+    const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
+    const int64_t hidden = cfg.value("hidden_size", 0);
+    const int64_t heads = cfg.value("num_attention_heads", 0);
+    const int64_t kvHeads = cfg.value("num_key_value_heads", heads);
+    Kv kv;
+    kv.string("general.architecture", "llama");
+    kv.string("general.name",
+              QFileInfo(QString::fromStdString(sourceDir)).fileName().toStdString());
+    kv.u32("general.alignment", uint32_t(kAlignment));
+    kv.u32("general.file_type", fileType);
+    kv.u32("llama.context_length", uint32_t(cfg.value("max_position_embeddings", 2048)));
+    kv.u32("llama.embedding_length", uint32_t(hidden));
+    kv.u32("llama.feed_forward_length", uint32_t(cfg.value("intermediate_size", 0)));
+    kv.u32("llama.attention.head_count", uint32_t(heads));
+    kv.u32("llama.attention.head_count_kv", uint32_t(kvHeads));
+    kv.u32("llama.block_count", uint32_t(cfg.value("num_hidden_layers", 0)));
+    kv.u32("llama.rope.dimension_count",
+           uint32_t(cfg.value("head_dim", heads ? hidden / heads : 0)));
+    kv.f32("llama.attention.layer_norm_rms_epsilon", float(cfg.value("rms_norm_eps", 1e-5)));
+    kv.f32("llama.rope.freq_base", float(cfg.value("rope_theta", 10000.0)));
+    if (vocab)
+        writeVocab(kv, *vocab);
+    else
+        writeSentencePieceVocab(kv, sourceDir + "/tokenizer.model", cfg);
+    return kv;
+}
+
 bool isKQuant(GgmlType t) {
     return ggmlTypeTraits(t).blockSize == kGgmlSuperBlock;
 }
@@ -231,6 +276,20 @@ GgmlType ggufStoredType(const std::vector<int64_t>& shape, DType source,
                                    : GgmlType::F32;
 }
 
+uint64_t ggufMetadataBytes(const std::string& sourceDir, const Checkpoint& source) {
+    std::ifstream in(sourceDir + "/config.json");
+    const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
+    if (cfg.is_discarded())
+        throw Error(sourceDir + "/config.json", "", "not valid JSON");
+    // general.file_type is a u32 whatever its value: the size does not depend on it.
+    return metadataOf(sourceDir, tokenizerJsonVocab(sourceDir, cfg, source), 0).bytes.size();
+}
+
+uint64_t ggufTensorInfoBytes(const std::string& name, size_t dims) {
+    // name (u64 length + bytes), n_dims u32, dims u64 each, type u32, offset u64
+    return 8 + name.size() + 4 + 8 * dims + 4 + 8;
+}
+
 GgufExporter::GgufExporter(const ExportContext& context)
     : m_context(context), m_type(ggufTypeOf(context.options)), m_folder(context.outDir) {
     std::ifstream in(context.sourceDir + "/config.json");
@@ -255,14 +314,7 @@ GgufExporter::GgufExporter(const ExportContext& context)
             throw Error(context.sourceDir, n, "has no GGUF name (llama layout expected)");
         m_blockOf.push_back(blockOfTensorName(n));
     }
-    if (!QFileInfo::exists(QString::fromStdString(context.sourceDir + "/tokenizer.model"))) {
-        // llama.cpp needs one token per embedding row: config.json's vocab_size, as the
-        // converter takes it, or the embedding's rows when the config has none.
-        int64_t rows = cfg.value("vocab_size", int64_t(0));
-        if (rows <= 0 && context.source->contains("model.embed_tokens.weight"))
-            rows = context.source->info("model.embed_tokens.weight").shape.at(0);
-        m_vocab = tokenizerJsonGgufVocab(context.sourceDir, rows);
-    }
+    m_vocab = tokenizerJsonVocab(context.sourceDir, cfg, *context.source);
     m_spool.setFileName(QString::fromStdString(m_folder.tempPath("tensors.spool")));
     if (!m_spool.open(QIODevice::WriteOnly))
         throw Error(context.outDir, "tensors.spool", m_spool.errorString().toStdString());
@@ -394,29 +446,7 @@ void GgufExporter::commit(const std::string& recipeJson) {
     }
     m_spool.close();
 
-    std::ifstream in(m_context.sourceDir + "/config.json");
-    const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
-    const int64_t hidden = cfg.value("hidden_size", 0);
-    Kv kv;
-    kv.string("general.architecture", "llama");
-    kv.string("general.name",
-              QFileInfo(QString::fromStdString(m_context.sourceDir)).fileName().toStdString());
-    kv.u32("general.alignment", uint32_t(kAlignment));
-    kv.u32("general.file_type", fileTypeOf(m_entries));
-    kv.u32("llama.context_length", uint32_t(cfg.value("max_position_embeddings", 2048)));
-    kv.u32("llama.embedding_length", uint32_t(hidden));
-    kv.u32("llama.feed_forward_length", uint32_t(cfg.value("intermediate_size", 0)));
-    kv.u32("llama.attention.head_count", uint32_t(m_heads));
-    kv.u32("llama.attention.head_count_kv", uint32_t(m_kvHeads));
-    kv.u32("llama.block_count", uint32_t(cfg.value("num_hidden_layers", 0)));
-    kv.u32("llama.rope.dimension_count",
-           uint32_t(cfg.value("head_dim", m_heads ? hidden / m_heads : 0)));
-    kv.f32("llama.attention.layer_norm_rms_epsilon", float(cfg.value("rms_norm_eps", 1e-5)));
-    kv.f32("llama.rope.freq_base", float(cfg.value("rope_theta", 10000.0)));
-    if (m_vocab)
-        writeVocab(kv, *m_vocab);
-    else
-        writeSentencePieceVocab(kv, m_context.sourceDir + "/tokenizer.model", cfg);
+    const Kv kv = metadataOf(m_context.sourceDir, m_vocab, fileTypeOf(m_entries));
 
     std::string head = "GGUF";
     auto raw = [&](auto v) { head.append(reinterpret_cast<const char*>(&v), sizeof v); };
@@ -435,6 +465,13 @@ void GgufExporter::commit(const std::string& recipeJson) {
         raw(offset);
         offset += (e.size + kAlignment - 1) / kAlignment * kAlignment;
     }
+    uint64_t laid = kGgufFixedHeaderBytes + kv.bytes.size(); // what size accounting predicts
+    for (const Entry& e : m_entries)
+        laid += ggufTensorInfoBytes(e.name, e.shape.size());
+    if (head.size() != laid)
+        throw Error(m_context.outDir, "model.gguf",
+                    "header of " + std::to_string(head.size()) + " bytes where its layout has " +
+                        std::to_string(laid) + " (exporter bug)");
     head.append((kAlignment - head.size() % kAlignment) % kAlignment, '\0');
 
     const QString path = QString::fromStdString(m_folder.tempPath("model.gguf"));

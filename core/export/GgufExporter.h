@@ -34,6 +34,15 @@ GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength);
 GgmlType ggufStoredType(const std::vector<int64_t>& shape, DType source,
                         const quant::QuantScheme* codes, std::optional<GgmlType> asked);
 
+// The file's layout, for size accounting (ExportSize.h): the fixed header (magic, version,
+// tensor and key-value counts), the key-value section the export writes for the checkpoint in
+// `sourceDir` (general.*, llama.* and the tokenizer, read as the exporter reads them), one tensor
+// info per tensor, then the data: the header padded to kGgufAlignment and every tensor's data too.
+constexpr uint64_t kGgufAlignment = 32;
+constexpr uint64_t kGgufFixedHeaderBytes = 4 + 4 + 8 + 8;
+uint64_t ggufMetadataBytes(const std::string& sourceDir, const Checkpoint& source);
+uint64_t ggufTensorInfoBytes(const std::string& ggufName, size_t dims);
+
 // GGUF v3 for the Llama family (llama.cpp's converter layout): llama.* metadata from
 // config.json, sentencepiece tokenizer metadata from tokenizer.model (tokens, scores, types), or
 // when there is none from tokenizer.json as llama.cpp's converter reads it (GgufVocab.h),
