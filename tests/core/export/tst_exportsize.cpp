@@ -289,7 +289,9 @@ private Q_SLOTS:
         QCOMPARE(q.linearWeightBytes, quantizedBytes + floatBytes);
         // int8's static input: scale + int32 zero point on o_proj (2 blocks); the KV cache: an
         // fp32 output scale on k_proj and v_proj.
-        QCOMPARE(q.bytesByRole.at(StoredRole::ActivationScale), uint64_t(2 * 8 + 2 * 2 * 4));
+        const auto activations = q.bytesByRole.find(StoredRole::ActivationScale);
+        QVERIFY(activations != q.bytesByRole.end());
+        QCOMPARE(activations->second, uint64_t(2 * 8 + 2 * 2 * 4));
         uint64_t others = 0; // embedding, head, norms: copied as they are
         for (const StoredTensor& t : q.tensors)
             if (t.role == StoredRole::Other)
