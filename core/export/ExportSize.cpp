@@ -413,10 +413,12 @@ ExportSizeReport exportSize(const std::string& modelDir, const Recipe& recipe,
             }
             total(inv, f);
         }
+        std::map<std::string, LinearSize*> linearOf; // a MoE model has thousands of linears
         for (LinearSize& l : report.linears)
-            for (const StoredTensor& t : f.tensors)
-                if (t.layer == l.name && isWeightRole(t.role))
-                    l.storedBytes[f.format] += t.bytes;
+            linearOf[l.name] = &l;
+        for (const StoredTensor& t : f.tensors)
+            if (!t.layer.empty() && isWeightRole(t.role))
+                linearOf.at(t.layer)->storedBytes[f.format] += t.bytes;
         report.formats.push_back(std::move(f));
     }
     return report;

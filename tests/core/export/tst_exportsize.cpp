@@ -133,10 +133,13 @@ class TestExportSize : public QObject {
 private:
     QString m_synth;     // F32, every linear's in a multiple of 128 and out of 8
     QString m_synthBf16; // BF16, for the source-dtype rules
+    QString m_qwen2;
     QString m_stories;
 
-    static QString synthModel(const QString& name, const std::string& dtype) {
+    static QString synthModel(const QString& name, const std::string& dtype,
+                              const std::string& arch = "llama") {
         SyntheticModelOptions o;
+        o.arch = arch;
         o.outDir = (qs::test::tempDir(name) + "/model").toStdString();
         o.hiddenSize = 256;
         o.intermediateSize = 512;
@@ -154,6 +157,7 @@ private Q_SLOTS:
     void initTestCase() {
         m_synth = synthModel("synth", "F32");
         m_synthBf16 = synthModel("synth-bf16", "BF16");
+        m_qwen2 = synthModel("qwen2", "F32", "qwen2"); // q/k/v biases
         m_stories = qs::test::sharedPath("models/stories260K");
         qputenv("XDG_CACHE_HOME", qs::test::tempDir("cache").toUtf8());
     }
@@ -344,6 +348,9 @@ private Q_SLOTS:
             << QStringList{"--quant-scheme", "uint4_wo_128", "--layer-quant-scheme", "*k_proj",
                            "w_int8_per_tensor_sym"}
             << QStringList{"quark", "gguf", "onnx"};
+        QTest::newRow("synth qwen2 int8 W8A8, biases")
+            << m_qwen2 << QStringList{"--quant-scheme", "int8"} + calibArgs
+            << QStringList{"quark", "onnx"};
         QTest::newRow("synth bf16 nothing quantized, gguf q8_0")
             << m_synthBf16 << QStringList{"--quant-scheme", "uint4_wo_32", "--exclude-layers", "*",
                                           "--gguf-type",    "q8_0"}
