@@ -36,25 +36,6 @@ using quant::isFp8;
 using quant::isInt4;
 using quant::isInt8;
 
-ElemType elemTypeOf(DataType t) {
-    switch (t) {
-    case DataType::Int4:
-        return ElemType::Int4;
-    case DataType::Uint4:
-        return ElemType::Uint4;
-    case DataType::Int8:
-        return ElemType::Int8;
-    case DataType::Uint8:
-        return ElemType::Uint8;
-    case DataType::Fp8E4M3:
-        return ElemType::Float8E4M3FN; // Quark's e4m3 is the "fn" variant: max 448, no inf
-    case DataType::Fp8E5M2:
-        return ElemType::Float8E5M2;
-    default:
-        throw Error("onnx", quant::dataTypeName(t), "has no ONNX quantized type");
-    }
-}
-
 int opsetOf(const quant::QuantSpec& s) {
     if (isInt4(s.dtype) || s.granularity == Granularity::PerGroup)
         return 21;
@@ -169,54 +150,6 @@ int OnnxExporter::opsetFor(const quant::QuantScheme& scheme) {
     if (scheme.output)
         opset = std::max(opset, opsetOf(*scheme.output));
     return opset;
-}
-
-uint64_t OnnxTensor::bytes() const {
-    int64_t n = 1;
-    for (int64_t d : dims)
-        n *= d;
-    return onnx::rawBytes(type, n);
-}
-
-std::vector<OnnxTensor> OnnxExporter::weightLayout(const std::string& n,
-                                                   const quant::QuantScheme& scheme,
-                                                   const std::vector<int64_t>& shape) {
-    const quant::QuantSpec& spec = scheme.weight;
-    const int64_t out = shape.at(0), in = shape.at(1);
-    const ElemType type = elemTypeOf(spec.dtype);
-    std::vector<int64_t> scaleDims;                  // per tensor: a scalar
-    if (spec.granularity == Granularity::PerChannel) // along axis 1 (out) or 0 (in) of [in, out]
-        scaleDims = {spec.chAxis == 0 ? out : in};
-    else if (spec.granularity == Granularity::PerGroup) // blocks along axis 0 of [in, out]
-        scaleDims = {(in + spec.groupSize - 1) / spec.groupSize, out};
-    std::vector<OnnxTensor> t = {
-        {n + ".weight_quantized", type, {in, out}, StoredRole::Codes},
-        {n + ".weight_scale", ElemType::Float, scaleDims, StoredRole::Scale}};
-    if (!isFp8(spec.dtype))
-        t.push_back({n + ".weight_zero_point", type, scaleDims, StoredRole::ZeroPoint});
-    return t;
-}
-
-std::vector<OnnxTensor> OnnxExporter::activationLayout(const std::string& prefix,
-                                                       const quant::QuantSpec& spec) {
-    return {{prefix + "_scale", ElemType::Float, {}, StoredRole::ActivationScale},
-            {prefix + "_zero_point", elemTypeOf(spec.dtype), {}, StoredRole::ActivationScale}};
-}
-
-bool OnnxExporter::usesExternalData(const Checkpoint& source) {
-    uint64_t floatBytes = 0;
-    for (const std::string& n : source.tensorNames()) {
-        uint64_t numel = 1;
-        for (int64_t d : source.info(n).shape)
-            numel *= uint64_t(d);
-        floatBytes += numel * 4;
-    }
-    const QByteArray force = qgetenv("QS_ONNX_EXTERNAL_DATA");
-    return force.isEmpty() ? floatBytes > kExternalDataAbove : force != "0";
-}
-
-int64_t OnnxExporter::tableRows(const ModelConfig& config) {
-    return std::min(config.maxPositions, kMaxTablePositions);
 }
 
 OnnxExporter::OnnxExporter(const ExportContext& context)
@@ -386,7 +319,7 @@ std::string OnnxExporter::quantizeDequantize(const std::string& x, const Activat
     if (!q.isFrozen())
         throw Error(m_context.outDir, prefix, "activation quantizer was never calibrated");
     const quant::QuantSpec& s = q.spec();
-    const ElemType type = elemTypeOf(s.dtype);
+    const ElemType type = elemType(s.dtype);
     const float scale = toHost(q.params().scale).to(at::kFloat).reshape({}).item<float>();
     const std::vector<OnnxTensor> layout = activationLayout(prefix, s);
     laidInitializer(layout[0], std::string(reinterpret_cast<const char*>(&scale), 4));
@@ -409,7 +342,7 @@ std::string OnnxExporter::weightDequantized(const LayerPlan& plan) {
                         " but the graph was started at " + std::to_string(m_opset));
     const std::string n = plan.name;
     const int64_t out = plan.shape[0], in = plan.shape[1];
-    const ElemType type = elemTypeOf(spec.dtype);
+    const ElemType type = elemType(spec.dtype);
     const std::vector<OnnxTensor> layout = weightLayout(n, *plan.scheme, plan.shape);
     const at::Tensor codes = toHost(q.codes).t().contiguous();
     laidInitializer(layout[0], rawCodes(codes, type));

@@ -73,6 +73,9 @@ public:
     static std::string unfitReason(const quant::QuantScheme& scheme);
     // Why a static activation quantizer (input, or output/KV cache) cannot be; empty when it can.
     static std::string activationReason(const quant::QuantSpec& spec, const std::string& role);
+    // ONNX's type of a weight or activation data type (int4, uint4, int8, uint8, fp8); qs::Error
+    // for any other.
+    static onnx::ElemType elemType(quant::DataType type);
     // The lowest opset that holds `scheme` (13, 19 or 21).
     static int opsetFor(const quant::QuantScheme& scheme);
     // The initializers of `layer` (shape [out, in]) quantized with `scheme` (one unfitReason
