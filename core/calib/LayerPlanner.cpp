@@ -42,13 +42,23 @@ std::string LayerPlanner::unfitReason(const quant::QuantScheme& scheme, int64_t 
     return r;
 }
 
-std::vector<const ModuleNode*> LayerPlanner::blockLinears(const ModuleNode& tree) const {
+std::vector<const ModuleNode*> LayerPlanner::blockLinears(const ModuleNode& tree) {
     std::vector<const ModuleNode*> all, out;
     tree.collect("linear", all);
     for (const ModuleNode* n : all)
         if (n->blockIndex >= 0 && n->shape.size() == 2)
             out.push_back(n);
     return out;
+}
+
+std::optional<quant::QuantSpec>
+LayerPlanner::outputSpecFor(const std::string& layer, const std::string& kind,
+                            const std::optional<quant::QuantScheme>& scheme) const {
+    // An explicit KV-cache spec wins over the scheme's own output spec (Quark's kv_cache config
+    // overrides the layer's output_tensors on k_proj/v_proj).
+    if (std::optional<quant::QuantSpec> kv = m_outputSpecFor(layer, kind))
+        return kv;
+    return scheme ? scheme->output : std::nullopt;
 }
 
 void LayerPlanner::markUnfit(const std::string& layer, const std::string& reason) {
@@ -113,12 +123,8 @@ std::vector<LayerPlan> LayerPlanner::planBlock(DecoderBlock& block) {
         p.block = block.index();
         p.shape = {l->weight.size(0), l->weight.size(1)};
         p.scheme = m_schemeFor(l->name, l->kind);
-        // An explicit KV-cache spec wins over the scheme's own output spec (Quark's kv_cache
-        // config overrides the layer's output_tensors on k_proj/v_proj).
-        p.outputSpec = m_outputSpecFor(l->name, l->kind);
-        p.outputIsKvCache = p.outputSpec.has_value();
-        if (!p.outputSpec && p.scheme)
-            p.outputSpec = p.scheme->output;
+        p.outputIsKvCache = m_outputSpecFor(l->name, l->kind).has_value();
+        p.outputSpec = outputSpecFor(l->name, l->kind, p.scheme);
         if (const auto s = m_stored.find(l->name); s != m_stored.end())
             p.stored = s->second;
         if (p.scheme && !m_unfit.count(l->name)) {
@@ -133,7 +139,7 @@ std::vector<LayerPlan> LayerPlanner::planBlock(DecoderBlock& block) {
             p.note = "not quantized: " + m_unfit.at(l->name);
             p.scheme.reset();
             // The scheme's own output spec goes with it; a KV-cache spec stays.
-            p.outputSpec = m_outputSpecFor(l->name, l->kind);
+            p.outputSpec = outputSpecFor(l->name, l->kind, p.scheme);
         } else if (!p.scheme && !p.outputSpec) {
             p.note = "excluded";
         }

@@ -52,11 +52,19 @@ public:
     std::vector<std::pair<std::string, quant::QuantScheme>>
     quantizedLinears(const ModuleNode& tree) const;
 
+    // The output spec of a linear whose planned scheme is `scheme` (nullopt: unquantized): the
+    // recipe's KV-cache spec when it has one for the layer, else the scheme's own output spec.
+    std::optional<quant::QuantSpec>
+    outputSpecFor(const std::string& layer, const std::string& kind,
+                  const std::optional<quant::QuantScheme>& scheme) const;
+
     // Why a weight of shape [out, in] cannot take `scheme` (empty when it can).
     static std::string unfitReason(const quant::QuantScheme& scheme, int64_t inFeatures);
+    // The block linears of `tree` (2-D weights inside a decoder block), in the model's order:
+    // the layers a recipe can quantize.
+    static std::vector<const ModuleNode*> blockLinears(const ModuleNode& tree);
 
 private:
-    std::vector<const ModuleNode*> blockLinears(const ModuleNode& tree) const;
     void markUnfit(const std::string& layer, const std::string& reason);
 
     SchemeFn m_schemeFor;

@@ -27,7 +27,7 @@ namespace qs {
 
 namespace {
 
-constexpr uint64_t kAlignment = 32;
+constexpr uint64_t kAlignment = kGgufAlignment;
 
 // Minimal GGUF metadata serialisation (little endian, as GGUF is).
 struct Kv {
@@ -195,6 +195,51 @@ uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
     return uint32_t(ggmlTypeTraits(dominant).fileType);
 }
 
+// The tokenizer.json vocabulary the export writes when the source has no tokenizer.model
+// (read before any tensor is written, so a tokenizer llama.cpp cannot use stops the run at once).
+std::optional<GgufVocab> tokenizerJsonVocab(const std::string& sourceDir, const nlohmann::json& cfg,
+                                            const Checkpoint& source) {
+    if (QFileInfo::exists(QString::fromStdString(sourceDir + "/tokenizer.model")))
+        return std::nullopt;
+    // llama.cpp needs one token per embedding row: config.json's vocab_size, as the
+    // converter takes it, or the embedding's rows when the config has none.
+    int64_t rows = cfg.value("vocab_size", int64_t(0));
+    if (rows <= 0 && source.contains("model.embed_tokens.weight"))
+        rows = source.info("model.embed_tokens.weight").shape.at(0);
+    return tokenizerJsonGgufVocab(sourceDir, rows);
+}
+
+// The key-value section: general.* and llama.* from config.json, then the tokenizer.
+Kv metadataOf(const std::string& sourceDir, const std::optional<GgufVocab>& vocab,
+              uint32_t fileType) {
+    std::ifstream in(sourceDir + "/config.json");
+    const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
+    const int64_t hidden = cfg.value("hidden_size", 0);
+    const int64_t heads = cfg.value("num_attention_heads", 0);
+    const int64_t kvHeads = cfg.value("num_key_value_heads", heads);
+    Kv kv;
+    kv.string("general.architecture", "llama");
+    kv.string("general.name",
+              QFileInfo(QString::fromStdString(sourceDir)).fileName().toStdString());
+    kv.u32("general.alignment", uint32_t(kAlignment));
+    kv.u32("general.file_type", fileType);
+    kv.u32("llama.context_length", uint32_t(cfg.value("max_position_embeddings", 2048)));
+    kv.u32("llama.embedding_length", uint32_t(hidden));
+    kv.u32("llama.feed_forward_length", uint32_t(cfg.value("intermediate_size", 0)));
+    kv.u32("llama.attention.head_count", uint32_t(heads));
+    kv.u32("llama.attention.head_count_kv", uint32_t(kvHeads));
+    kv.u32("llama.block_count", uint32_t(cfg.value("num_hidden_layers", 0)));
+    kv.u32("llama.rope.dimension_count",
+           uint32_t(cfg.value("head_dim", heads ? hidden / heads : 0)));
+    kv.f32("llama.attention.layer_norm_rms_epsilon", float(cfg.value("rms_norm_eps", 1e-5)));
+    kv.f32("llama.rope.freq_base", float(cfg.value("rope_theta", 10000.0)));
+    if (vocab)
+        writeVocab(kv, *vocab);
+    else
+        writeSentencePieceVocab(kv, sourceDir + "/tokenizer.model", cfg);
+    return kv;
+}
+
 bool isKQuant(GgmlType t) {
     return ggmlTypeTraits(t).blockSize == kGgmlSuperBlock;
 }
@@ -207,6 +252,42 @@ GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
     if (isKQuant(asked) && rowLength % kGgmlSuperBlock != 0)
         asked = asked == GgmlType::Q4_K ? GgmlType::Q5_0 : GgmlType::Q8_0;
     return rowLength % 32 == 0 ? asked : GgmlType::F32;
+}
+
+GgmlType ggufStoredType(const std::vector<int64_t>& shape, DType source,
+                        const quant::QuantScheme* codes, std::optional<GgmlType> asked) {
+    if (shape.size() != 2)
+        return GgmlType::F32;
+    const int64_t row = shape[1];
+    if (codes && !(asked && ggmlIsFloat(*asked))) {
+        if (row % 32 != 0) // no 32-blocks: F32 holds the dequantized weight exactly
+            return GgmlType::F32;
+        if (asked)
+            return *asked;
+        std::string why;
+        if (const std::optional<GgmlType> t = ggufCodeBlockType(*codes, &why))
+            return *t;
+        throw Error("gguf", codes->label(), why); // refused by the format's problems check
+    }
+    if (asked)
+        return ggmlTypeForRow(*asked, row);
+    return source == DType::F16    ? GgmlType::F16
+           : source == DType::BF16 ? GgmlType::BF16
+                                   : GgmlType::F32;
+}
+
+uint64_t ggufMetadataBytes(const std::string& sourceDir, const Checkpoint& source) {
+    std::ifstream in(sourceDir + "/config.json");
+    const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
+    if (cfg.is_discarded())
+        throw Error(sourceDir + "/config.json", "", "not valid JSON");
+    // general.file_type is a u32 whatever its value: the size does not depend on it.
+    return metadataOf(sourceDir, tokenizerJsonVocab(sourceDir, cfg, source), 0).bytes.size();
+}
+
+uint64_t ggufTensorInfoBytes(const std::string& name, size_t dims) {
+    // name (u64 length + bytes), n_dims u32, dims u64 each, type u32, offset u64
+    return 8 + name.size() + 4 + 8 * dims + 4 + 8;
 }
 
 GgufExporter::GgufExporter(const ExportContext& context)
@@ -233,14 +314,7 @@ GgufExporter::GgufExporter(const ExportContext& context)
             throw Error(context.sourceDir, n, "has no GGUF name (llama layout expected)");
         m_blockOf.push_back(blockOfTensorName(n));
     }
-    if (!QFileInfo::exists(QString::fromStdString(context.sourceDir + "/tokenizer.model"))) {
-        // llama.cpp needs one token per embedding row: config.json's vocab_size, as the
-        // converter takes it, or the embedding's rows when the config has none.
-        int64_t rows = cfg.value("vocab_size", int64_t(0));
-        if (rows <= 0 && context.source->contains("model.embed_tokens.weight"))
-            rows = context.source->info("model.embed_tokens.weight").shape.at(0);
-        m_vocab = tokenizerJsonGgufVocab(context.sourceDir, rows);
-    }
+    m_vocab = tokenizerJsonVocab(context.sourceDir, cfg, *context.source);
     m_spool.setFileName(QString::fromStdString(m_folder.tempPath("tensors.spool")));
     if (!m_spool.open(QIODevice::WriteOnly))
         throw Error(context.outDir, "tensors.spool", m_spool.errorString().toStdString());
@@ -277,17 +351,11 @@ void GgufExporter::add(const std::string& hfName, const at::Tensor& t,
     else if (hfName.find("self_attn.k_proj.weight") != std::string::npos)
         w = permuteForRope(w, m_kvHeads);
     const int64_t rowLen = w.dim() == 0 ? 1 : w.size(-1);
-    GgmlType type = GgmlType::F32;
-    if (forced)
-        type = *forced;
-    else if (w.dim() == 2 && m_type)
-        type = ggmlTypeForRow(*m_type, rowLen);
-    else if (w.dim() == 2 && m_context.source->contains(hfName) &&
-             m_context.source->info(hfName).dtype == DType::F16)
-        type = GgmlType::F16; // auto: the source's precision
-    else if (w.dim() == 2 && m_context.source->contains(hfName) &&
-             m_context.source->info(hfName).dtype == DType::BF16)
-        type = GgmlType::BF16;
+    const TensorInfo* source = m_context.source->find(hfName);
+    const GgmlType type =
+        forced
+            ? *forced
+            : ggufStoredType(w.sizes().vec(), source ? source->dtype : DType::F32, nullptr, m_type);
     Entry e{ggufNameOfHfTensor(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
     const float* p = w.data_ptr<float>();
     spool(std::move(e), w.numel() / rowLen, [&](int64_t r, std::string& out) {
@@ -300,7 +368,8 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
     if (const std::string r = ggufUnfitReason(*plan.scheme, plan.shape, m_type); !r.empty())
         throw Error(m_context.outDir, plan.name, r); // checked before the run; kept as a guard
     const int64_t out = plan.shape[0], in = plan.shape[1];
-    if (in % 32 != 0) { // no 32-blocks: F32 holds the dequantized weight exactly
+    const GgmlType type = ggufStoredType(plan.shape, DType::F32, &*plan.scheme, m_type);
+    if (type == GgmlType::F32) { // no 32-blocks: F32 holds the dequantized weight exactly
         // A run that released the float weights (readsOnlyCodes) dequantizes the codes, which
         // gives the fake-quantized weight bit for bit (quant::dequantize).
         add(hfName,
@@ -308,7 +377,6 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
             GgmlType::F32);
         return;
     }
-    const GgmlType type = m_type ? *m_type : *ggufCodeBlockType(*plan.scheme, nullptr);
     CodeBlockRows rows = codeBlockRows(*plan.weight.codes, plan.scheme->weight, plan.shape);
     const int64_t heads = hfName.find("self_attn.q_proj.weight") != std::string::npos   ? m_heads
                           : hfName.find("self_attn.k_proj.weight") != std::string::npos ? m_kvHeads
@@ -378,29 +446,7 @@ void GgufExporter::commit(const std::string& recipeJson) {
     }
     m_spool.close();
 
-    std::ifstream in(m_context.sourceDir + "/config.json");
-    const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
-    const int64_t hidden = cfg.value("hidden_size", 0);
-    Kv kv;
-    kv.string("general.architecture", "llama");
-    kv.string("general.name",
-              QFileInfo(QString::fromStdString(m_context.sourceDir)).fileName().toStdString());
-    kv.u32("general.alignment", uint32_t(kAlignment));
-    kv.u32("general.file_type", fileTypeOf(m_entries));
-    kv.u32("llama.context_length", uint32_t(cfg.value("max_position_embeddings", 2048)));
-    kv.u32("llama.embedding_length", uint32_t(hidden));
-    kv.u32("llama.feed_forward_length", uint32_t(cfg.value("intermediate_size", 0)));
-    kv.u32("llama.attention.head_count", uint32_t(m_heads));
-    kv.u32("llama.attention.head_count_kv", uint32_t(m_kvHeads));
-    kv.u32("llama.block_count", uint32_t(cfg.value("num_hidden_layers", 0)));
-    kv.u32("llama.rope.dimension_count",
-           uint32_t(cfg.value("head_dim", m_heads ? hidden / m_heads : 0)));
-    kv.f32("llama.attention.layer_norm_rms_epsilon", float(cfg.value("rms_norm_eps", 1e-5)));
-    kv.f32("llama.rope.freq_base", float(cfg.value("rope_theta", 10000.0)));
-    if (m_vocab)
-        writeVocab(kv, *m_vocab);
-    else
-        writeSentencePieceVocab(kv, m_context.sourceDir + "/tokenizer.model", cfg);
+    const Kv kv = metadataOf(m_context.sourceDir, m_vocab, fileTypeOf(m_entries));
 
     std::string head = "GGUF";
     auto raw = [&](auto v) { head.append(reinterpret_cast<const char*>(&v), sizeof v); };
@@ -419,6 +465,13 @@ void GgufExporter::commit(const std::string& recipeJson) {
         raw(offset);
         offset += (e.size + kAlignment - 1) / kAlignment * kAlignment;
     }
+    uint64_t laid = kGgufFixedHeaderBytes + kv.bytes.size(); // what size accounting predicts
+    for (const Entry& e : m_entries)
+        laid += ggufTensorInfoBytes(e.name, e.shape.size());
+    if (head.size() != laid)
+        throw Error(m_context.outDir, "model.gguf",
+                    "header of " + std::to_string(head.size()) + " bytes where its layout has " +
+                        std::to_string(laid) + " (exporter bug)");
     head.append((kAlignment - head.size() % kAlignment) % kAlignment, '\0');
 
     const QString path = QString::fromStdString(m_folder.tempPath("model.gguf"));

@@ -4,7 +4,9 @@
 #include "export/Exporter.h"
 #include "export/GgufFormat.h"
 #include "export/GgufVocab.h"
+#include "io/DType.h"
 #include "io/GgmlTypes.h"
+#include "quant/QuantScheme.h"
 
 #include <QFile>
 
@@ -21,6 +23,25 @@ namespace qs {
 // (Q4_K) or Q8_0 (Q6_K); a 32-block type needs a multiple of 32, else F32 (llama.cpp's last
 // resort is F16; F32 keeps these few small tensors exact).
 GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength);
+
+// The type the GGUF export stores a source tensor of `shape` and stored dtype `source` in, with
+// the weight type `asked` (nullopt: auto). `codes`: the scheme of a quantized linear whose codes
+// are written (ggufUnfitReason accepts it), nullptr for a float tensor. The one decision the
+// exporter writes by and the size accounting (ExportSize.h) reads: 1-D tensors F32; codes in
+// their block (auto: ggufCodeBlockType; rows not a multiple of 32: F32 of the dequantized
+// weight), or the asked float type; float 2-D tensors ggmlTypeForRow of the asked type, or with
+// auto the source's precision (F16, BF16, else F32).
+GgmlType ggufStoredType(const std::vector<int64_t>& shape, DType source,
+                        const quant::QuantScheme* codes, std::optional<GgmlType> asked);
+
+// The file's layout, for size accounting (ExportSize.h): the fixed header (magic, version,
+// tensor and key-value counts), the key-value section the export writes for the checkpoint in
+// `sourceDir` (general.*, llama.* and the tokenizer, read as the exporter reads them), one tensor
+// info per tensor, then the data: the header padded to kGgufAlignment and every tensor's data too.
+constexpr uint64_t kGgufAlignment = 32;
+constexpr uint64_t kGgufFixedHeaderBytes = 4 + 4 + 8 + 8;
+uint64_t ggufMetadataBytes(const std::string& sourceDir, const Checkpoint& source);
+uint64_t ggufTensorInfoBytes(const std::string& ggufName, size_t dims);
 
 // GGUF v3 for the Llama family (llama.cpp's converter layout): llama.* metadata from
 // config.json, sentencepiece tokenizer metadata from tokenizer.model (tokens, scores, types), or

@@ -4,6 +4,7 @@
 #include "export/GgufCodeBlocks.h"
 #include "export/GgufExporter.h"
 #include "io/GgufFolder.h"
+#include "model/ModelFamily.h"
 #include "util/Error.h"
 #include "util/Join.h"
 
@@ -73,7 +74,14 @@ FormatWriter ggufFormatWriter() {
                 true};
     // GGUF holds weights only: activation and KV-cache specs are not written, so only a
     // layer's weight scheme can be refused.
-    w.problems = [](const ExportCheck& check) {
+    w.problems = [](const ExportCheck& check) -> std::vector<std::string> {
+        // The exporter's constructor repeats this check (ExportCheck::model may be null).
+        if (check.model)
+            if (const ModelFamily* f = findFamily(check.model->modelType);
+                !f || !f->capabilities().gguf)
+                return {"model: GGUF export writes the " +
+                        join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
+                        " family only"};
         const std::optional<GgmlType> type = ggufTypeOf(check.options);
         return layerProblems(check, [&](const ModuleNode& layer,
                                         const std::optional<quant::QuantScheme>& scheme,

@@ -36,25 +36,6 @@ using quant::isFp8;
 using quant::isInt4;
 using quant::isInt8;
 
-ElemType elemTypeOf(DataType t) {
-    switch (t) {
-    case DataType::Int4:
-        return ElemType::Int4;
-    case DataType::Uint4:
-        return ElemType::Uint4;
-    case DataType::Int8:
-        return ElemType::Int8;
-    case DataType::Uint8:
-        return ElemType::Uint8;
-    case DataType::Fp8E4M3:
-        return ElemType::Float8E4M3FN; // Quark's e4m3 is the "fn" variant: max 448, no inf
-    case DataType::Fp8E5M2:
-        return ElemType::Float8E5M2;
-    default:
-        throw Error("onnx", quant::dataTypeName(t), "has no ONNX quantized type");
-    }
-}
-
 int opsetOf(const quant::QuantSpec& s) {
     if (isInt4(s.dtype) || s.granularity == Granularity::PerGroup)
         return 21;
@@ -183,16 +164,8 @@ OnnxExporter::OnnxExporter(const ExportContext& context)
         if (s)
             m_opset = std::max(m_opset, opsetFor(*s));
     }
-    m_tableRows = std::min(m_config.maxPositions, kMaxTablePositions);
-    uint64_t floatBytes = 0;
-    for (const std::string& n : context.source->tensorNames()) {
-        uint64_t numel = 1;
-        for (int64_t d : context.source->info(n).shape)
-            numel *= uint64_t(d);
-        floatBytes += numel * 4;
-    }
-    const QByteArray force = qgetenv("QS_ONNX_EXTERNAL_DATA");
-    m_external = force.isEmpty() ? floatBytes > kExternalDataAbove : force != "0";
+    m_tableRows = tableRows(m_config);
+    m_external = usesExternalData(*context.source);
     if (m_external) {
         m_data.setFileName(QString::fromStdString(m_folder.tempPath(kDataFile)));
         if (!m_data.open(QIODevice::WriteOnly))
@@ -245,6 +218,15 @@ void OnnxExporter::initializer(const std::string& name, ElemType type,
                     "cannot write: " + m_data.errorString().toStdString());
     field(kGraphInitializer,
           onnx::externalTensorProto(name, type, dims, kDataFile, offset, raw.size()));
+}
+
+void OnnxExporter::laidInitializer(const OnnxTensor& t, const std::string& raw) {
+    if (raw.size() != t.bytes())
+        throw Error(m_context.outDir, t.name,
+                    "the exporter produced " + std::to_string(raw.size()) +
+                        " bytes where its layout has " + std::to_string(t.bytes()) +
+                        " (exporter bug)");
+    initializer(t.name, t.type, t.dims, raw);
 }
 
 void OnnxExporter::floatInitializer(const std::string& name, const at::Tensor& t) {
@@ -337,13 +319,13 @@ std::string OnnxExporter::quantizeDequantize(const std::string& x, const Activat
     if (!q.isFrozen())
         throw Error(m_context.outDir, prefix, "activation quantizer was never calibrated");
     const quant::QuantSpec& s = q.spec();
-    const ElemType type = elemTypeOf(s.dtype);
+    const ElemType type = elemType(s.dtype);
     const float scale = toHost(q.params().scale).to(at::kFloat).reshape({}).item<float>();
-    initializer(prefix + "_scale", ElemType::Float, {},
-                std::string(reinterpret_cast<const char*>(&scale), 4));
+    const std::vector<OnnxTensor> layout = activationLayout(prefix, s);
+    laidInitializer(layout[0], std::string(reinterpret_cast<const char*>(&scale), 4));
     // The zero point fixes QuantizeLinear's output type; fp8 zero points are +0.
     const int32_t zp = isFp8(s.dtype) ? 0 : toHost(q.params().zeroPoint).reshape({}).item<int>();
-    initializer(prefix + "_zero_point", type, {}, rawCodes(at::scalar_tensor(zp, at::kInt), type));
+    laidInitializer(layout[1], rawCodes(at::scalar_tensor(zp, at::kInt), type));
     emit("QuantizeLinear", {x, prefix + "_scale", prefix + "_zero_point"}, prefix + "/quantized");
     emit("DequantizeLinear", {prefix + "/quantized", prefix + "_scale", prefix + "_zero_point"},
          prefix + "/dequantized");
@@ -360,32 +342,27 @@ std::string OnnxExporter::weightDequantized(const LayerPlan& plan) {
                         " but the graph was started at " + std::to_string(m_opset));
     const std::string n = plan.name;
     const int64_t out = plan.shape[0], in = plan.shape[1];
-    const ElemType type = elemTypeOf(spec.dtype);
+    const ElemType type = elemType(spec.dtype);
+    const std::vector<OnnxTensor> layout = weightLayout(n, *plan.scheme, plan.shape);
     const at::Tensor codes = toHost(q.codes).t().contiguous();
-    initializer(n + ".weight_quantized", type, {in, out}, rawCodes(codes, type));
+    laidInitializer(layout[0], rawCodes(codes, type));
     at::Tensor scale = toHost(q.params.scale).to(at::kFloat);
     at::Tensor zp = q.params.zeroPoint.defined() ? toHost(q.params.zeroPoint) : at::Tensor();
     std::vector<Attribute> attributes;
-    if (spec.granularity == Granularity::PerTensor) {
-        scale = scale.reshape({});
-        zp = zp.defined() ? zp.reshape({}) : zp;
-    } else if (spec.granularity == Granularity::PerChannel) {
-        const int64_t axis = spec.chAxis == 0 ? 1 : 0; // of the transposed weight
-        scale = scale.reshape({axis == 1 ? out : in});
-        zp = zp.defined() ? zp.reshape({axis == 1 ? out : in}) : zp;
-        attributes.push_back({"axis", axis});
-    } else { // per group along the input features: blocks along axis 0 of [in, out]
+    if (spec.granularity == Granularity::PerChannel) {
+        attributes.push_back({"axis", int64_t(spec.chAxis == 0 ? 1 : 0)}); // of [in, out]
+    } else if (spec.granularity == Granularity::PerGroup) { // blocks along axis 0 of [in, out]
         const int64_t groups = (in + spec.groupSize - 1) / spec.groupSize;
         scale = scale.reshape({out, groups}).t().contiguous();
         zp = zp.defined() ? zp.reshape({out, groups}).t().contiguous() : zp;
         attributes.push_back({"axis", int64_t(0)});
         attributes.push_back({"block_size", int64_t(spec.groupSize)});
     }
-    floatInitializer(n + ".weight_scale", scale);
-    std::vector<std::string> inputs = {n + ".weight_quantized", n + ".weight_scale"};
-    if (!isFp8(spec.dtype)) {
-        initializer(n + ".weight_zero_point", type, scale.sizes().vec(), rawCodes(zp, type));
-        inputs.push_back(n + ".weight_zero_point");
+    laidInitializer(layout[1], rawOf(scale.contiguous()));
+    std::vector<std::string> inputs = {layout[0].name, layout[1].name};
+    if (layout.size() > 2) { // zero points: none for fp8
+        laidInitializer(layout[2], rawCodes(zp.contiguous(), type));
+        inputs.push_back(layout[2].name);
     }
     emit("DequantizeLinear", inputs, n + "/weight", attributes);
     return n + "/weight";

@@ -3,6 +3,7 @@
 #include "export/ExportFolder.h"
 #include "export/Exporter.h"
 #include "export/OnnxProto.h"
+#include "export/StoredTensor.h"
 #include "model/ModelConfig.h"
 #include "model/ModuleNode.h"
 #include "quant/QuantScheme.h"
@@ -15,6 +16,17 @@
 #include <vector>
 
 namespace qs {
+
+// One initializer the ONNX export writes for a linear: the table weightDequantized and
+// quantizeDequantize write by (the raw bytes they produce must fill it exactly) and the size
+// accounting (ExportSize.h) reads.
+struct OnnxTensor {
+    std::string name;
+    onnx::ElemType type = onnx::ElemType::Float;
+    std::vector<int64_t> dims;
+    StoredRole role = StoredRole::Codes;
+    uint64_t bytes() const; // raw_data bytes (onnx::rawBytes)
+};
 
 // The Llama-style decoders whose family declares `onnx` (FamilyCapabilities: llama, mistral,
 // qwen2, qwen3) as one ONNX graph, model.onnx:
@@ -61,8 +73,26 @@ public:
     static std::string unfitReason(const quant::QuantScheme& scheme);
     // Why a static activation quantizer (input, or output/KV cache) cannot be; empty when it can.
     static std::string activationReason(const quant::QuantSpec& spec, const std::string& role);
+    // ONNX's type of a weight or activation data type (int4, uint4, int8, uint8, fp8); qs::Error
+    // for any other.
+    static onnx::ElemType elemType(quant::DataType type);
     // The lowest opset that holds `scheme` (13, 19 or 21).
     static int opsetFor(const quant::QuantScheme& scheme);
+    // The initializers of `layer` (shape [out, in]) quantized with `scheme` (one unfitReason
+    // accepts): codes transposed to [in, out], scales, and zero points except for fp8.
+    static std::vector<OnnxTensor> weightLayout(const std::string& layer,
+                                                const quant::QuantScheme& scheme,
+                                                const std::vector<int64_t>& shape);
+    // The initializers of a static activation quantizer named `prefix` ("<layer>.input"):
+    // `<prefix>_scale` (fp32) and `<prefix>_zero_point` (its code type, which fixes
+    // QuantizeLinear's output type, fp8 included).
+    static std::vector<OnnxTensor> activationLayout(const std::string& prefix,
+                                                    const quant::QuantSpec& spec);
+    // Whether initializers of at least kExternalMinBytes go to kDataFile: the source's weights
+    // as fp32 exceed kExternalDataAbove, or QS_ONNX_EXTERNAL_DATA says so.
+    static bool usesExternalData(const Checkpoint& source);
+    // The rows of the RoPE tables (rope.cos_table, rope.sin_table: [rows, head_dim] fp32).
+    static int64_t tableRows(const ModelConfig& config);
 
 private:
     void emit(const std::string& opType, const std::vector<std::string>& inputs,
@@ -81,6 +111,9 @@ private:
     std::string repeatKv(const std::string& x, const std::string& out);
     std::string linear(const LinearLayer& layer, const LayerPlan* plan, const std::string& x);
     std::string weightDequantized(const LayerPlan& plan);
+    // An initializer of a layout (weightLayout, activationLayout); qs::Error when `raw` does
+    // not fill it exactly.
+    void laidInitializer(const OnnxTensor& t, const std::string& raw);
     std::string quantizeDequantize(const std::string& x, const ActivationQuantizer& q,
                                    const std::string& prefix);
 

@@ -11,6 +11,30 @@ enum AttributeType : uint64_t { kFloat = 1, kInt = 2, kString = 3, kInts = 7 };
 
 } // namespace
 
+std::string elemTypeName(ElemType type) {
+    switch (type) {
+    case ElemType::Float:
+        return "FLOAT";
+    case ElemType::Uint8:
+        return "UINT8";
+    case ElemType::Int8:
+        return "INT8";
+    case ElemType::Int32:
+        return "INT32";
+    case ElemType::Int64:
+        return "INT64";
+    case ElemType::Float8E4M3FN:
+        return "FLOAT8E4M3FN";
+    case ElemType::Float8E5M2:
+        return "FLOAT8E5M2";
+    case ElemType::Uint4:
+        return "UINT4";
+    case ElemType::Int4:
+        return "INT4";
+    }
+    return "type " + std::to_string(int32_t(type));
+}
+
 uint64_t rawBytes(ElemType type, int64_t count) {
     switch (type) {
     case ElemType::Float:

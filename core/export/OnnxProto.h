@@ -25,6 +25,8 @@ enum class ElemType : int32_t {
     Int4 = 22,
 };
 
+// ONNX's name of the type: "FLOAT", "INT4", "FLOAT8E4M3FN", ...
+std::string elemTypeName(ElemType type);
 // Bytes of `count` elements of `type` in raw_data (4-bit types: two per byte, rounded up).
 uint64_t rawBytes(ElemType type, int64_t count);
 

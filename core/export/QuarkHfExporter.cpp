@@ -201,6 +201,80 @@ std::string QuarkHfExporter::outputReason(const quant::QuantSpec& output) {
     return {};
 }
 
+const std::map<std::string, std::string>& QuarkHfExporter::fileMetadata() {
+    static const std::map<std::string, std::string> metadata = {{"format", "pt"}};
+    return metadata;
+}
+
+void QuarkHfExporter::sortLayout(std::vector<TensorInfo>& layout) {
+    std::sort(layout.begin(), layout.end(),
+              [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
+}
+
+uint64_t QuarkTensor::bytes() const {
+    uint64_t n = 1;
+    for (int64_t d : shape)
+        n *= uint64_t(d);
+    return n * uint64_t(dtypeBits(dtype)) / 8;
+}
+
+std::vector<QuarkTensor> QuarkHfExporter::weightLayout(const quant::QuantScheme& scheme,
+                                                       const std::vector<int64_t>& shape,
+                                                       bool awq) {
+    const quant::QuantSpec& w = scheme.weight;
+    const int64_t out = shape.at(0), in = shape.at(1);
+    const auto words = [](int64_t n) { return (n + 7) / 8; }; // packInt4: 8 codes per int32
+    const bool perTensor = w.granularity == Granularity::PerTensor;
+    // One scale (and zero point) per tensor, or per channel along ch_axis.
+    const std::vector<int64_t> perScale =
+        perTensor ? std::vector<int64_t>{} : std::vector<int64_t>{w.chAxis == 0 ? out : in};
+    using R = StoredRole;
+    if (isInt4(w.dtype)) {
+        if (w.granularity == Granularity::PerGroup) {
+            const int64_t groups = (in + w.groupSize - 1) / w.groupSize;
+            return {{awq ? ".qweight" : ".weight", DType::I32, {in, words(out)}, R::Codes},
+                    {awq ? ".scales" : ".weight_scale", DType::F32, {groups, out}, R::Scale},
+                    {awq ? ".qzeros" : ".weight_zero_point",
+                     DType::I32,
+                     {groups, words(out)},
+                     R::ZeroPoint}};
+        }
+        return {{".weight", DType::I32, {out, words(in)}, R::Codes},
+                {".weight_scale", DType::F32, perScale, R::Scale},
+                {".weight_zero_point", DType::I32,
+                 perTensor ? std::vector<int64_t>{} : std::vector<int64_t>{words(out)},
+                 R::ZeroPoint}};
+    }
+    if (isInt8(w.dtype))
+        return {{".weight", w.dtype == DataType::Int8 ? DType::I8 : DType::U8, {out, in}, R::Codes},
+                {".weight_scale", DType::F32, perScale, R::Scale},
+                {".weight_zero_point", DType::I32, perScale, R::ZeroPoint}};
+    if (isMxFloat(w.dtype)) // Pack_fp4: 2 codes per byte; Pack_fp6: 4 codes in 3 bytes
+        return {{".weight",
+                 DType::U8,
+                 {out, w.dtype == DataType::MxFp4 ? in / 2 : in / 4 * 3},
+                 R::Codes},
+                {".weight_scale", DType::U8, {out, (in + 31) / 32}, R::BlockScale}};
+    if (isFp8(w.dtype))
+        return {{".weight",
+                 w.dtype == DataType::Fp8E4M3 ? DType::F8_E4M3 : DType::F8_E5M2,
+                 {out, in},
+                 R::Codes},
+                {".weight_scale", DType::F32, perScale, R::Scale}};
+    throw Error("quark", quant::dataTypeName(w.dtype), weightReason(w, shape, false));
+}
+
+std::vector<QuarkTensor> QuarkHfExporter::activationLayout(const std::string& role,
+                                                           const quant::QuantSpec& spec) {
+    if (spec.isDynamic)
+        return {};
+    std::vector<QuarkTensor> t = {
+        {"." + role + "_scale", DType::F32, {}, StoredRole::ActivationScale}};
+    if (quant::isInteger(spec.dtype))
+        t.push_back({"." + role + "_zero_point", DType::I32, {}, StoredRole::ActivationScale});
+    return t;
+}
+
 QuarkHfExporter::QuarkHfExporter(const ExportContext& context, quant::PackOrder order, bool awq)
     : m_source(*context.source), m_context(context), m_order(order), m_awq(awq),
       m_folder(context.outDir) {
@@ -257,59 +331,64 @@ void QuarkHfExporter::writeLeading() {
     writeUntil(0);
 }
 
+void QuarkHfExporter::spoolLaid(const std::string& layer, const QuarkTensor& laid,
+                                const at::Tensor& t) {
+    const std::string name = layer + laid.suffix;
+    const at::Tensor h = toHost(t).contiguous();
+    // FP8 codes arrive as their bytes (uint8); every other tensor in the layout's own dtype.
+    const bool fp8Bytes = (laid.dtype == DType::F8_E4M3 || laid.dtype == DType::F8_E5M2) &&
+                          h.scalar_type() == at::kByte;
+    if ((!fp8Bytes && dtypeOfTensor(h, name) != laid.dtype) || uint64_t(h.nbytes()) != laid.bytes())
+        throw Error(m_context.outDir, name,
+                    "the exporter produced " + std::to_string(h.nbytes()) + " bytes of " +
+                        std::string(c10::toString(h.scalar_type())) + " where its layout has " +
+                        std::to_string(laid.bytes()) + " bytes of " + dtypeName(laid.dtype) +
+                        " (exporter bug)");
+    spool(name, laid.dtype, laid.shape, h.data_ptr(), laid.bytes());
+}
+
 void QuarkHfExporter::writeLinear(const LayerPlan& plan) {
     const quant::QuantizedTensor& q = *plan.weight.codes;
     const quant::QuantSpec& spec = plan.scheme->weight;
-    const std::string& n = plan.name;
-    const int64_t out = plan.shape[0], in = plan.shape[1];
     if (const std::string r = unfitReason(*plan.scheme, plan.shape, false); !r.empty())
-        throw Error(m_context.outDir, n, r); // checked before the run; kept as a guard
+        throw Error(m_context.outDir, plan.name, r); // checked before the run; kept as a guard
     if (!m_firstWritten)
         m_firstWritten = *plan.scheme;
     const at::Tensor codes = toHost(q.codes);
     const at::Tensor scale = toHost(q.params.scale);
     const at::Tensor zp = q.params.zeroPoint.defined() ? toHost(q.params.zeroPoint) : at::Tensor();
+    // The layout's tensors in its order; their names, dtypes and shapes come from the layout.
+    std::vector<at::Tensor> data;
     if (isInt4(spec.dtype)) {
-        const bool perGroup = spec.granularity == Granularity::PerGroup;
-        if (perGroup) {
-            // awq: Quark's AWQ_SAVE_MAP renames the same three tensors.
-            spoolTensor(n + (m_awq ? ".qweight" : ".weight"),
-                        quant::packInt4(codes.t().contiguous(), m_order));
-            spoolTensor(n + (m_awq ? ".scales" : ".weight_scale"), scale.t().contiguous());
-            spoolTensor(n + (m_awq ? ".qzeros" : ".weight_zero_point"),
-                        quant::packInt4(zp.t().contiguous(), m_order));
-        } else {
-            spoolTensor(n + ".weight", quant::packInt4(codes.contiguous(), m_order));
-            spoolTensor(n + ".weight_scale",
-                        scale.reshape(spec.granularity == Granularity::PerTensor
-                                          ? std::vector<int64_t>{}
-                                          : std::vector<int64_t>{out}));
-            spoolTensor(n + ".weight_zero_point",
-                        spec.granularity == Granularity::PerTensor
-                            ? zp.reshape({}).to(at::kInt)
-                            : quant::packInt4(zp.reshape({out}).contiguous(), m_order));
-        }
+        if (spec.granularity == Granularity::PerGroup) // transposed: the out axis is packed
+            data = {quant::packInt4(codes.t().contiguous(), m_order), scale.t(),
+                    quant::packInt4(zp.t().contiguous(), m_order)};
+        else
+            data = {quant::packInt4(codes.contiguous(), m_order), scale,
+                    spec.granularity == Granularity::PerTensor
+                        ? zp.to(at::kInt)
+                        : quant::packInt4(zp.reshape({-1}).contiguous(), m_order)};
     } else if (isInt8(spec.dtype)) {
-        spoolTensor(n + ".weight", codes.to(spec.dtype == DataType::Int8 ? at::kChar : at::kByte));
-        spoolTensor(n + ".weight_scale", scale);
-        spoolTensor(n + ".weight_zero_point", zp.to(at::kInt));
+        data = {codes.to(spec.dtype == DataType::Int8 ? at::kChar : at::kByte), scale,
+                zp.to(at::kInt)};
     } else if (isMxFloat(spec.dtype)) {
         // Quark's Pack_fp4 / Pack_fp6 along the input features of [out, in] (not transposed):
         // FP4 low nibble = even element; FP6 four codes as a little-endian 24-bit word. The
-        // scale is the block's E8M0 byte, uint8 [out, ceil(in/32)] (the last block zero padded).
+        // scale is the block's E8M0 byte (the last block zero padded).
         quant::QuantizedTensor host;
         host.dtype = spec.dtype;
         host.codes = codes.to(at::kByte).contiguous();
-        spoolTensor(n + ".weight", quant::packCodes(host, m_order));
-        const at::Tensor e8m0 = q.params.scaleCodes.defined() ? toHost(q.params.scaleCodes)
-                                                              : quant::e8m0FromScale(scale);
-        spoolTensor(n + ".weight_scale", e8m0.reshape({out, (in + 31) / 32}).contiguous());
+        data = {quant::packCodes(host, m_order), q.params.scaleCodes.defined()
+                                                     ? toHost(q.params.scaleCodes)
+                                                     : quant::e8m0FromScale(scale)};
     } else { // fp8: the codes are the E4M3/E5M2 bytes
-        const at::Tensor bytes = codes.to(at::kByte).contiguous();
-        spool(n + ".weight", spec.dtype == DataType::Fp8E4M3 ? DType::F8_E4M3 : DType::F8_E5M2,
-              {out, in}, bytes.data_ptr(), uint64_t(bytes.nbytes()));
-        spoolTensor(n + ".weight_scale", scale);
+        data = {codes.to(at::kByte), scale};
     }
+    const std::vector<QuarkTensor> layout = weightLayout(*plan.scheme, plan.shape, m_awq);
+    if (layout.size() != data.size())
+        throw Error(m_context.outDir, plan.name, "layout and tensors disagree (exporter bug)");
+    for (size_t i = 0; i < layout.size(); ++i)
+        spoolLaid(plan.name, layout[i], data[i]);
 }
 
 void QuarkHfExporter::writeActivationScales(const LayerPlan& plan) {
@@ -318,10 +397,10 @@ void QuarkHfExporter::writeActivationScales(const LayerPlan& plan) {
             return;
         if (!a->isFrozen())
             throw Error(m_context.outDir, plan.name, role + " quantizer was never calibrated");
-        spoolTensor(plan.name + "." + role + "_scale", a->params().scale.reshape({}));
-        if (quant::isInteger(a->spec().dtype))
-            spoolTensor(plan.name + "." + role + "_zero_point",
-                        a->params().zeroPoint.reshape({}).to(at::kInt));
+        for (const QuarkTensor& t : activationLayout(role, a->spec()))
+            spoolLaid(plan.name, t,
+                      t.dtype == DType::I32 ? a->params().zeroPoint.to(at::kInt)
+                                            : a->params().scale);
     };
     write(plan.input, "input");
     write(plan.output, "output");
@@ -373,11 +452,9 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
     // Assemble model.safetensors: names sorted (as Quark's safetensors files), bytes from the
     // spool one tensor at a time.
     std::vector<TensorInfo> layout = m_written;
-    std::sort(layout.begin(), layout.end(),
-              [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
+    sortLayout(layout);
     {
-        SafetensorsWriter writer(m_folder.tempPath("model.safetensors"), layout,
-                                 {{"format", "pt"}});
+        SafetensorsWriter writer(m_folder.tempPath(kFileName), layout, fileMetadata());
         QFile spool(m_spool.fileName());
         if (!spool.open(QIODevice::ReadOnly))
             throw Error(m_context.outDir, "tensors.spool", spool.errorString().toStdString());

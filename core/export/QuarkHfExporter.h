@@ -2,6 +2,7 @@
 
 #include "export/ExportFolder.h"
 #include "export/Exporter.h"
+#include "export/StoredTensor.h"
 #include "io/SafetensorsFile.h"
 #include "quant/QuantScheme.h"
 
@@ -14,6 +15,17 @@
 #include <vector>
 
 namespace qs {
+
+// One tensor the Quark export writes for a linear: name suffix, dtype, shape and role. The
+// exporter writes by this table (QuarkHfExporter::weightLayout, activationLayout: the bytes it
+// produces must fill it exactly) and the size accounting (ExportSize.h) reads it.
+struct QuarkTensor {
+    std::string suffix; // after the layer's name: ".weight", ".weight_scale", ".input_scale", ...
+    DType dtype = DType::F32;
+    std::vector<int64_t> shape;
+    StoredRole role = StoredRole::Codes;
+    uint64_t bytes() const;
+};
 
 // AMD Quark's "hf_format" with real quantized weights (what transformers + amd-quark and vLLM
 // load; layout in ../shared/docs/formats.md, checked against Quark 0.13's own exports):
@@ -62,10 +74,28 @@ public:
                                       const std::vector<int64_t>& shape, bool loaderLimits,
                                       const quant::QuantScheme& first);
 
+    // The tensors that replace `<layer>.weight` of a linear of `shape` [out, in] quantized with
+    // `scheme` (one unfitReason accepts), in the order written; `awq` gives AWQ_SAVE_MAP's names.
+    static std::vector<QuarkTensor> weightLayout(const quant::QuantScheme& scheme,
+                                                 const std::vector<int64_t>& shape,
+                                                 bool awq = false);
+    // The tensors of a static activation quantizer with `spec` ("input" or "output" `role`):
+    // `<layer>.<role>_scale`, and for integer types `<role>_zero_point`; none when dynamic.
+    static std::vector<QuarkTensor> activationLayout(const std::string& role,
+                                                     const quant::QuantSpec& spec);
+    // The file the tensors go to, its __metadata__, and its order: names sorted (as Quark's
+    // safetensors files).
+    static constexpr const char* kFileName = "model.safetensors";
+    static const std::map<std::string, std::string>& fileMetadata();
+    static void sortLayout(std::vector<TensorInfo>& layout);
+
 private:
     void spool(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
                const void* bytes, uint64_t size);
     void spoolTensor(const std::string& name, const at::Tensor& t);
+    // `t`'s bytes as the layout entry `laid` of `layer` (its name, dtype and shape); qs::Error
+    // when they do not fill it exactly.
+    void spoolLaid(const std::string& layer, const QuarkTensor& laid, const at::Tensor& t);
     void copyRaw(const std::string& name);
     void writeUntil(int blockLimit);
     void writeLinear(const LayerPlan& plan);

@@ -394,16 +394,15 @@ void writeSafetensors(const std::string& path, const std::vector<TensorBlob>& te
     writer.commit();
 }
 
-SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<TensorInfo> layout,
-                                     const std::map<std::string, std::string>& metadata)
-    : m_path(path), m_layout(std::move(layout)) {
+std::string safetensorsHeaderText(const std::string& path, std::vector<TensorInfo>& layout,
+                                  const std::map<std::string, std::string>& metadata) {
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
     // The reference writer puts __metadata__ first and omits it when empty.
     if (!metadata.empty())
         header[kMetadataKey] = metadata;
     std::unordered_set<std::string> names;
     uint64_t offset = 0;
-    for (TensorInfo& info : m_layout) {
+    for (TensorInfo& info : layout) {
         if (info.name.empty() || info.name == kMetadataKey)
             throw Error(path, info.name.empty() ? "header" : info.name, "not a valid tensor name");
         if (!names.insert(info.name).second)
@@ -426,6 +425,13 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<Tensor
     }
     // Pad with spaces so the data section starts 8-byte aligned, as the reference writer does.
     text.append((8 - text.size() % 8) % 8, ' ');
+    return text;
+}
+
+SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<TensorInfo> layout,
+                                     const std::map<std::string, std::string>& metadata)
+    : m_path(path), m_layout(std::move(layout)) {
+    const std::string text = safetensorsHeaderText(path, m_layout, metadata);
     m_dataOffset = 8 + text.size();
 
     // A random suffix keeps concurrent writers of the same target apart; NewOnly refuses to

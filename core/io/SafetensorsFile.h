@@ -83,6 +83,12 @@ struct TensorBlob {
 void writeSafetensors(const std::string& path, const std::vector<TensorBlob>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
+// The JSON header SafetensorsWriter writes for `layout` (names, dtypes, shapes in file order;
+// fills in each begin/end), padded with spaces to a multiple of 8 bytes: the file is 8 bytes of
+// length, this text, then the data. Throws qs::Error naming `path` and the tensor.
+std::string safetensorsHeaderText(const std::string& path, std::vector<TensorInfo>& layout,
+                                  const std::map<std::string, std::string>& metadata = {});
+
 // Streaming writer for checkpoints larger than memory. The layout (names, dtypes, shapes, in file
 // order) is fixed up front; tensor bytes then follow one by one. Everything goes to a temporary
 // file beside `path` that commit() renames into place; destroying the writer without commit()
