@@ -166,14 +166,18 @@ SHAPE_7B = ["--hidden", "4096", "--intermediate", "11008", "--heads", "32", "--k
             "--vocab", "32000", "--max-positions", "2048", "--dtype", "BF16"]
 
 
+def calibration_args(args):
+    return ["--calib-data", args.data, "--num-calib-data", str(args.calib_windows),
+            "--seq-len", str(args.seq_len), "--device", "cuda", "--dtype", "bfloat16"]
+
+
 def calibration(cli, model, args):
     models = [("1B-shaped", model, args.layers),
               ("7B-shaped", synth(cli, os.path.join(args.work, f"7B-shaped-{args.layers_7b}"),
                                   args.layers_7b, SHAPE_7B), args.layers_7b)]
     print(f"\n2. calibration, {args.calib_windows} windows of {args.seq_len}, bf16, cuda "
           "(seconds per block; process load and writing included)")
-    calib = ["--calib-data", args.data, "--num-calib-data", str(args.calib_windows),
-             "--seq-len", str(args.seq_len), "--device", "cuda", "--dtype", "bfloat16"]
+    calib = calibration_args(args)
     for label, m, layers in models:
         _, awall = run([cli, "analyze", m, "--json", "--quant-scheme", "int8"] + calib)
         _, qwall = run([cli, "quantize", m, "--out", os.path.join(args.work, "q-int8"),
@@ -186,8 +190,7 @@ def calibration(cli, model, args):
 
 
 def memory(cli, args):
-    calib = ["--calib-data", args.data, "--num-calib-data", str(args.calib_windows),
-             "--seq-len", str(args.seq_len), "--device", "cuda", "--dtype", "bfloat16"]
+    calib = calibration_args(args)
     print("\n3. peak GPU memory of quantize int8 against depth (MiB over the idle level)")
     for label, shape, depths in (("1B-shaped", SHAPE, (5, 11, args.layers)),
                                  ("7B-shaped", SHAPE_7B, (2, args.layers_7b))):

@@ -23,7 +23,6 @@
 #include <QComboBox>
 #include <QFile>
 #include <QLocale>
-#include <QProcess>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QtTest>
@@ -35,12 +34,11 @@
 namespace {
 
 nlohmann::json cliJson(const QStringList& args) {
-    QProcess p;
-    p.start(qs::test::binDir() + QStringLiteral("/quantscope-cli"), args);
-    if (!p.waitForStarted(10000) || !p.waitForFinished(600000) || p.exitCode() != 0)
+    const qs::test::CliRun run = qs::test::runCli(args);
+    if (run.exitCode != 0)
         qFatal("quantscope-cli %s failed: %s", qPrintable(args.join(QLatin1Char(' '))),
-               p.readAllStandardError().constData());
-    return nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+               run.err.constData());
+    return nlohmann::json::parse(run.out.toStdString());
 }
 
 bool same(double gui, const nlohmann::json& cli, QString* why) {
