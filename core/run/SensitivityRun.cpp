@@ -1,6 +1,6 @@
 #include "run/SensitivityRun.h"
 
-#include "eval/FidelityComparison.h"
+#include "run/PlanRowEvaluator.h"
 #include "util/Error.h"
 
 #include <cctype>
@@ -9,30 +9,6 @@
 #include <set>
 
 namespace qs {
-
-namespace {
-
-// The reference's logits a study keeps rather than recomputing them for every row.
-constexpr int64_t kCachedReferenceLogitBytes = int64_t(512) << 20;
-
-// The row a layer is measured in: its own, except the experts of a mixture-of-experts layer,
-// whose linears of one kind share a row named by the pattern that addresses them
-// ("model.layers.3.mlp.experts.*.down_proj"): 128 experts x 3 linears x 2 evaluations per layer
-// would be out of reach, and one expert alone barely moves the perplexity.
-std::string rowName(const std::string& layer) {
-    const std::string marker = ".experts.";
-    const size_t at = layer.rfind(marker);
-    if (at == std::string::npos)
-        return layer;
-    size_t end = at + marker.size();
-    while (end < layer.size() && std::isdigit(static_cast<unsigned char>(layer[end])))
-        ++end;
-    if (end == at + marker.size() || end >= layer.size() || layer[end] != '.')
-        return layer;
-    return layer.substr(0, at + marker.size()) + "*" + layer.substr(end);
-}
-
-} // namespace
 
 SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgress& progress,
                                  const std::function<void(const SensitivityRow&)>& onRow) {
@@ -76,7 +52,7 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
         for (const LayerPlan& p : block) {
             if (!p.scheme)
                 continue;
-            const std::string row = rowName(p.name);
+            const std::string row = expertRowName(p.name);
             auto it = rowOf.find(row);
             if (it == rowOf.end()) {
                 it = rowOf.emplace(row, layers.size()).first;
@@ -88,62 +64,22 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
         throw Error("recipe", "global", "the recipe quantizes no layer: nothing to measure");
     measurements = double(2 * layers.size() + 3);
 
-    const int64_t seqLen = prep.evaluation.size(1);
-    const int64_t predicted = prep.evaluation.size(0) * (seqLen - 1);
-    const at::Tensor embedded = pipeline.embedWindows(prep.evaluation);
-    // The full-precision model's last-block outputs and its logits, every row's reference: kept
-    // once computed when they fit kCachedReferenceLogitBytes (each row then runs the LM head
-    // once, for its own logits, which score its perplexity and meet the reference's), else
-    // recomputed from the outputs per row.
-    at::Tensor fpLast, fpLogits;
-    BaseLogitRows reference;
-    const int64_t vocab = prep.model->config().vocabSize;
-    struct Measured {
-        double perplexity = 0.0;
-        FidelitySummary fidelity;
-    };
+    PlanRowEvaluator rows(*prep.model, prep.evaluation, options.maxBatchTokens);
     auto measure = [&](const PlanFilter& filter, const at::Tensor& start, int fromBlock,
                        std::vector<at::Tensor>* blockInputs, const std::string& what) {
-        const at::Tensor last = pipeline.forwardWithPlans(plans, filter, start, fromBlock, seqLen,
-                                                          blockInputs, part(what));
+        const PlanRowEvaluator::Measured m =
+            rows.measure(pipeline, plans, filter, start, fromBlock, blockInputs, part(what));
         ++done;
-        Measured m;
-        if (!fpLast.defined()) {
-            m.perplexity =
-                std::exp(pipeline.scoreWindows(last, prep.evaluation) / double(predicted));
-            fpLast = last;
-            // Both sides run through this model's head (a model-level transform changed the
-            // reference's blocks with it, so they agree in exact arithmetic).
-            const BaseLogitRows fromHidden = baseLogitsFromHidden(
-                *prep.model, [&fpLast](int64_t f, int64_t n) { return fpLast.narrow(0, f, n); },
-                seqLen);
-            if (predicted * vocab * 4 <= kCachedReferenceLogitBytes) {
-                fpLogits = computeBaseLogits(fromHidden, prep.evaluation.size(0), seqLen,
-                                             options.maxBatchTokens, vocab);
-                reference = [&fpLogits](int64_t f, int64_t n) { return fpLogits.narrow(0, f, n); };
-            } else {
-                reference = fromHidden;
-            }
-            return m;
-        }
-        FidelitySamples samples;
-        m.perplexity =
-            std::exp(pipeline.scoreWindows(last, prep.evaluation,
-                                           [&](int64_t first, const at::Tensor& logits) {
-                                               compareScoredBatch(reference, first, logits,
-                                                                  prep.evaluation, samples);
-                                           }) /
-                     double(predicted));
-        m.fidelity = summarizeBriefly(samples);
         return m;
     };
-    const PlanFilter nothing = [](const LayerPlan&) { return PlanParts{false, false}; };
     const PlanFilter everything = [](const LayerPlan&) { return PlanParts{}; };
 
     SensitivityResult result;
-    std::vector<at::Tensor> fpInputs, quantInputs;
-    result.fpPerplexity = measure(nothing, embedded, 0, &fpInputs, "full precision").perplexity;
-    const Measured whole = measure(everything, embedded, 0, &quantInputs, "whole recipe");
+    std::vector<at::Tensor> quantInputs;
+    result.fpPerplexity = rows.measureReference(pipeline, plans, part("full precision")).perplexity;
+    ++done;
+    const PlanRowEvaluator::Measured whole =
+        measure(everything, rows.embedded(), 0, &quantInputs, "whole recipe");
     result.fullPerplexity = whole.perplexity;
     result.fullKl = whole.fidelity.klMean;
     result.fullSameTop = whole.fidelity.sameTop;
@@ -155,15 +91,15 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
         const size_t b = size_t(layer.block);
         // Only this layer: its weight and input quantizers, and its output quantizer unless that
         // is the KV cache (which "alone" leaves off, as the KV cache belongs to no one layer).
-        const Measured alone = measure(
+        const PlanRowEvaluator::Measured alone = measure(
             [&members](const LayerPlan& p) {
                 return members.count(p.name) ? PlanParts{true, !p.outputIsKvCache}
                                              : PlanParts{false, false};
             },
-            fpInputs[b], layer.block, nullptr, name + " alone");
+            rows.referenceInput(layer.block), layer.block, nullptr, name + " alone");
         // The whole recipe with this layer excluded: exclusion covers weights and inputs, and a
         // KV-cache spec still applies to an excluded k/v projection (as in Quark).
-        const Measured allBut = measure(
+        const PlanRowEvaluator::Measured allBut = measure(
             [&members](const LayerPlan& p) {
                 return members.count(p.name) ? PlanParts{false, p.outputIsKvCache} : PlanParts{};
             },

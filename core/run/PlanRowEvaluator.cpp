@@ -1,0 +1,74 @@
+#include "run/PlanRowEvaluator.h"
+
+#include <cctype>
+#include <cmath>
+
+namespace qs {
+
+std::string expertRowName(const std::string& layer) {
+    const std::string marker = ".experts.";
+    const size_t at = layer.rfind(marker);
+    if (at == std::string::npos)
+        return layer;
+    size_t end = at + marker.size();
+    while (end < layer.size() && std::isdigit(static_cast<unsigned char>(layer[end])))
+        ++end;
+    if (end == at + marker.size() || end >= layer.size() || layer[end] != '.')
+        return layer;
+    return layer.substr(0, at + marker.size()) + "*" + layer.substr(end);
+}
+
+
+PlanRowEvaluator::PlanRowEvaluator(DecoderModel& model, at::Tensor evaluation,
+                                   int64_t maxBatchTokens)
+    : m_model(model), m_evaluation(std::move(evaluation)), m_maxBatchTokens(maxBatchTokens),
+      m_seqLen(m_evaluation.size(1)), m_predicted(m_evaluation.size(0) * (m_seqLen - 1)) {}
+
+PlanRowEvaluator::Measured
+PlanRowEvaluator::measureReference(CalibrationPipeline& pipeline,
+                                   std::vector<std::vector<LayerPlan>>& plans,
+                                   const PipelineProgress& progress) {
+    const PlanFilter nothing = [](const LayerPlan&) { return PlanParts{false, false}; };
+    m_embedded = pipeline.embedWindows(m_evaluation);
+    m_referenceInputs.clear();
+    m_referenceLast = pipeline.forwardWithPlans(plans, nothing, m_embedded, 0, m_seqLen,
+                                                &m_referenceInputs, progress);
+    Measured m;
+    m.perplexity = std::exp(pipeline.scoreWindows(m_referenceLast, m_evaluation) /
+                            double(m_predicted));
+    // Both sides run through this model's head.
+    const at::Tensor last = m_referenceLast;
+    const BaseLogitRows fromHidden = baseLogitsFromHidden(
+        m_model, [last](int64_t f, int64_t n) { return last.narrow(0, f, n); }, m_seqLen);
+    const int64_t vocab = m_model.config().vocabSize;
+    if (m_predicted * vocab * 4 <= kCachedLogitBytes) {
+        m_referenceLogits = computeBaseLogits(fromHidden, m_evaluation.size(0), m_seqLen,
+                                              m_maxBatchTokens, vocab);
+        const at::Tensor logits = m_referenceLogits;
+        m_reference = [logits](int64_t f, int64_t n) { return logits.narrow(0, f, n); };
+    } else {
+        m_reference = fromHidden;
+    }
+    return m;
+}
+
+PlanRowEvaluator::Measured
+PlanRowEvaluator::measure(CalibrationPipeline& pipeline, std::vector<std::vector<LayerPlan>>& plans,
+                          const PlanFilter& filter, const at::Tensor& start, int fromBlock,
+                          std::vector<at::Tensor>* blockInputs, const PipelineProgress& progress) {
+    const at::Tensor last = pipeline.forwardWithPlans(plans, filter, start, fromBlock, m_seqLen,
+                                                      blockInputs, progress);
+    FidelitySamples samples;
+    Measured m;
+    m.perplexity = std::exp(pipeline.scoreWindows(last, m_evaluation,
+                                                  [&](int64_t first, const at::Tensor& logits) {
+                                                      compareScoredBatch(m_reference, first,
+                                                                         logits, m_evaluation,
+                                                                         samples);
+                                                  }) /
+                            double(m_predicted));
+    m.fidelity = summarizeBriefly(samples);
+    return m;
+}
+
+} // namespace qs
