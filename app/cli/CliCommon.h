@@ -64,5 +64,6 @@ int runTokenize(const QStringList& args);
 int runAnalyze(const QStringList& args);
 int runQuantize(const QStringList& args);
 int runRecipe(const QStringList& args);
+int runRecipeSearch(const QStringList& args); // recipe --auto
 
 } // namespace qs::cli

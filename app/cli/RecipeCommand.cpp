@@ -113,6 +113,8 @@ int runSize(const QCommandLineParser& parser) {
 } // namespace
 
 int runRecipe(const QStringList& args) {
+    if (args.contains("--auto"))
+        return runRecipeSearch(args);
     QCommandLineParser parser;
     parser.addOption({"from-quark",
                       "Import the quantization_config of a Quark export's "
@@ -141,6 +143,8 @@ int runRecipe(const QStringList& args) {
                       "TYPE"});
     parser.addOption({"json", "With --size: machine-readable report."});
     parser.addOption({"out", "Output file (default: standard output).", "FILE"});
+    parser.addOption({"auto",
+                      "Design a recipe under a size or KL budget (see recipe --auto --help)."});
     if (!parseOrHelp(parser, args,
                      "Converts between Quantscope recipes and Quark quantization_config blocks, "
                      "validates a recipe, or computes its size on a model."))

@@ -18,7 +18,6 @@ std::string expertRowName(const std::string& layer) {
     return layer.substr(0, at + marker.size()) + "*" + layer.substr(end);
 }
 
-
 PlanRowEvaluator::PlanRowEvaluator(DecoderModel& model, at::Tensor evaluation,
                                    int64_t maxBatchTokens)
     : m_model(model), m_evaluation(std::move(evaluation)), m_maxBatchTokens(maxBatchTokens),
@@ -34,16 +33,16 @@ PlanRowEvaluator::measureReference(CalibrationPipeline& pipeline,
     m_referenceLast = pipeline.forwardWithPlans(plans, nothing, m_embedded, 0, m_seqLen,
                                                 &m_referenceInputs, progress);
     Measured m;
-    m.perplexity = std::exp(pipeline.scoreWindows(m_referenceLast, m_evaluation) /
-                            double(m_predicted));
+    m.perplexity =
+        std::exp(pipeline.scoreWindows(m_referenceLast, m_evaluation) / double(m_predicted));
     // Both sides run through this model's head.
     const at::Tensor last = m_referenceLast;
     const BaseLogitRows fromHidden = baseLogitsFromHidden(
         m_model, [last](int64_t f, int64_t n) { return last.narrow(0, f, n); }, m_seqLen);
     const int64_t vocab = m_model.config().vocabSize;
     if (m_predicted * vocab * 4 <= kCachedLogitBytes) {
-        m_referenceLogits = computeBaseLogits(fromHidden, m_evaluation.size(0), m_seqLen,
-                                              m_maxBatchTokens, vocab);
+        m_referenceLogits =
+            computeBaseLogits(fromHidden, m_evaluation.size(0), m_seqLen, m_maxBatchTokens, vocab);
         const at::Tensor logits = m_referenceLogits;
         m_reference = [logits](int64_t f, int64_t n) { return logits.narrow(0, f, n); };
     } else {
@@ -56,15 +55,14 @@ PlanRowEvaluator::Measured
 PlanRowEvaluator::measure(CalibrationPipeline& pipeline, std::vector<std::vector<LayerPlan>>& plans,
                           const PlanFilter& filter, const at::Tensor& start, int fromBlock,
                           std::vector<at::Tensor>* blockInputs, const PipelineProgress& progress) {
-    const at::Tensor last = pipeline.forwardWithPlans(plans, filter, start, fromBlock, m_seqLen,
-                                                      blockInputs, progress);
+    const at::Tensor last =
+        pipeline.forwardWithPlans(plans, filter, start, fromBlock, m_seqLen, blockInputs, progress);
     FidelitySamples samples;
     Measured m;
     m.perplexity = std::exp(pipeline.scoreWindows(last, m_evaluation,
                                                   [&](int64_t first, const at::Tensor& logits) {
-                                                      compareScoredBatch(m_reference, first,
-                                                                         logits, m_evaluation,
-                                                                         samples);
+                                                      compareScoredBatch(m_reference, first, logits,
+                                                                         m_evaluation, samples);
                                                   }) /
                             double(m_predicted));
     m.fidelity = summarizeBriefly(samples);

@@ -53,7 +53,9 @@ public:
                      const PipelineProgress& progress = {});
 
     const at::Tensor& embedded() const { return m_embedded; }
-    const at::Tensor& referenceInput(int block) const { return m_referenceInputs.at(size_t(block)); }
+    const at::Tensor& referenceInput(int block) const {
+        return m_referenceInputs.at(size_t(block));
+    }
     int64_t predictedTokens() const { return m_predicted; }
 
 private:

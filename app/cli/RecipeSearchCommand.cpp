@@ -1,0 +1,266 @@
+// `quantscope-cli recipe --auto`: the recipe search (run/SchemeSearch.h) from the command line.
+#include "CliCommon.h"
+#include "QuantOptions.h"
+
+#include "model/Compute.h"
+#include "run/SchemeSearch.h"
+#include "tokenize/TokenizerLoader.h"
+#include "util/Error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace qs::cli {
+
+namespace {
+
+double doubleOption(const QCommandLineParser& parser, const QString& name) {
+    bool ok = false;
+    const double v = parser.value(name).toDouble(&ok);
+    if (!ok || !std::isfinite(v))
+        throw UsageError{"--" + name.toStdString() + ": '" + parser.value(name).toStdString() +
+                         "' is not a number"};
+    return v;
+}
+
+// "fp8 x12, uint4_wo_128 x30": how many units each candidate takes at a point.
+std::map<std::string, int> unitsPerCandidate(const SchemeSearchResult& r, const SearchPoint& p) {
+    std::map<std::string, int> count;
+    for (int c : p.choice)
+        ++count[size_t(c) < r.candidates.size() ? r.candidates[size_t(c)] : kUnquantizedCandidate];
+    return count;
+}
+
+std::string candidateName(const SchemeSearchResult& r, int c) {
+    return size_t(c) < r.candidates.size() ? r.candidates[size_t(c)] : kUnquantizedCandidate;
+}
+
+// The frontier points a table shows: at most `rows` spread evenly by index, the chosen one
+// always among them.
+std::vector<size_t> shownPoints(const SchemeSearchResult& r, size_t rows) {
+    std::vector<size_t> shown;
+    const size_t n = r.frontier.size();
+    for (size_t i = 0; i < std::min(rows, n); ++i)
+        shown.push_back(rows >= n ? i : i * (n - 1) / (rows - 1));
+    shown.push_back(r.chosen);
+    std::sort(shown.begin(), shown.end());
+    shown.erase(std::unique(shown.begin(), shown.end()), shown.end());
+    return shown;
+}
+
+nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest& q,
+                          const std::string& recipeFile) {
+    const SearchPoint& chosen = r.frontier[r.chosen];
+    nlohmann::json frontier = nlohmann::json::array();
+    for (const SearchPoint& p : r.frontier)
+        frontier.push_back({{"bits", p.bits},
+                            {"bytes", p.bytes},
+                            {"predicted_kl", p.predictedKl},
+                            {"units_per_candidate", unitsPerCandidate(r, p)}});
+    nlohmann::json units = nlohmann::json::array();
+    for (size_t u = 0; u < r.units.size(); ++u) {
+        const SearchUnit& unit = r.units[u];
+        nlohmann::json kl = nlohmann::json::object(), bytes = nlohmann::json::object(),
+                       unfit = nlohmann::json::object();
+        for (size_t c = 0; c < r.candidates.size(); ++c) {
+            if (unit.bytes[c]) {
+                kl[r.candidates[c]] = unit.kl[c];
+                bytes[r.candidates[c]] = *unit.bytes[c];
+            } else {
+                unfit[r.candidates[c]] = unit.unfit[c];
+            }
+        }
+        units.push_back({{"unit", unit.name},
+                         {"layers", unit.layers},
+                         {"weights", unit.weights},
+                         {"kl_alone", kl},
+                         {"weight_bytes", bytes},
+                         {"unfit", unfit},
+                         {"chosen", candidateName(r, chosen.choice[u])}});
+    }
+    nlohmann::json budget = nlohmann::json::object();
+    if (q.budgetBits)
+        budget["bits_per_weight"] = {{"asked", *q.budgetBits}, {"used", r.effectiveBits}};
+    if (q.budgetBytes)
+        budget["bytes"] = {{"asked", *q.budgetBytes}, {"used", r.modelBytes}};
+    if (q.budgetKl)
+        budget["kl_mean"] = {{"asked", *q.budgetKl}, {"predicted", chosen.predictedKl}};
+    nlohmann::json j = {{"candidates", r.candidates},
+                        {"effective_bits", r.effectiveBits},
+                        {"model_bytes", r.modelBytes},
+                        {"budget", budget},
+                        {"predicted", {{"kl_mean", chosen.predictedKl}}},
+                        {"frontier", frontier},
+                        {"frontier_exact", r.frontierExact},
+                        {"chosen_point", r.chosen},
+                        {"units", units},
+                        {"fp_perplexity", r.fpPerplexity ? nlohmann::json(*r.fpPerplexity)
+                                                         : nlohmann::json(nullptr)},
+                        {"seconds", {{"costs", r.costSeconds}, {"measure", r.measureSeconds}}},
+                        {"recipe", r.recipe.toJson()},
+                        {"recipe_file", recipeFile}};
+    if (r.measuredPerplexity && r.measuredFidelity)
+        j["measured"] = {{"kl_mean", r.measuredFidelity->klMean.value},
+                         {"kl_mean_error", r.measuredFidelity->klMean.error},
+                         {"same_top", r.measuredFidelity->sameTop.value},
+                         {"perplexity", r.measuredPerplexity->perplexity},
+                         {"fidelity", r.measuredFidelity->toJson()}};
+    else
+        j["measured"] = nullptr;
+    return j;
+}
+
+void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
+                 const std::string& recipeFile) {
+    const SearchPoint& chosen = r.frontier[r.chosen];
+    std::printf("candidates: ");
+    for (size_t c = 0; c < r.candidates.size(); ++c)
+        std::printf("%s%s", c ? ", " : "", r.candidates[c].c_str());
+    std::printf("\nunits: %zu (linears that share a scheme grouped), %lld block linear weights\n",
+                r.units.size(), static_cast<long long>(r.linearWeights));
+    std::printf("per-unit KL alone measured in %.1f s\n\n", r.costSeconds);
+    std::printf("predicted frontier (%zu points%s; the table shows up to 16):\n", r.frontier.size(),
+                r.frontierExact ? ", exact" : ", thinned");
+    std::printf("  %10s %14s %14s  %s\n", "bits/wt", "model bytes", "predicted KL",
+                "units per candidate");
+    for (size_t i : shownPoints(r, 16)) {
+        const SearchPoint& p = r.frontier[i];
+        std::string mix;
+        for (const auto& [name, n] : unitsPerCandidate(r, p))
+            mix += (mix.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+        std::printf("%s %10.4f %14llu %14.6f  %s\n", i == r.chosen ? "->" : "  ", p.bits,
+                    static_cast<unsigned long long>(p.bytes), p.predictedKl, mix.c_str());
+    }
+    std::printf("\nchosen recipe:\n");
+    for (size_t u = 0; u < r.units.size(); ++u)
+        std::printf("  %-56s %s\n", r.units[u].name.c_str(),
+                    candidateName(r, chosen.choice[u]).c_str());
+    if (q.budgetBits)
+        std::printf("\nbudget: %.4f bits per weight asked, %.4f used (effective_bits)\n",
+                    *q.budgetBits, r.effectiveBits);
+    else
+        std::printf("\neffective_bits: %.4f\n", r.effectiveBits);
+    if (q.budgetBytes)
+        std::printf("budget: %llu bytes asked, %llu used (Quark hf_format tensors)\n",
+                    static_cast<unsigned long long>(*q.budgetBytes),
+                    static_cast<unsigned long long>(r.modelBytes));
+    else
+        std::printf("model bytes (Quark hf_format tensors): %llu\n",
+                    static_cast<unsigned long long>(r.modelBytes));
+    if (q.budgetKl)
+        std::printf("budget: mean KL %.6f asked, %.6f predicted\n", *q.budgetKl,
+                    chosen.predictedKl);
+    if (r.measuredPerplexity && r.measuredFidelity) {
+        const double measured = r.measuredFidelity->klMean.value;
+        std::printf("mean KL: predicted %.6f, measured %.6f ± %.6f (%+.1f %% relative)\n",
+                    chosen.predictedKl, measured, r.measuredFidelity->klMean.error,
+                    measured > 0 ? 100.0 * (chosen.predictedKl - measured) / measured : 0.0);
+        std::printf("same top token: %.2f %%; perplexity %.4f (full precision %.4f); measured "
+                    "in %.1f s\n",
+                    100.0 * r.measuredFidelity->sameTop.value, r.measuredPerplexity->perplexity,
+                    r.fpPerplexity.value_or(0.0), r.measureSeconds);
+    } else {
+        std::printf("mean KL: predicted %.6f (not measured: --no-measure)\n", chosen.predictedKl);
+    }
+    if (!recipeFile.empty())
+        std::printf("recipe written to %s\n", recipeFile.c_str());
+}
+
+} // namespace
+
+int runRecipeSearch(const QStringList& args) {
+    QCommandLineParser parser;
+    parser.addOption({"auto", "Search the recipe (this mode)."});
+    parser.addOption({"model", "The checkpoint folder.", "DIR"});
+    parser.addOption({"candidates",
+                      "Schemes a layer may take, comma-separated; 'none' leaves it "
+                      "unquantized (default: none,fp8,uint4_wo_128,mxfp4_weight_only).",
+                      "S1,S2,..."});
+    parser.addOption({"budget-bpw",
+                      "At most this effective_bits (bits per block linear weight as Quark "
+                      "hf_format stores it: codes, scales, zero points).",
+                      "B"});
+    parser.addOption({"budget-bytes", "At most this many bytes of Quark hf_format tensors.", "N"});
+    parser.addOption({"budget-kl",
+                      "Predicted mean KL at most this: the smallest such recipe (with a size "
+                      "budget too, it must also fit that).",
+                      "K"});
+    parser.addOption({"data", "Evaluation text the KL is measured on.", "TEXT"});
+    parser.addOption({"no-measure", "Do not run the chosen recipe to measure it."});
+    parser.addOption({"out", "Write the chosen recipe here.", "FILE"});
+    parser.addOption({"json", "Machine-readable report."});
+    addEvalWindowOptions(parser);
+    addQuantOptions(parser);
+    addRunOptions(parser);
+    if (!parseOrHelp(parser, expandMultiValueFlags(args),
+                     "Designs a recipe: each layer's scheme from --candidates, minimising the "
+                     "predicted mean KL divergence from the full-precision model within the size "
+                     "budget (or the size within --budget-kl). Per-layer costs are each unit's "
+                     "KL with only it quantized (one calibration per candidate, one evaluation "
+                     "of the blocks from the unit's on per unit and candidate, on --data: keep "
+                     "it small with --max-windows, default 8); the whole size/KL frontier is "
+                     "solved exactly, then the chosen recipe is run and measured.",
+                     schemeHelp()))
+        return 0;
+    if (!parser.isSet("model"))
+        throw UsageError{"--auto needs --model DIR"};
+    if (!parser.isSet("data"))
+        throw UsageError{"--auto needs --data TEXT (the text the KL is measured on)"};
+    for (const char* flag : {"quant-scheme", "layer-quant-scheme", "kv-cache-dtype"})
+        if (parser.isSet(flag))
+            throw UsageError{std::string("--") + flag +
+                             ": the search chooses the schemes; list them with --candidates"};
+    if (!parser.isSet("budget-bpw") && !parser.isSet("budget-bytes") && !parser.isSet("budget-kl"))
+        throw UsageError{"give a budget: --budget-bpw B, --budget-bytes N or --budget-kl K"};
+    if (parser.isSet("budget-bpw") && parser.isSet("budget-bytes"))
+        throw UsageError{"give one size budget: --budget-bpw or --budget-bytes"};
+    applyThreadsOption(parser);
+
+    SchemeSearchRequest q;
+    q.run.modelDir = modelFolder(parser.value("model")).toStdString();
+    q.run.recipe = recipeFromOptions(parser);
+    q.run.recipe.evaluation = evaluationFromOptions(parser, "data");
+    if (!parser.isSet("max-windows"))
+        q.run.recipe.evaluation.maxWindows = 8;
+    q.run.device = parser.value("device").toStdString();
+    q.run.dtype = parser.value("dtype").toStdString();
+    try {
+        parseComputeOptions(q.run.device, q.run.dtype);
+        q.run.tokenizer = TokenizerLoader::parseBackend(parser.value("tokenizer").toStdString());
+    } catch (const Error& e) {
+        throw UsageError{e.what()};
+    }
+    q.run.strict = parser.isSet("strict");
+    for (const QString& value : parser.values("candidates"))
+        for (const QString& c : value.split(',', Qt::SkipEmptyParts))
+            q.candidates.push_back(c.trimmed().toStdString());
+    if (parser.isSet("budget-bpw"))
+        q.budgetBits = doubleOption(parser, "budget-bpw");
+    if (parser.isSet("budget-bytes")) {
+        bool ok = false;
+        const qulonglong n = parser.value("budget-bytes").toULongLong(&ok);
+        if (!ok)
+            throw UsageError{"--budget-bytes: '" + parser.value("budget-bytes").toStdString() +
+                             "' is not a byte count"};
+        q.budgetBytes = uint64_t(n);
+    }
+    if (parser.isSet("budget-kl"))
+        q.budgetKl = doubleOption(parser, "budget-kl");
+    q.measure = !parser.isSet("no-measure");
+    saveRecipeIfAsked(parser, q.run.recipe);
+
+    const SchemeSearchResult result = runSchemeSearch(q, progressFor(parser, "recipe --auto"));
+    printWarnings("recipe", result.warnings);
+    const std::string out = parser.value("out").toStdString();
+    if (!out.empty())
+        result.recipe.save(out);
+    if (parser.isSet("json"))
+        printJson(searchJson(result, q, out));
+    else
+        printSearch(result, q, out);
+    return 0;
+}
+
+} // namespace qs::cli

@@ -1,0 +1,491 @@
+#include "run/SchemeSearch.h"
+
+#include "export/ExportSize.h"
+#include "model/ModelFamily.h"
+#include "model/ModelLoader.h"
+#include "quant/SchemeRegistry.h"
+#include "recipe/SchemeFrontier.h"
+#include "run/PlanRowEvaluator.h"
+#include "run/PreparedRun.h"
+#include "run/Run.h"
+#include "util/Error.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace qs {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string fixed(double v, int digits) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.*f", digits, v);
+    return text;
+}
+
+// The budget flag a message names.
+std::string budgetFlag(const SchemeSearchRequest& r) {
+    if (r.budgetBits)
+        return "--budget-bpw";
+    if (r.budgetBytes)
+        return "--budget-bytes";
+    return "--budget-kl";
+}
+
+// Linears fed one norm's output (q, k, v; gate, up) that the family's scaling template names:
+// serving runtimes fuse them into one matmul with one scheme. Block-relative names per group.
+std::vector<std::vector<std::string>> sharedInputGroups(const ModelHandle& handle) {
+    std::vector<std::vector<std::string>> groups;
+    ScalingTemplate tmpl;
+    try {
+        tmpl = handle.family->scalingTemplate(handle.config);
+    } catch (const Error&) {
+        return groups; // no template: every linear is its own unit
+    }
+    for (const ScalingGroup& g : tmpl.groups)
+        if (g.layers.size() > 1)
+            groups.push_back(g.layers);
+    return groups;
+}
+
+bool endsWith(const std::string& s, const std::string& tail) {
+    return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0 &&
+           s[s.size() - tail.size() - 1] == '.';
+}
+
+// The units: linears the base recipe quantizes, grouped (see the header), in model order.
+std::vector<SearchUnit> buildUnits(const ModelHandle& handle, const Recipe& base) {
+    std::vector<const ModuleNode*> nodes;
+    const ModuleNode tree = handle.moduleTree();
+    tree.collect("linear", nodes);
+    const std::vector<std::vector<std::string>> groups = sharedInputGroups(handle);
+    std::vector<SearchUnit> units;
+    std::map<std::string, size_t> unitOf;
+    for (const ModuleNode* n : nodes) {
+        if (n->blockIndex < 0 || base.isExcluded(n->name))
+            continue;
+        std::string key = expertRowName(n->name);
+        std::string pattern = key;
+        if (key == n->name)
+            for (const auto& group : groups)
+                for (const std::string& rel : group)
+                    if (endsWith(n->name, rel)) {
+                        const std::string prefix = n->name.substr(0, n->name.size() - rel.size());
+                        key = prefix + "{";
+                        for (size_t i = 0; i < group.size(); ++i)
+                            key += (i ? "," : "") + group[i];
+                        key += "}";
+                    }
+        auto it = unitOf.find(key);
+        if (it == unitOf.end()) {
+            it = unitOf.emplace(key, units.size()).first;
+            SearchUnit u;
+            u.name = key;
+            u.block = n->blockIndex;
+            units.push_back(u);
+        }
+        SearchUnit& u = units[it->second];
+        u.layers.push_back(n->name);
+        if (pattern != n->name) {
+            if (u.patterns.empty())
+                u.patterns.push_back(pattern);
+        } else {
+            u.patterns.push_back(n->name);
+        }
+    }
+    return units;
+}
+
+void checkRequest(const SchemeSearchRequest& r) {
+    if (r.budgetBits && r.budgetBytes)
+        throw Error("--budget-bpw", "", "give one size budget: --budget-bpw or --budget-bytes");
+    if (!r.budgetBits && !r.budgetBytes && !r.budgetKl)
+        throw Error("--budget-bpw", "",
+                    "give a budget: --budget-bpw (bits per weight), --budget-bytes (model "
+                    "bytes) or --budget-kl (mean KL)");
+    if (r.budgetBits && !(*r.budgetBits > 0.0 && std::isfinite(*r.budgetBits)))
+        throw Error("--budget-bpw", fixed(*r.budgetBits, 4), "must be a positive number");
+    if (r.budgetKl && !(*r.budgetKl >= 0.0 && std::isfinite(*r.budgetKl)))
+        throw Error("--budget-kl", fixed(*r.budgetKl, 6), "must be a number >= 0");
+    const Recipe& base = r.run.recipe;
+    if (base.global || !base.layerOverrides.empty() || !base.layerTypeOverrides.empty())
+        throw Error("recipe", "global",
+                    "the search chooses every layer's scheme: the base recipe must name none "
+                    "(its exclusions, algorithms, calibration and evaluation are kept)");
+    if (base.kvCache)
+        throw Error("recipe", "kv_cache",
+                    "KV-cache quantization belongs to no one layer and the search does not "
+                    "weigh it; add it to the recipe the search writes");
+    if (base.evaluation.dataPath.empty())
+        throw Error("--data", "",
+                    "the search measures KL divergence on evaluation text: give --data FILE");
+}
+
+} // namespace
+
+const std::vector<std::string>& defaultSearchCandidates() {
+    static const std::vector<std::string> ladder{kUnquantizedCandidate, "fp8", "uint4_wo_128",
+                                                 "mxfp4_weight_only"};
+    return ladder;
+}
+
+Recipe recipeForChoice(const Recipe& base, const std::vector<std::string>& candidates,
+                       const std::vector<SearchUnit>& units, const std::vector<int>& choice) {
+    Recipe recipe = base;
+    std::map<int, int64_t> weightsOf;
+    for (size_t u = 0; u < units.size(); ++u)
+        if (candidates.at(size_t(choice[u])) != kUnquantizedCandidate)
+            weightsOf[choice[u]] += units[u].weights;
+    int global = -1;
+    for (const auto& [c, w] : weightsOf)
+        if (global < 0 || w > weightsOf[global])
+            global = c;
+    if (global >= 0)
+        recipe.global = quant::resolveScheme(candidates[size_t(global)]);
+    for (size_t u = 0; u < units.size(); ++u) {
+        if (choice[u] == global)
+            continue;
+        const std::string& name = candidates.at(size_t(choice[u]));
+        for (const std::string& p : units[u].patterns) {
+            if (name == kUnquantizedCandidate) {
+                if (global >= 0)
+                    recipe.exclude.push_back(p);
+            } else {
+                recipe.layerOverrides.push_back({p, quant::resolveScheme(name)});
+            }
+        }
+    }
+    return recipe;
+}
+
+SchemeSearchResult
+runSchemeSearch(const SchemeSearchRequest& request,
+                const std::function<bool(double, const std::string&)>& progress) {
+    const Clock::time_point started = Clock::now();
+    checkRequest(request);
+    SchemeSearchResult result;
+    const Recipe& base = request.run.recipe;
+    base.validate("recipe");
+    result.candidates = request.candidates.empty() ? defaultSearchCandidates() : request.candidates;
+    const std::vector<std::string>& candidates = result.candidates;
+    std::vector<std::optional<quant::QuantScheme>> schemes;
+    std::set<std::string> seen;
+    bool quantizing = false;
+    for (const std::string& c : candidates) {
+        if (!seen.insert(c).second)
+            throw Error("--candidates", c, "listed twice");
+        if (c == kUnquantizedCandidate) {
+            schemes.emplace_back();
+            continue;
+        }
+        try {
+            schemes.push_back(quant::resolveScheme(c));
+        } catch (const Error& e) {
+            throw Error("--candidates", c, e.reason());
+        }
+        quantizing = true;
+    }
+    if (!quantizing)
+        throw Error("--candidates", "",
+                    "no candidate quantizes: give at least one scheme besides 'none'");
+    const size_t k = candidates.size();
+    const bool noneListed = seen.count(kUnquantizedCandidate) > 0;
+
+    // Sizes, from the headers: every candidate as the global scheme (unfit layers skipped, so
+    // the report says which), and nothing quantized (the float bytes of each linear).
+    const ModelHandle handle = openModelHandle(request.run.modelDir);
+    result.units = buildUnits(handle, base);
+    if (result.units.empty())
+        throw Error("recipe", "exclude", "every block linear is excluded: nothing to search");
+    auto sizeOf = [&](const std::optional<quant::QuantScheme>& scheme, const std::string& name) {
+        Recipe r = base;
+        r.global = scheme;
+        r.unfitPolicy = "skip";
+        const ExportSizeReport report = exportSize(request.run.modelDir, r, {"quark"});
+        const FormatSize* quark = report.format("quark");
+        if (!quark->holds())
+            throw Error("--candidates", name,
+                        "the Quark hf_format export cannot store it: " + quark->problems.front());
+        return report;
+    };
+    const ExportSizeReport unquantized = sizeOf(std::nullopt, kUnquantizedCandidate);
+    std::map<std::string, const LinearSize*> floatLinear;
+    for (const LinearSize& l : unquantized.linears)
+        floatLinear[l.name] = &l;
+    std::set<std::string> unitLinears;
+    for (SearchUnit& u : result.units) {
+        u.bytes.assign(k, std::nullopt);
+        u.kl.assign(k, 0.0);
+        u.unfit.assign(k, "");
+        u.activationBytes.assign(k, 0);
+        for (const std::string& l : u.layers) {
+            u.weights += floatLinear.at(l)->elements();
+            unitLinears.insert(l);
+        }
+    }
+    result.linearWeights = unquantized.linearWeights;
+    uint64_t excludedLinearBytes = 0;
+    for (const LinearSize& l : unquantized.linears)
+        if (!unitLinears.count(l.name))
+            excludedLinearBytes += l.storedBytes.at("quark");
+    for (size_t c = 0; c < k; ++c) {
+        const ExportSizeReport report =
+            schemes[c] ? sizeOf(schemes[c], candidates[c]) : unquantized;
+        std::map<std::string, const LinearSize*> linear;
+        uint64_t unitBytes = 0;
+        for (const LinearSize& l : report.linears) {
+            linear[l.name] = &l;
+            if (unitLinears.count(l.name))
+                unitBytes += l.storedBytes.at("quark");
+        }
+        // A static quantizer's scales belong to its layer: part of the unit's model bytes.
+        std::map<std::string, uint64_t> activationBytes;
+        for (const StoredTensor& t : report.format("quark")->tensors)
+            if (t.role == StoredRole::ActivationScale && unitLinears.count(t.layer)) {
+                activationBytes[t.layer] += t.bytes;
+                unitBytes += t.bytes;
+            }
+        result.fixedBytes =
+            std::max(result.fixedBytes, report.format("quark")->modelBytes - unitBytes);
+        for (SearchUnit& u : result.units) {
+            uint64_t bytes = 0;
+            for (const std::string& l : u.layers) {
+                const LinearSize& s = *linear.at(l);
+                if (schemes[c] && !s.scheme && u.unfit[c].empty())
+                    u.unfit[c] = l + ": " + s.note;
+                bytes += s.storedBytes.at("quark");
+                u.activationBytes[c] += activationBytes[l];
+            }
+            if (u.unfit[c].empty())
+                u.bytes[c] = bytes;
+        }
+    }
+
+    // Costs: one calibration per quantizing candidate, one full-precision pass, one measurement
+    // per unit and candidate.
+    const size_t quantizingCount = size_t(
+        std::count_if(schemes.begin(), schemes.end(), [](const auto& s) { return bool(s); }));
+    const double steps =
+        double(quantizingCount * (1 + result.units.size()) + 1 + (request.measure ? 1 : 0));
+    double done = 0;
+    auto part = [&](const std::string& what) -> PipelineProgress {
+        return [&, what](double f, const std::string& m) {
+            return !progress || progress(std::min(1.0, (done + f) / steps), what + ": " + m);
+        };
+    };
+    RunRequest costRun = request.run;
+    costRun.evaluate = true;
+    costRun.analyze = false;
+    costRun.sensitivity = false;
+    costRun.outDir.clear();
+    costRun.exportFormats.clear();
+    std::optional<PreparedRun> referencePrep; // owns the model the reference logits come from
+    std::optional<PlanRowEvaluator> rows;
+    for (size_t c = 0; c < k; ++c) {
+        if (!schemes[c])
+            continue;
+        costRun.recipe = base;
+        costRun.recipe.global = schemes[c];
+        costRun.recipe.unfitPolicy = "skip";
+        PreparedRun prep = prepareRun(costRun);
+        for (const auto& t : prep.transforms)
+            if (t->modelTransform(prep.handle.config))
+                throw Error("recipe", "algorithms",
+                            "'" + t->name() +
+                                "' transforms the whole model; the search measures every "
+                                "candidate against one full-precision pass and cannot include it");
+        result.warnings.insert(result.warnings.end(), prep.warnings.begin(), prep.warnings.end());
+        PipelineOptions options;
+        options.mode = prep.recipe.calibration.mode;
+        options.maxBatchTokens = batchTokensFor(prep.model->compute().device);
+        options.keepPlans = true;
+        options.transforms = prep.transforms;
+        CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
+        std::vector<std::vector<LayerPlan>> plans =
+            pipeline.run(prep.calibration, {}, part(candidates[c] + " calibration")).plans;
+        ++done;
+        if (!rows) {
+            rows.emplace(*prep.model, prep.evaluation, options.maxBatchTokens);
+            result.fpPerplexity =
+                rows->measureReference(pipeline, plans, part("full precision")).perplexity;
+            ++done;
+        }
+        for (SearchUnit& u : result.units) {
+            if (u.bytes[c]) {
+                const std::set<std::string> members(u.layers.begin(), u.layers.end());
+                const PlanFilter alone = [&members](const LayerPlan& p) {
+                    return members.count(p.name) ? PlanParts{true, !p.outputIsKvCache}
+                                                 : PlanParts{false, false};
+                };
+                u.kl[c] = rows->measure(pipeline, plans, alone, rows->referenceInput(u.block),
+                                        u.block, nullptr, part(candidates[c] + " " + u.name))
+                              .fidelity.klMean;
+            }
+            ++done;
+        }
+        plans.clear();
+        if (!referencePrep)
+            referencePrep.emplace(std::move(prep));
+    }
+    rows.reset();
+    referencePrep.reset();
+    result.costSeconds = secondsSince(started);
+
+    // The frontier. A unit no listed candidate fits stays unquantized (said once).
+    auto floatBytes = [&floatLinear](const SearchUnit& unit) {
+        uint64_t bytes = 0;
+        for (const std::string& l : unit.layers)
+            bytes += floatLinear.at(l)->storedBytes.at("quark");
+        return bytes;
+    };
+    std::vector<std::string> solverCandidates = candidates;
+    if (!noneListed)
+        solverCandidates.push_back(kUnquantizedCandidate);
+    // The size the solver adds: weight bytes (what effective_bits counts), or with a byte
+    // budget the unit's whole model bytes (weights and activation scales).
+    const bool modelBytesBudget = bool(request.budgetBytes);
+    FrontierUnits options(result.units.size());
+    for (size_t u = 0; u < result.units.size(); ++u) {
+        SearchUnit& unit = result.units[u];
+        for (size_t c = 0; c < k; ++c)
+            options[u].push_back(
+                unit.bytes[c]
+                    ? std::optional<FrontierOption>(FrontierOption{
+                          *unit.bytes[c] + (modelBytesBudget ? unit.activationBytes[c] : 0),
+                          unit.kl[c]})
+                    : std::nullopt);
+        if (!noneListed) {
+            bool any = false;
+            for (const auto& o : options[u])
+                any = any || bool(o);
+            std::optional<FrontierOption> fallback;
+            if (!any) {
+                fallback = FrontierOption{floatBytes(unit), 0.0};
+                result.warnings.push_back(unit.name + ": no candidate fits (" + unit.unfit[0] +
+                                          "); left unquantized");
+            }
+            options[u].push_back(fallback);
+        }
+    }
+    const Frontier frontier = paretoFrontier(options);
+    result.frontierExact = frontier.exact;
+    for (const FrontierPoint& p : frontier.points) {
+        SearchPoint point;
+        point.bytes = result.fixedBytes;
+        point.predictedKl = p.cost;
+        point.choice = p.choice;
+        uint64_t weightBytes = excludedLinearBytes;
+        for (size_t u = 0; u < result.units.size(); ++u) {
+            const size_t c = size_t(p.choice[u]);
+            const uint64_t w = c < k ? *result.units[u].bytes[c] : floatBytes(result.units[u]);
+            weightBytes += w;
+            point.bytes += w + (c < k ? result.units[u].activationBytes[c] : 0);
+        }
+        point.bits = 8.0 * double(weightBytes) / double(result.linearWeights);
+        point.weightBytes = weightBytes;
+        result.frontier.push_back(std::move(point));
+    }
+
+    std::optional<size_t> chosen;
+    std::string smallest = fixed(result.frontier.front().bits, 4) + " bits per weight, " +
+                           std::to_string(result.frontier.front().bytes) + " bytes";
+    if (request.budgetKl) {
+        // The smallest recipe within the KL budget; with a size budget too it must fit it (the
+        // smallest does or none does).
+        chosen = frontier.smallestWithCost(*request.budgetKl);
+        if (!chosen)
+            throw Error("--budget-kl", fixed(*request.budgetKl, 6),
+                        "infeasible: the least predicted KL these candidates give is " +
+                            fixed(result.frontier.back().predictedKl, 6));
+        const SearchPoint& p = result.frontier[*chosen];
+        if ((request.budgetBits && p.bits > *request.budgetBits) ||
+            (request.budgetBytes && p.bytes > *request.budgetBytes))
+            throw Error("--budget-kl", fixed(*request.budgetKl, 6),
+                        "infeasible within the size budget: the smallest recipe with this "
+                        "predicted KL takes " +
+                            fixed(p.bits, 4) + " bits per weight, " + std::to_string(p.bytes) +
+                            " bytes");
+    } else if (request.budgetBits) {
+        // effective_bits = 8 (excluded + units' bytes) / weights <= B, in integers.
+        const long double limit =
+            (long double)(*request.budgetBits) * (long double)result.linearWeights / 8.0L;
+        const long double unitBudget = std::floor(limit) - (long double)excludedLinearBytes;
+        if (unitBudget >= 0)
+            chosen = frontier.leastCostWithin(uint64_t(unitBudget));
+        if (!chosen)
+            throw Error("--budget-bpw", fixed(*request.budgetBits, 4),
+                        "infeasible: the smallest recipe these candidates give takes " + smallest);
+    } else if (request.budgetBytes) {
+        if (*request.budgetBytes >= result.fixedBytes)
+            chosen = frontier.leastCostWithin(*request.budgetBytes - result.fixedBytes);
+        if (!chosen)
+            throw Error("--budget-bytes", std::to_string(*request.budgetBytes),
+                        "infeasible: the smallest recipe these candidates give takes " + smallest);
+    }
+    result.chosen = *chosen;
+    const SearchPoint& point = result.frontier[result.chosen];
+    result.recipe = recipeForChoice(base, solverCandidates, result.units, point.choice);
+
+    // The recipe as written must be the point: sized by the one definition, each unit's
+    // layers planned with the chosen scheme, within the budget.
+    const ExportSizeReport written = exportSize(request.run.modelDir, result.recipe, {"quark"});
+    result.effectiveBits = written.effectiveBits().value_or(0.0);
+    result.modelBytes = written.format("quark")->modelBytes;
+    std::map<std::string, const LinearSize*> plannedLinear;
+    for (const LinearSize& l : written.linears)
+        plannedLinear[l.name] = &l;
+    for (size_t u = 0; u < result.units.size(); ++u) {
+        const std::string& name = solverCandidates[size_t(point.choice[u])];
+        for (const std::string& l : result.units[u].layers) {
+            const LinearSize& s = *plannedLinear.at(l);
+            const bool same = name == kUnquantizedCandidate
+                                  ? !s.scheme
+                                  : (s.scheme && *s.scheme == quant::resolveScheme(name));
+            if (!same)
+                throw Error("recipe search", l,
+                            "internal error: the written recipe plans this layer otherwise than "
+                            "the chosen point ('" +
+                                name + "')");
+        }
+    }
+    if (written.format("quark")->linearWeightBytes != point.weightBytes ||
+        written.format("quark")->modelBytes != point.bytes ||
+        (request.budgetBits && result.effectiveBits > *request.budgetBits) ||
+        (request.budgetBytes && result.modelBytes > *request.budgetBytes))
+        throw Error("recipe search", budgetFlag(request),
+                    "internal error: the written recipe's size (" +
+                        std::to_string(result.modelBytes) + " bytes, " +
+                        fixed(result.effectiveBits, 4) +
+                        " bits per weight) is not the chosen "
+                        "point's");
+
+    if (request.measure) {
+        const Clock::time_point measureStart = Clock::now();
+        RunRequest run = request.run;
+        run.recipe = result.recipe;
+        run.evaluate = true;
+        run.fidelity = true;
+        run.analyze = false;
+        run.sensitivity = false;
+        run.outDir.clear();
+        run.exportFormats.clear();
+        const RunOutcome out = runJob(run, part("measuring the chosen recipe"));
+        result.measuredPerplexity = out.perplexity;
+        result.measuredFidelity = out.fidelity;
+        result.recipe = out.recipe; // with its provenance (model, device, dtype)
+        result.warnings.insert(result.warnings.end(), out.warnings.begin(), out.warnings.end());
+        result.measureSeconds = secondsSince(measureStart);
+    }
+    return result;
+}
+
+} // namespace qs

@@ -1,0 +1,114 @@
+// The recipe search (`quantscope-cli recipe --auto`, the GUI's Design Recipe): a scheme per
+// layer from a list of candidates that minimises the predicted mean KL divergence from the
+// full-precision model under a size budget (or the size under a KL budget).
+//
+// How it predicts (docs/recipe-search.md):
+//  - units: the linears that must share a scheme are one unit (q/k/v, and gate/up: linears fed
+//    one norm's output, ModelFamily::scalingTemplate, which serving runtimes fuse into one
+//    matmul; the experts of one MoE layer per kind, as sensitivity rows are); every other
+//    linear is a unit of its own. Layers the base recipe excludes are not searched.
+//  - size: each unit's weight bytes under each candidate as the Quark hf_format export stores
+//    them (export/ExportSize.h, the one size definition), so effective_bits of the result is
+//    exactly the sum the search budgets.
+//  - cost: each unit's mean KL with only that unit quantized by the candidate, measured on the
+//    evaluation windows after one calibration per candidate, every measurement against one
+//    full-precision pass and starting at the unit's block (run/PlanRowEvaluator.h: what
+//    `analyze --sensitivity` measures as "KL alone"). A recipe's predicted KL is the sum over
+//    its units (errors of different layers add to first order).
+//  - solver: the exact size/KL frontier of the separable problem (recipe/SchemeFrontier.h),
+//    computed once; a budget picks a point on it.
+// The chosen recipe is then run and measured like any evaluation (perplexity and fidelity).
+// Torch-free header.
+#pragma once
+
+#include "eval/FidelityReport.h"
+#include "eval/PerplexityResult.h"
+#include "recipe/Recipe.h"
+#include "run/RunRequest.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// The candidate that leaves a unit unquantized (stored as the checkpoint stores its weight).
+constexpr const char* kUnquantizedCandidate = "none";
+// The ladder searched when none is given: full precision, FP8 W8A8, uint4 per group of 128,
+// MXFP4 weight-only.
+const std::vector<std::string>& defaultSearchCandidates();
+
+struct SchemeSearchRequest {
+    // Model, device, dtype, and the base recipe: calibration and evaluation data, algorithms,
+    // exclusions (left unquantized, not searched). It must name no scheme and no KV cache.
+    RunRequest run;
+    std::vector<std::string> candidates; // scheme names or "none"; empty: the default ladder
+    // Budgets: at most one size budget; with the KL budget, the smallest recipe within it
+    // (which must then also fit the size budget given).
+    std::optional<double> budgetBits;    // effective_bits at most this
+    std::optional<uint64_t> budgetBytes; // the Quark hf_format model's tensor bytes at most this
+    std::optional<double> budgetKl;      // the smallest recipe with predicted mean KL <= this
+    bool measure = true;                 // run the chosen recipe and measure it
+};
+
+struct SearchUnit {
+    std::string name;                  // a linear, "…self_attn.{q,k,v}_proj", or an experts row
+    std::vector<std::string> layers;   // its linears (for an experts row, the pattern's matches)
+    std::vector<std::string> patterns; // what the recipe names it by (layer names or the pattern)
+    int block = 0;
+    int64_t weights = 0;
+    // Per candidate: the unit's weight bytes in Quark hf_format (what effective_bits counts) and
+    // its measured KL alone;
+    // nullopt where a layer does not fit the candidate (the reason in `unfit`).
+    std::vector<std::optional<uint64_t>> bytes;
+    std::vector<uint64_t> activationBytes; // its static quantizers' scales, per candidate
+    std::vector<double> kl;
+    std::vector<std::string> unfit;
+};
+
+struct SearchPoint {
+    uint64_t bytes = 0;       // Quark hf_format tensor bytes of the whole model
+    uint64_t weightBytes = 0; // of every block linear's weight (excluded ones included)
+    double bits = 0.0;        // effective_bits: 8 weightBytes / linear weights
+    double predictedKl = 0.0; // sum of the chosen units' KL alone
+    std::vector<int> choice;  // candidate index per unit
+};
+
+struct SchemeSearchResult {
+    std::vector<std::string> candidates;
+    std::vector<SearchUnit> units;
+    int64_t linearWeights = 0;
+    // The Quark hf_format model's bytes outside the searched units (their weights and their
+    // activation scales): the excluded linears, embeddings, norms, head.
+    uint64_t fixedBytes = 0;
+    std::vector<SearchPoint> frontier; // ascending size, descending predicted KL
+    bool frontierExact = true;
+    size_t chosen = 0; // index into frontier
+
+    Recipe recipe;              // the chosen point's recipe
+    double effectiveBits = 0.0; // of `recipe`, by exportSize
+    uint64_t modelBytes = 0;    // of `recipe` in Quark hf_format, by exportSize
+    std::optional<PerplexityResult> measuredPerplexity;
+    std::optional<FidelityReport> measuredFidelity;
+    std::optional<double> fpPerplexity; // on the same windows (the search's reference pass)
+    double costSeconds = 0.0;           // calibrations and per-unit measurements
+    double measureSeconds = 0.0;        // the chosen recipe's run
+    std::vector<std::string> warnings;
+};
+
+// The recipe of one choice (candidate index per unit) over `base`: the most common quantized
+// candidate (by weights) becomes the global scheme, the other units get layer overrides by their
+// patterns, "none" units are excluded.
+Recipe recipeForChoice(const Recipe& base, const std::vector<std::string>& candidates,
+                       const std::vector<SearchUnit>& units, const std::vector<int>& choice);
+
+// Throws qs::Error naming the flag for a bad request (no candidates that quantize, an unknown
+// scheme, a base recipe with schemes, an infeasible budget) before the costs are measured where
+// the model's headers suffice, and qs::Cancelled when `progress` returns false.
+SchemeSearchResult
+runSchemeSearch(const SchemeSearchRequest& request,
+                const std::function<bool(double, const std::string&)>& progress = {});
+
+} // namespace qs
