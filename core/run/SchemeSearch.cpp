@@ -4,6 +4,7 @@
 #include "model/ModelFamily.h"
 #include "model/ModelLoader.h"
 #include "quant/SchemeRegistry.h"
+#include "recipe/LayerPattern.h"
 #include "recipe/SchemeFrontier.h"
 #include "run/PlanRowEvaluator.h"
 #include "run/PreparedRun.h"
@@ -99,7 +100,7 @@ std::vector<SearchUnit> buildUnits(const ModelHandle& handle, const Recipe& base
             if (u.patterns.empty())
                 u.patterns.push_back(pattern);
         } else {
-            u.patterns.push_back(n->name);
+            u.patterns.push_back(exactLayerPattern(n->name));
         }
     }
     return units;

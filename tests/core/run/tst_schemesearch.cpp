@@ -1,0 +1,231 @@
+// The recipe search on a small synthetic Llama: its per-unit costs are what a sensitivity study
+// or a separate run of the unit alone measures (to the last bit, weight-only under float
+// calibration: the same blocks on the same inputs, the same head, summed in the same order); its
+// pick is the brute-force optimum of the predicted KL within the budget; the recipe it writes is
+// the chosen point (sized by exportSize, never above the budget) and replays to the same
+// figures; bad requests are refused naming the flag.
+#include "TestSupport.h"
+
+#include "export/ExportSize.h"
+#include "model/ModelLoader.h"
+#include "quant/SchemeRegistry.h"
+#include "recipe/LayerPattern.h"
+#include "recipe/RecipeFlags.h"
+#include "run/QuantizationRun.h"
+#include "run/SchemeSearch.h"
+#include "run/SensitivityRun.h"
+#include "synth/SyntheticModel.h"
+#include "util/Error.h"
+
+#include <QtTest>
+
+#include <functional>
+
+class TestSchemeSearch : public QObject {
+    Q_OBJECT
+
+private:
+    QString m_model;
+    std::vector<std::string> m_layers;
+    std::vector<std::string> m_candidates{"none", "int4_wo_32", "int8"};
+    qs::SchemeSearchResult m_result; // at 6 bits per weight
+
+    qs::RunRequest base() const {
+        qs::QuantFlags flags;
+        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        flags.numCalibData = 4;
+        flags.seqLen = 32;
+        qs::RunRequest req;
+        req.modelDir = m_model.toStdString();
+        req.recipe = qs::recipeFromFlags(flags);
+        req.recipe.evaluation.dataPath =
+            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
+        req.recipe.evaluation.seqLen = 48;
+        req.recipe.evaluation.maxWindows = 5;
+        return req;
+    }
+
+    qs::SchemeSearchRequest search(double bits) const {
+        qs::SchemeSearchRequest q;
+        q.run = base();
+        q.candidates = m_candidates;
+        q.budgetBits = bits;
+        return q;
+    }
+
+    int candidate(const std::string& name) const {
+        return int(std::find(m_candidates.begin(), m_candidates.end(), name) -
+                   m_candidates.begin());
+    }
+
+    const qs::SearchUnit& unitNamed(const std::string& layer) const {
+        for (const qs::SearchUnit& u : m_result.units)
+            if (std::find(u.layers.begin(), u.layers.end(), layer) != u.layers.end())
+                return u;
+        qFatal("no unit holds %s", layer.c_str());
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        qputenv("QS_CACHE_DIR", qs::test::tempDir("cache").toUtf8());
+        qs::SyntheticModelOptions o;
+        o.hiddenSize = 64, o.intermediateSize = 160, o.numLayers = 2, o.numHeads = 4,
+        o.numKvHeads = 2, o.seed = 9;
+        o.outDir = (qs::test::tempDir("search") + "/model").toStdString();
+        qs::writeSyntheticModel(o);
+        m_model = QString::fromStdString(o.outDir);
+        std::vector<const qs::ModuleNode*> nodes;
+        const qs::ModuleNode tree = qs::openModelHandle(o.outDir).moduleTree();
+        tree.collect("linear", nodes);
+        for (const qs::ModuleNode* n : nodes)
+            if (n->blockIndex >= 0)
+                m_layers.push_back(n->name);
+        QCOMPARE(int(m_layers.size()), 2 * 7);
+        m_result = qs::runSchemeSearch(search(6.0));
+    }
+
+    void unitsShareFusedInputs() {
+        // Per block: q/k/v, o, gate/up, down.
+        QCOMPARE(int(m_result.units.size()), 2 * 4);
+        const qs::SearchUnit& qkv = unitNamed("model.layers.1.self_attn.k_proj");
+        QCOMPARE(int(qkv.layers.size()), 3);
+        QCOMPARE(qkv.block, 1);
+        QCOMPARE(int(unitNamed("model.layers.0.mlp.up_proj").layers.size()), 2);
+        QCOMPARE(int(unitNamed("model.layers.0.mlp.down_proj").layers.size()), 1);
+    }
+
+    void costsAreTheSensitivityStudysKlAlone() {
+        // The first quantizing candidate's calibration and reference are the study's own.
+        qs::RunRequest req = base();
+        req.recipe.global = qs::quant::resolveScheme("int4_wo_32");
+        const qs::SensitivityResult study = qs::runSensitivity(req);
+        const int c = candidate("int4_wo_32");
+        int compared = 0;
+        for (const qs::SensitivityRow& row : study.rows) {
+            const qs::SearchUnit& unit = unitNamed(row.layer);
+            if (unit.layers.size() != 1)
+                continue;
+            QVERIFY(unit.bytes[size_t(c)].has_value());
+            QVERIFY(unit.kl[size_t(c)] == row.aloneKl);
+            QVERIFY(row.aloneKl > 0.0);
+            ++compared;
+        }
+        QCOMPARE(compared, 2 * 2); // o_proj and down_proj of both blocks
+        QVERIFY(*m_result.fpPerplexity == study.fpPerplexity);
+    }
+
+    void groupedCostIsASeparateRunOfTheUnitAlone() {
+        const qs::SearchUnit& qkv = unitNamed("model.layers.0.self_attn.q_proj");
+        qs::RunRequest req = base();
+        req.recipe.global = qs::quant::resolveScheme("int4_wo_32");
+        for (const std::string& l : m_layers)
+            if (std::find(qkv.layers.begin(), qkv.layers.end(), l) == qkv.layers.end())
+                req.recipe.exclude.push_back(qs::exactLayerPattern(l));
+        req.evaluate = true;
+        const qs::QuantizationOutcome out = qs::runQuantization(req);
+        QVERIFY(qkv.kl[size_t(candidate("int4_wo_32"))] == out.fidelity->klMean.value);
+    }
+
+    void pickIsTheBruteForceOptimumWithinTheBudget() {
+        // Every choice of 3 candidates for 8 units (6561), summed in unit order as the solver
+        // sums: the least predicted KL whose effective bits fit 6.
+        const std::vector<qs::SearchUnit>& units = m_result.units;
+        uint64_t excluded = 0; // nothing excluded: every linear is in a unit
+        double best = -1.0;
+        std::vector<int> choice(units.size(), 0);
+        std::function<void(size_t, uint64_t, double)> walk = [&](size_t u, uint64_t bytes,
+                                                                 double kl) {
+            if (u == units.size()) {
+                const double bits = 8.0 * double(excluded + bytes) / double(m_result.linearWeights);
+                if (bits <= 6.0 && (best < 0 || kl < best))
+                    best = kl;
+                return;
+            }
+            for (size_t c = 0; c < m_candidates.size(); ++c)
+                if (units[u].bytes[c])
+                    walk(u + 1, bytes + *units[u].bytes[c], kl + units[u].kl[c]);
+        };
+        walk(0, 0, 0.0);
+        const qs::SearchPoint& chosen = m_result.frontier[m_result.chosen];
+        QVERIFY(best > 0.0);
+        QVERIFY(chosen.predictedKl == best);
+        double sum = 0.0;
+        for (size_t u = 0; u < units.size(); ++u)
+            sum += units[u].kl[size_t(chosen.choice[u])];
+        QVERIFY(sum == chosen.predictedKl);
+        // A mix: at 6 bits neither int8 everywhere (8+) nor int4 everywhere is the optimum's only
+        // possibility, and the budget is used but never exceeded.
+        QVERIFY(m_result.effectiveBits <= 6.0);
+        QVERIFY(m_result.effectiveBits == chosen.bits);
+    }
+
+    void writtenRecipeIsTheChosenPoint() {
+        const qs::ExportSizeReport size = qs::exportSize(m_model.toStdString(), m_result.recipe);
+        QVERIFY(*size.effectiveBits() == m_result.effectiveBits);
+        QVERIFY(size.format("quark")->modelBytes == m_result.modelBytes);
+        const qs::SearchPoint& chosen = m_result.frontier[m_result.chosen];
+        for (const qs::LinearSize& l : size.linears) {
+            const qs::SearchUnit& unit = unitNamed(l.name);
+            const size_t u = size_t(&unit - m_result.units.data());
+            const std::string& name = m_candidates[size_t(chosen.choice[u])];
+            if (name == "none")
+                QVERIFY(!l.scheme);
+            else
+                QVERIFY(l.scheme && *l.scheme == qs::quant::resolveScheme(name));
+        }
+    }
+
+    void measuredRecipeReplays() {
+        QVERIFY(m_result.measuredFidelity.has_value());
+        QVERIFY(m_result.measuredFidelity->klMean.value > 0.0);
+        const QString path = qs::test::tempDir("replay") + "/recipe.json";
+        m_result.recipe.save(path.toStdString());
+        qs::RunRequest req = base();
+        req.recipe = qs::Recipe::load(path.toStdString());
+        req.evaluate = true;
+        const qs::QuantizationOutcome out = qs::runQuantization(req);
+        QVERIFY(out.perplexity->perplexity == m_result.measuredPerplexity->perplexity);
+        QVERIFY(out.fidelity->klMean.value == m_result.measuredFidelity->klMean.value);
+    }
+
+    void klBudgetPicksTheSmallestWithinIt() {
+        qs::SchemeSearchRequest q = search(6.0);
+        q.budgetBits.reset();
+        const double target = m_result.frontier[m_result.chosen].predictedKl;
+        q.budgetKl = target;
+        q.measure = false;
+        const qs::SchemeSearchResult r = qs::runSchemeSearch(q);
+        const qs::SearchPoint& p = r.frontier[r.chosen];
+        QVERIFY(p.predictedKl <= target);
+        for (const qs::SearchPoint& other : r.frontier)
+            if (other.predictedKl <= target)
+                QVERIFY(other.bytes >= p.bytes);
+        QVERIFY(!r.measuredFidelity.has_value());
+    }
+
+    void badRequestsNameTheFlag() {
+        auto field = [](const qs::SchemeSearchRequest& q) -> std::string {
+            try {
+                qs::runSchemeSearch(q);
+            } catch (const qs::Error& e) {
+                return e.source();
+            }
+            return "(no error)";
+        };
+        QCOMPARE(field(search(1.0)), std::string("--budget-bpw")); // below int4's 4.x bits
+        qs::SchemeSearchRequest q = search(6.0);
+        q.candidates = {"none", "int5_wo"};
+        QCOMPARE(field(q), std::string("--candidates"));
+        q.candidates = {"none"};
+        QCOMPARE(field(q), std::string("--candidates"));
+        q = search(6.0);
+        q.run.recipe.global = qs::quant::resolveScheme("int8");
+        QCOMPARE(field(q), std::string("recipe"));
+        q = search(6.0);
+        q.run.recipe.evaluation.dataPath.clear();
+        QCOMPARE(field(q), std::string("--data"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSchemeSearch)
+#include "tst_schemesearch.moc"
