@@ -288,18 +288,52 @@ const std::string* LayerTreeModel::storedScheme(int e) const {
     return it == m_stored.layers.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+QString schemeLabel(const Recipe& recipe, const std::string& layer, const std::string& kind) {
+    const auto scheme = recipe.schemeFor(layer, kind);
+    if (!scheme)
+        return recipe.isExcluded(layer) ? LayerTreeModel::tr("none (excluded)")
+                                        : LayerTreeModel::tr("none");
+    return QString::fromStdString(scheme->label());
+}
+
+} // namespace
+
 QString LayerTreeModel::schemeText(int e) const {
     const Entry& entry = entries()[size_t(e)];
     if (const std::string* stored = storedScheme(e); stored && showsStoredSchemes())
         return tr("%1 (stored)").arg(QString::fromStdString(*stored));
     if (!isQuantizableKind(entry.node->kind) || !m_hasRecipe)
         return kDash;
-    const auto scheme =
-        m_recipe.schemeFor(entry.fullName.toStdString(), layerKindOf(entry.fullName.toStdString()));
-    if (!scheme)
-        return m_recipe.isExcluded(entry.fullName.toStdString()) ? tr("none (excluded)")
-                                                                 : tr("none");
-    return QString::fromStdString(scheme->label());
+    const std::string layer = entry.fullName.toStdString();
+    const std::string kind = layerKindOf(layer);
+    const QString current = schemeLabel(m_recipe, layer, kind);
+    if (m_proposed && m_proposed->schemeFor(layer, kind) != m_recipe.schemeFor(layer, kind))
+        return tr("%1 \u2192 %2").arg(current, schemeLabel(*m_proposed, layer, kind));
+    return current;
+}
+
+bool LayerTreeModel::proposalChanges(int e) const {
+    const Entry& entry = entries()[size_t(e)];
+    if (!m_proposed || !m_hasRecipe || !isQuantizableKind(entry.node->kind))
+        return false;
+    const std::string layer = entry.fullName.toStdString();
+    const std::string kind = layerKindOf(layer);
+    return m_proposed->schemeFor(layer, kind) != m_recipe.schemeFor(layer, kind);
+}
+
+void LayerTreeModel::setProposedRecipe(const std::optional<Recipe>& proposed) {
+    m_proposed = proposed;
+    announceColumns(SchemeColumn, SchemeColumn,
+                    {Qt::DisplayRole, Qt::ToolTipRole, SortRole, Qt::BackgroundRole});
+}
+
+int LayerTreeModel::proposedChangeCount() const {
+    int n = 0;
+    for (size_t e = 0; e < entries().size(); ++e)
+        n += proposalChanges(int(e)) ? 1 : 0;
+    return n;
 }
 
 QString LayerTreeModel::schemeToolTip(int e) const {
@@ -379,6 +413,12 @@ QVariant LayerTreeModel::data(const QModelIndex& index, int role) const {
         case Qt::TextAlignmentRole:
             return column == ExcludedColumn ? QVariant::fromValue(Qt::Alignment(Qt::AlignCenter))
                                             : QVariant();
+        case Qt::BackgroundRole:
+            // A proposed scheme change (the recipe search's frontier point), in the colour of
+            // the frontier plot's selected marker.
+            return column == SchemeColumn && proposalChanges(e)
+                       ? QVariant(QColor(0xff, 0x7f, 0x0e, 90))
+                       : QVariant();
         case Qt::ToolTipRole:
             return column == SchemeColumn ? schemeToolTip(e) : entry.fullName;
         case FullNameRole:

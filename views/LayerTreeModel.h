@@ -11,6 +11,7 @@
 #include <QHash>
 
 #include <array>
+#include <optional>
 #include <vector>
 
 namespace qs {
@@ -52,6 +53,13 @@ public:
 
     void setRecipe(const Recipe& recipe);
     const Recipe& recipe() const { return m_recipe; }
+    // A recipe proposed but not applied (a point of the recipe search's frontier): the scheme
+    // column shows "current → proposed" on the layers whose scheme it changes, highlighted.
+    // nullopt: none.
+    void setProposedRecipe(const std::optional<Recipe>& proposed);
+    bool hasProposedRecipe() const { return m_proposed.has_value(); }
+    // Quantizable layers whose scheme the proposed recipe changes.
+    int proposedChangeCount() const;
     // The quantization the opened checkpoint stores (ModelInfo::stored). While the recipe
     // quantizes nothing, the scheme column shows it, marked "(stored)": a run then uses the
     // stored weights and scales as they are. A recipe that quantizes takes the column back (it
@@ -124,6 +132,7 @@ private:
     void recomputeHeat(int entryNumber);
     void announceColumns(int first, int last, const QList<int>& roles);
     QString schemeText(int entryNumber) const;
+    bool proposalChanges(int entryNumber) const; // the proposed recipe changes its scheme
     QString schemeToolTip(int entryNumber) const;
     // The stored scheme of a layer, nullptr when the checkpoint stores none for it.
     const std::string* storedScheme(int entryNumber) const;
@@ -133,6 +142,7 @@ private:
 
     Recipe m_recipe;
     bool m_hasRecipe = false;
+    std::optional<Recipe> m_proposed;
     StoredSchemes m_stored;
     std::string m_reportsRecipeHash;
     bool m_stale = false;

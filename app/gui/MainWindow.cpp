@@ -8,6 +8,7 @@
 #include "ModelComputeSettings.h"
 #include "RecipeDocument.h"
 #include "RecipePanel.h"
+#include "RecipeSearchController.h"
 #include "RunPanel.h"
 #include "StartPage.h"
 #include "WorkbenchPage.h"
@@ -68,7 +69,8 @@ MainWindow::MainWindow(QWidget* parent)
       m_jobStatus(new JobStatusIndicator(m_engine.get(), statusBar())),
       m_runs(new RunController(m_engine.get(), m_recipe, m_workbench, m_docks->runPanel(),
                                m_docks->runDock(), statusBar(), this)),
-      m_recipeActions(new RecipeActions(m_recipe, statusBar(), this)) {
+      m_recipeActions(new RecipeActions(m_recipe, statusBar(), this)),
+      m_search(new RecipeSearchController(m_engine.get(), m_recipe, m_workbench, this)) {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowTitle(tr("Quantscope"));
     setAcceptDrops(true);
@@ -155,11 +157,13 @@ void MainWindow::createMenus() {
     view->addAction(m_docks->recipeDock()->toggleViewAction());
     view->addAction(m_docks->jsonDock()->toggleViewAction());
     view->addAction(m_docks->runDock()->toggleViewAction());
+    view->addAction(m_search->dock()->toggleViewAction());
     view->addSeparator();
     view->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
 
     QMenu* recipe = m_recipeActions->addMenu(menuBar());
     recipe->addSeparator();
+    recipe->addAction(tr("&Design Recipe…"), m_search, &RecipeSearchController::showDock);
     recipe->addAction(tr("&Quantize and Export…"), m_runs, &RunController::openExportDialog);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -265,6 +269,7 @@ void MainWindow::closeModel() {
     if (m_evalJob)
         m_evalJob->cancel();
     m_runs->cancelRun();
+    m_search->reset();
     m_modelDirectory.clear();
     m_modelKey.clear();
     m_workbench->clear();
@@ -385,6 +390,7 @@ void MainWindow::onModelOpened(const ModelInfo& info) {
     // Results belong to the model that made them: another model starts without any.
     m_workbench->clearLayerReports();
     m_workbench->evalPanel()->clearResult();
+    m_search->reset();
     m_runs->setModelDirectory(m_modelDirectory);
     m_workbench->setModelInfo(info);
     m_workbench->setRecipe(m_recipe->recipe());

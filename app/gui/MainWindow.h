@@ -24,6 +24,7 @@ namespace qs {
 
 class Engine;
 class ExportDialog;
+class RecipeSearchController;
 class Job;
 class JobStatusIndicator;
 class JsonView;
@@ -61,6 +62,7 @@ public:
     WorkbenchPage* workbenchPage() const { return m_workbench; }
     bool isWorkbenchShown() const;
     Engine* engine() const { return m_engine.get(); }
+    RecipeSearchController* recipeSearch() const { return m_search; }
     RecipeDocument* recipeDocument() const { return m_recipe; }
     RecipePanel* recipePanel() const { return m_docks->recipePanel(); }
     JsonView* recipeJsonView() const { return m_docks->jsonView(); }
@@ -134,6 +136,7 @@ private:
     JobStatusIndicator* m_jobStatus;
     RunController* m_runs;
     RecipeActions* m_recipeActions;
+    RecipeSearchController* m_search;
     QMenu* m_recentMenu = nullptr;
     RecentModelList m_recent{MaxRecentModels};
 

@@ -1,8 +1,12 @@
 #include "ScreenshotHarness.h"
 
+#include "FrontierView.h"
 #include "MainWindow.h"
 #include "RecipePanel.h"
+#include "RecipeSearchController.h"
 #include "WorkbenchPage.h"
+#include "engine/Engine.h"
+#include "engine/Job.h"
 #include "util/AtomicFile.h"
 
 #include <QBuffer>
@@ -69,6 +73,11 @@ ScreenshotHarness::ScreenshotHarness(QCommandLineParser& parser)
       m_sensitivityOption(QStringLiteral("sensitivity"),
                           QStringLiteral("With --screenshot: run Sensitivity with the recipe "
                                          "(after the other runs given) before the picture.")),
+      m_designOption(QStringLiteral("design"),
+                     QStringLiteral("With --screenshot: run the recipe search (Design Recipe "
+                                    "dock, its default candidates) at this many bits per weight "
+                                    "after the other runs, and show its frontier."),
+                     QStringLiteral("BITS")),
       m_selectOption(
           QStringLiteral("select"),
           QStringLiteral("With --screenshot: select this layer before the picture is taken."),
@@ -81,12 +90,13 @@ ScreenshotHarness::ScreenshotHarness(QCommandLineParser& parser)
           QStringLiteral("grab"),
           QStringLiteral("With --screenshot: what to save, \"window\" (default), \"recipe\" "
                          "(the recipe panel only), \"runs\" (the runs panel only) or \"detail\" "
-                         "(the layer detail only)."),
+                         "(the layer detail only) or \"design\" (the Design Recipe dock)."),
           QStringLiteral("PART"), QStringLiteral("window")) {
     parser.addOption(m_screenshotOption);
     parser.addOption(m_analyzeOption);
     parser.addOption(m_evaluateOption);
     parser.addOption(m_sensitivityOption);
+    parser.addOption(m_designOption);
     parser.addOption(m_selectOption);
     parser.addOption(m_patternOption);
     parser.addOption(m_grabOption);
@@ -99,15 +109,23 @@ bool ScreenshotHarness::isEnabled() const {
 QString ScreenshotHarness::usageError(bool opensModel) const {
     if (m_parser.isSet(m_screenshotOption) && !isEnabled())
         return QStringLiteral("--screenshot needs a file name");
-    for (const QCommandLineOption* o : {&m_analyzeOption, &m_evaluateOption, &m_sensitivityOption,
-                                        &m_selectOption, &m_patternOption, &m_grabOption})
+    for (const QCommandLineOption* o :
+         {&m_analyzeOption, &m_evaluateOption, &m_sensitivityOption, &m_designOption,
+          &m_selectOption, &m_patternOption, &m_grabOption})
         if (m_parser.isSet(*o) && !isEnabled())
             return QStringLiteral("--%1 goes with --screenshot").arg(o->names().constFirst());
     const QString grab = m_parser.value(m_grabOption);
     if (grab != QLatin1String("window") && grab != QLatin1String("recipe") &&
-        grab != QLatin1String("runs") && grab != QLatin1String("detail"))
-        return QStringLiteral("--grab takes window, recipe, runs or detail, not %1").arg(grab);
-    for (const QCommandLineOption* o : {&m_analyzeOption, &m_evaluateOption, &m_sensitivityOption})
+        grab != QLatin1String("runs") && grab != QLatin1String("detail") &&
+        grab != QLatin1String("design"))
+        return QStringLiteral("--grab takes window, recipe, runs, detail or design, not %1")
+            .arg(grab);
+    bool bitsOk = true;
+    if (m_parser.isSet(m_designOption) &&
+        (m_parser.value(m_designOption).toDouble(&bitsOk) <= 0.0 || !bitsOk))
+        return QStringLiteral("--design takes a positive number of bits per weight");
+    for (const QCommandLineOption* o :
+         {&m_analyzeOption, &m_evaluateOption, &m_sensitivityOption, &m_designOption})
         if (m_parser.isSet(*o) && !opensModel)
             return QStringLiteral("--%1 needs MODEL_DIR or --demo").arg(o->names().constFirst());
     return {};
@@ -122,7 +140,17 @@ void ScreenshotHarness::arm(MainWindow& window, bool opensModel) {
         m_runs.push_back(RunKind::Evaluate);
     if (m_parser.isSet(m_sensitivityOption))
         m_runs.push_back(RunKind::Sensitivity);
-    if (opensModel && !m_runs.empty()) {
+    m_designPending = m_parser.isSet(m_designOption);
+    if (m_designPending) {
+        FrontierView* view = window.recipeSearch()->view();
+        connect(view, &FrontierView::resultShown, this, &ScreenshotHarness::shootSoon);
+        connect(m_window->engine(), &Engine::jobSubmitted, this, [](Job* job) {
+            connect(job, &Job::failed, job, [](const QString& message) {
+                quitWithError(QStringLiteral("a job failed: %1").arg(message));
+            });
+        });
+    }
+    if (opensModel && (!m_runs.empty() || m_designPending)) {
         connect(&window, &MainWindow::modelShown, this, &ScreenshotHarness::startNextRun);
         connect(&window, &MainWindow::runFinished, this, &ScreenshotHarness::startNextRun);
         connect(&window, &MainWindow::runFailed, this, [](const QString& message) {
@@ -143,8 +171,15 @@ void ScreenshotHarness::arm(MainWindow& window, bool opensModel) {
 
 void ScreenshotHarness::startNextRun() {
     if (m_runs.empty()) {
-        if (m_runStarted)
+        if (m_designPending) {
+            m_designPending = false;
+            RecipeSearchController* search = m_window->recipeSearch();
+            search->view()->setBudget(false, m_parser.value(m_designOption).toDouble());
+            search->showDock();
+            search->startSearch();
+        } else if (m_runStarted) {
             shootSoon();
+        }
         return;
     }
     const RunKind kind = m_runs.front();
@@ -169,10 +204,13 @@ void ScreenshotHarness::shootSoon() {
         : grab == QLatin1String("runs") ? m_window->runDock()
         : grab == QLatin1String("detail")
             ? m_window->workbenchPage()->findChild<QDockWidget*>(QStringLiteral("layerDetailDock"))
-            : nullptr;
+        : grab == QLatin1String("design") ? m_window->recipeSearch()->dock()
+                                          : nullptr;
     if (part) {
         part->setFloating(true);
-        part->resize(grab == QLatin1String("detail") ? QSize(1200, 860) : QSize(560, 1000));
+        part->resize(grab == QLatin1String("detail")   ? QSize(1200, 860)
+                     : grab == QLatin1String("design") ? QSize(900, 560)
+                                                       : QSize(560, 1000));
         part->show();
         part->raise();
     }

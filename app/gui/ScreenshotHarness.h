@@ -48,12 +48,14 @@ private:
     const QCommandLineOption m_analyzeOption;
     const QCommandLineOption m_evaluateOption;
     const QCommandLineOption m_sensitivityOption;
+    const QCommandLineOption m_designOption;
     const QCommandLineOption m_selectOption;
     const QCommandLineOption m_patternOption;
     const QCommandLineOption m_grabOption;
     MainWindow* m_window = nullptr;
     std::vector<RunKind> m_runs; // still to start, in order
     bool m_runStarted = false;
+    bool m_designPending = false; // --design: the search still to start
 };
 
 } // namespace qs

@@ -34,6 +34,7 @@ Engine::Engine(QObject* parent) : QObject(parent), d(std::make_unique<Private>()
     qRegisterMetaType<qs::PerplexityResult>();
     qRegisterMetaType<qs::RunOutcome>();
     qRegisterMetaType<qs::SensitivityRow>();
+    qRegisterMetaType<qs::SchemeSearchResult>();
     qRegisterMetaType<std::vector<qs::LayerReport>>();
     qRegisterMetaType<qs::Job*>(); // jobSubmitted, and signals that hand a job on
     configureThreads(0);
@@ -197,6 +198,18 @@ Job* Engine::run(const RunRequest& request) {
                 emitLater(job, [job, row] { Q_EMIT job->sensitivityRow(row); });
             };
         emitLater(job, [job, outcome = runJob(r, report)] { Q_EMIT job->runFinished(outcome); });
+    });
+}
+
+Job* Engine::searchRecipe(const SchemeSearchRequest& request) {
+    return submit(tr("Design recipe"), [this, request](Job* job, const ProgressFn& report) {
+        if (d->modelDir.isEmpty())
+            throw Error("recipe search", "", "no model is open");
+        SchemeSearchRequest r = request;
+        r.run.modelDir = d->modelDir.toStdString();
+        emitLater(job, [job, result = runSchemeSearch(r, report)] {
+            Q_EMIT job->recipeSearched(result);
+        });
     });
 }
 

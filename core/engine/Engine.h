@@ -4,6 +4,7 @@
 #include "eval/PerplexityResult.h"
 #include "model/ModelInfo.h"
 #include "run/RunRequest.h"
+#include "run/SchemeSearch.h"
 #include "synth/SyntheticModel.h"
 
 #include <QObject>
@@ -37,6 +38,8 @@ public:
     // analysed run streams layerReports() block by block, a sensitivity study sensitivityRow();
     // all end with runFinished() (or failed / cancelled).
     Job* run(const RunRequest& request);
+    // The recipe search (run/SchemeSearch.h) on the model last opened; emits recipeSearched().
+    Job* searchRecipe(const SchemeSearchRequest& request);
     // Job::cancel() on every job not finished yet.
     void cancelAll();
     bool isBusy() const;

@@ -3,6 +3,7 @@
 #include "eval/PerplexityResult.h"
 #include "model/ModelInfo.h"
 #include "run/RunRequest.h"
+#include "run/SchemeSearch.h"
 
 #include <QObject>
 #include <QString>
@@ -50,6 +51,7 @@ Q_SIGNALS:
     void layerReports(int block, const std::vector<qs::LayerReport>& layers); // run, analyze
     void sensitivityRow(const qs::SensitivityRow& row);                       // run, sensitivity
     void runFinished(const qs::RunOutcome& outcome);                          // Engine::run
+    void recipeSearched(const qs::SchemeSearchResult& result); // Engine::searchRecipe
 
     void failed(const QString& message);
     void cancelled();
@@ -67,4 +69,5 @@ Q_DECLARE_METATYPE(qs::ModelInfo)
 Q_DECLARE_METATYPE(qs::PerplexityResult)
 Q_DECLARE_METATYPE(qs::RunOutcome)
 Q_DECLARE_METATYPE(qs::SensitivityRow)
+Q_DECLARE_METATYPE(qs::SchemeSearchResult)
 Q_DECLARE_METATYPE(std::vector<qs::LayerReport>)

@@ -142,9 +142,13 @@ const std::vector<std::string>& defaultSearchCandidates() {
 Recipe recipeForChoice(const Recipe& base, const std::vector<std::string>& candidates,
                        const std::vector<SearchUnit>& units, const std::vector<int>& choice) {
     Recipe recipe = base;
+    // An index past the candidates is the unquantized fallback of a unit no candidate fits.
+    auto nameOf = [&candidates](int c) -> std::string {
+        return size_t(c) < candidates.size() ? candidates[size_t(c)] : kUnquantizedCandidate;
+    };
     std::map<int, int64_t> weightsOf;
     for (size_t u = 0; u < units.size(); ++u)
-        if (candidates.at(size_t(choice[u])) != kUnquantizedCandidate)
+        if (nameOf(choice[u]) != kUnquantizedCandidate)
             weightsOf[choice[u]] += units[u].weights;
     int global = -1;
     for (const auto& [c, w] : weightsOf)
@@ -155,7 +159,7 @@ Recipe recipeForChoice(const Recipe& base, const std::vector<std::string>& candi
     for (size_t u = 0; u < units.size(); ++u) {
         if (choice[u] == global)
             continue;
-        const std::string& name = candidates.at(size_t(choice[u]));
+        const std::string name = nameOf(choice[u]);
         for (const std::string& p : units[u].patterns) {
             if (name == kUnquantizedCandidate) {
                 if (global >= 0)
@@ -348,9 +352,6 @@ runSchemeSearch(const SchemeSearchRequest& request,
             bytes += floatLinear.at(l)->storedBytes.at("quark");
         return bytes;
     };
-    std::vector<std::string> solverCandidates = candidates;
-    if (!noneListed)
-        solverCandidates.push_back(kUnquantizedCandidate);
     // The size the solver adds: weight bytes (what effective_bits counts), or with a byte
     // budget the unit's whole model bytes (weights and activation scales).
     const bool modelBytesBudget = bool(request.budgetBytes);
@@ -434,7 +435,7 @@ runSchemeSearch(const SchemeSearchRequest& request,
     }
     result.chosen = *chosen;
     const SearchPoint& point = result.frontier[result.chosen];
-    result.recipe = recipeForChoice(base, solverCandidates, result.units, point.choice);
+    result.recipe = recipeForChoice(base, candidates, result.units, point.choice);
 
     // The recipe as written must be the point: sized by the one definition, each unit's
     // layers planned with the chosen scheme, within the budget.
@@ -445,7 +446,8 @@ runSchemeSearch(const SchemeSearchRequest& request,
     for (const LinearSize& l : written.linears)
         plannedLinear[l.name] = &l;
     for (size_t u = 0; u < result.units.size(); ++u) {
-        const std::string& name = solverCandidates[size_t(point.choice[u])];
+        const std::string name = size_t(point.choice[u]) < k ? candidates[size_t(point.choice[u])]
+                                                             : kUnquantizedCandidate;
         for (const std::string& l : result.units[u].layers) {
             const LinearSize& s = *plannedLinear.at(l);
             const bool same = name == kUnquantizedCandidate

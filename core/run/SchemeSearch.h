@@ -73,7 +73,9 @@ struct SearchPoint {
     uint64_t weightBytes = 0; // of every block linear's weight (excluded ones included)
     double bits = 0.0;        // effective_bits: 8 weightBytes / linear weights
     double predictedKl = 0.0; // sum of the chosen units' KL alone
-    std::vector<int> choice;  // candidate index per unit
+    // Candidate index per unit; candidates.size() for a unit no candidate fits when "none" is
+    // not a candidate (left unquantized).
+    std::vector<int> choice;
 };
 
 struct SchemeSearchResult {
@@ -100,7 +102,8 @@ struct SchemeSearchResult {
 
 // The recipe of one choice (candidate index per unit) over `base`: the most common quantized
 // candidate (by weights) becomes the global scheme, the other units get layer overrides by their
-// patterns, "none" units are excluded.
+// patterns, "none" units are excluded. A choice past the candidates (a unit no candidate fits,
+// SearchPoint::choice) is "none".
 Recipe recipeForChoice(const Recipe& base, const std::vector<std::string>& candidates,
                        const std::vector<SearchUnit>& units, const std::vector<int>& choice);
 
