@@ -221,12 +221,15 @@ void FrontierView::redraw() {
     if (m_result.measuredFidelity)
         m_plot->addScatter(tr("measured"), {chosen.bits}, {m_result.measuredFidelity->klMean.value},
                            QColor(0xd6, 0x27, 0x28), 8.0);
-    m_plot->setNote(m_result.measuredFidelity
-                        ? tr("blue: predicted frontier · orange: selected · red: the search's "
-                             "pick, measured")
-                        : tr("blue: predicted frontier · orange: selected"));
+    // The key goes under the plot (the summary): a note would sit on the frontier's
+    // small-size end, top left.
+    m_plot->setNote({});
     m_plot->rescaleAndReplot();
-    m_summary->setText(summaryText());
+    m_summary->setText((m_result.measuredFidelity
+                            ? tr("Blue: predicted frontier; orange: selected; red: the "
+                                 "search's pick, measured.")
+                            : tr("Blue: predicted frontier; orange: selected.")) +
+                       QLatin1Char(' ') + summaryText());
 }
 
 } // namespace qs
