@@ -2,6 +2,7 @@
 #include "CliCommon.h"
 #include "QuantOptions.h"
 
+#include "io/JsonFields.h"
 #include "model/Compute.h"
 #include "run/SchemeSearch.h"
 #include "tokenize/TokenizerLoader.h"
@@ -99,6 +100,8 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
                         {"fp_perplexity", r.fpPerplexity ? nlohmann::json(*r.fpPerplexity)
                                                          : nlohmann::json(nullptr)},
                         {"seconds", {{"costs", r.costSeconds}, {"measure", r.measureSeconds}}},
+                        {"costs_key", r.costsKey},
+                        {"costs_reused", r.costsReused},
                         {"recipe", r.recipe.toJson()},
                         {"recipe_file", recipeFile}};
     if (r.measuredPerplexity && r.measuredFidelity)
@@ -120,7 +123,10 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
         std::printf("%s%s", c ? ", " : "", r.candidates[c].c_str());
     std::printf("\nunits: %zu (linears that share a scheme grouped), %lld block linear weights\n",
                 r.units.size(), static_cast<long long>(r.linearWeights));
-    std::printf("per-unit KL alone measured in %.1f s\n\n", r.costSeconds);
+    if (r.costsReused)
+        std::printf("per-unit KL alone reused from --costs\n\n");
+    else
+        std::printf("per-unit KL alone measured in %.1f s\n\n", r.costSeconds);
     std::printf("predicted frontier (%zu points%s; the table shows up to 16):\n", r.frontier.size(),
                 r.frontierExact ? ", exact" : ", thinned");
     std::printf("  %10s %14s %14s  %s\n", "bits/wt", "model bytes", "predicted KL",
@@ -189,6 +195,10 @@ int runRecipeSearch(const QStringList& args) {
                       "K"});
     parser.addOption({"data", "Evaluation text the KL is measured on.", "TEXT"});
     parser.addOption({"no-measure", "Do not run the chosen recipe to measure it."});
+    parser.addOption({"costs",
+                      "Reuse the per-unit costs of an earlier search's --json output on the same "
+                      "model, recipe and data (another budget needs no new measurement).",
+                      "JSON"});
     parser.addOption({"out", "Write the chosen recipe here.", "FILE"});
     parser.addOption({"json", "Machine-readable report."});
     addEvalWindowOptions(parser);
@@ -249,6 +259,22 @@ int runRecipeSearch(const QStringList& args) {
     if (parser.isSet("budget-kl"))
         q.budgetKl = doubleOption(parser, "budget-kl");
     q.measure = !parser.isSet("no-measure");
+    if (parser.isSet("costs")) {
+        const std::string path = parser.value("costs").toStdString();
+        nlohmann::json earlier;
+        try {
+            earlier = nlohmann::json::parse(readTextFile(path));
+            q.knownCostsKey = earlier.at("costs_key").get<std::string>();
+            for (const nlohmann::json& unit : earlier.at("units"))
+                for (const auto& [candidate, kl] : unit.at("kl_alone").items())
+                    q.knownCosts[unit.at("unit").get<std::string>()][candidate] = kl.get<double>();
+        } catch (const nlohmann::json::exception& e) {
+            throw Error(path, "costs_key / units",
+                        std::string("not the --json output of a recipe search: ") + e.what());
+        }
+        if (q.knownCosts.empty())
+            throw Error(path, "units", "no per-unit costs in it");
+    }
     saveRecipeIfAsked(parser, q.run.recipe);
 
     const SchemeSearchResult result = runSchemeSearch(q, progressFor(parser, "recipe --auto"));

@@ -5,6 +5,7 @@
 #include "model/ModelLoader.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/LayerPattern.h"
+#include "recipe/Provenance.h"
 #include "recipe/SchemeFrontier.h"
 #include "run/PlanRowEvaluator.h"
 #include "run/PreparedRun.h"
@@ -132,6 +133,14 @@ void checkRequest(const SchemeSearchRequest& r) {
 }
 
 } // namespace
+
+std::string costsKey(const SchemeSearchRequest& request) {
+    Recipe base = request.run.recipe;
+    base.provenance = {};
+    return recipeHash(base).substr(0, 16) + "-" +
+           modelHeadersHash(request.run.modelDir).substr(0, 16) + "-" + request.run.device + "-" +
+           request.run.dtype;
+}
 
 const std::vector<std::string>& defaultSearchCandidates() {
     static const std::vector<std::string> ladder{kUnquantizedCandidate, "fp8", "uint4_wo_128",
@@ -279,8 +288,9 @@ runSchemeSearch(const SchemeSearchRequest& request,
     // per unit and candidate.
     const size_t quantizingCount = size_t(
         std::count_if(schemes.begin(), schemes.end(), [](const auto& s) { return bool(s); }));
-    const double steps =
-        double(quantizingCount * (1 + result.units.size()) + 1 + (request.measure ? 1 : 0));
+    const bool reuse = !request.knownCosts.empty();
+    const double steps = double((reuse ? 0 : quantizingCount * (1 + result.units.size()) + 1) +
+                                (request.measure ? 1 : 0));
     double done = 0;
     auto part = [&](const std::string& what) -> PipelineProgress {
         return [&, what](double f, const std::string& m) {
@@ -293,9 +303,31 @@ runSchemeSearch(const SchemeSearchRequest& request,
     costRun.sensitivity = false;
     costRun.outDir.clear();
     costRun.exportFormats.clear();
+    result.costsKey = costsKey(request);
+    result.costsReused = reuse;
+    if (result.costsReused) {
+        if (request.knownCostsKey != result.costsKey)
+            throw Error("--costs", request.knownCostsKey,
+                        "these costs were measured on another model, recipe, device or dtype "
+                        "(this search's key is " +
+                            result.costsKey + ")");
+        for (SearchUnit& u : result.units)
+            for (size_t c = 0; c < k; ++c) {
+                if (!schemes[c] || !u.bytes[c])
+                    continue;
+                const auto unit = request.knownCosts.find(u.name);
+                const bool known =
+                    unit != request.knownCosts.end() && unit->second.count(candidates[c]) > 0;
+                if (!known)
+                    throw Error("--costs", u.name,
+                                "no cost for candidate '" + candidates[c] +
+                                    "': measure it (run the search without --costs)");
+                u.kl[c] = unit->second.at(candidates[c]);
+            }
+    }
     std::optional<PreparedRun> referencePrep; // owns the model the reference logits come from
     std::optional<PlanRowEvaluator> rows;
-    for (size_t c = 0; c < k; ++c) {
+    for (size_t c = 0; c < k && !result.costsReused; ++c) {
         if (!schemes[c])
             continue;
         costRun.recipe = base;
@@ -484,6 +516,8 @@ runSchemeSearch(const SchemeSearchRequest& request,
         const RunOutcome out = runJob(run, part("measuring the chosen recipe"));
         result.measuredPerplexity = out.perplexity;
         result.measuredFidelity = out.fidelity;
+        if (!result.fpPerplexity && out.fidelity)
+            result.fpPerplexity = out.fidelity->perplexityBase.value;
         result.recipe = out.recipe; // with its provenance (model, device, dtype)
         result.warnings.insert(result.warnings.end(), out.warnings.begin(), out.warnings.end());
         result.measureSeconds = secondsSince(measureStart);

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,7 +52,17 @@ struct SchemeSearchRequest {
     std::optional<uint64_t> budgetBytes; // the Quark hf_format model's tensor bytes at most this
     std::optional<double> budgetKl;      // the smallest recipe with predicted mean KL <= this
     bool measure = true;                 // run the chosen recipe and measure it
+    // Per-unit costs of an earlier search (unit name -> candidate -> KL alone), reused instead
+    // of measured: a budget changed on the same model, data and base recipe needs no new
+    // measurement. `knownCostsKey` must equal this request's costsKey(), or the search refuses
+    // them (they were measured on something else).
+    std::map<std::string, std::map<std::string, double>> knownCosts;
+    std::string knownCostsKey;
 };
+
+// What per-unit costs depend on: the model's headers, the base recipe (data, windows, algorithms,
+// exclusions), device and dtype. A hash (hex).
+std::string costsKey(const SchemeSearchRequest& request);
 
 struct SearchUnit {
     std::string name;                  // a linear, "…self_attn.{q,k,v}_proj", or an experts row
@@ -95,6 +106,8 @@ struct SchemeSearchResult {
     std::optional<PerplexityResult> measuredPerplexity;
     std::optional<FidelityReport> measuredFidelity;
     std::optional<double> fpPerplexity; // on the same windows (the search's reference pass)
+    std::string costsKey;               // costsKey(request)
+    bool costsReused = false;           // from SchemeSearchRequest::knownCosts
     double costSeconds = 0.0;           // calibrations and per-unit measurements
     double measureSeconds = 0.0;        // the chosen recipe's run
     std::vector<std::string> warnings;
