@@ -6,7 +6,7 @@
 # with the built-in demo model, the demo model analyzed with an int8 recipe (--analyze) with its
 # worst outlier layer selected (layer detail), the same after the recipe fix of
 # docs/walkthrough.md, the layer detail after Analyze with SmoothQuant (--grab detail), and the
-# recipe panel on its own (--grab recipe).
+# recipe panel on its own (--grab recipe), and the Design Recipe dock after a search (--design).
 # Settings and the demo model go to a temporary home, so the user's own are neither used nor
 # changed and every run starts from the default 1400x900 layout.
 set -euo pipefail
@@ -75,6 +75,15 @@ shoot layer-detail-smoothquant --demo --recipe "$home/smoothquant.json" --analyz
 shoot layer-detail-rotation --demo --recipe "$home/rotation.json" --analyze \
   --select model.layers.0.mlp.gate_proj --grab detail
 shoot recipe-panel --demo --recipe "$home/fixed.json" --pattern '*gate_proj' --grab recipe
+# The recipe search (docs/recipe-search.md) at 5 bits per weight, its default candidates, the
+# KL measured on 4 windows of the evaluation text.
+eval_text="$repo_dir/../shared/data/tinystories-eval.txt"
+[ -f "$eval_text" ] || eval_text="$calib"
+eval_text=$(cd "$(dirname "$eval_text")" && pwd)/$(basename "$eval_text")
+printf '{"format": "quantscope-recipe", "version": 1, %s, %s}\n' "$calibration" \
+  "\"evaluation\": {\"data\": \"$eval_text\", \"seq_len\": 128, \"max_windows\": 4}" \
+  >"$home/design.json"
+shoot design-recipe --demo --recipe "$home/design.json" --design 5 --grab design
 # A mixture-of-experts checkpoint written by transformers (when ../shared is there): router and
 # experts in the tree, layer 0's experts collapsed, one expert's down_proj selected with the
 # calibration tokens routed to it.
