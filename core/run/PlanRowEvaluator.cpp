@@ -18,6 +18,15 @@ std::string expertRowName(const std::string& layer) {
     return layer.substr(0, at + marker.size()) + "*" + layer.substr(end);
 }
 
+PipelineOptions planKeepingOptions(const PreparedRun& prep) {
+    PipelineOptions options;
+    options.mode = prep.recipe.calibration.mode;
+    options.maxBatchTokens = batchTokensFor(prep.model->compute().device);
+    options.keepPlans = true;
+    options.transforms = prep.transforms;
+    return options;
+}
+
 PlanRowEvaluator::PlanRowEvaluator(DecoderModel& model, at::Tensor evaluation,
                                    int64_t maxBatchTokens)
     : m_model(model), m_evaluation(std::move(evaluation)), m_maxBatchTokens(maxBatchTokens),

@@ -2,6 +2,7 @@
 
 #include "calib/CalibrationPipeline.h"
 #include "eval/FidelityComparison.h"
+#include "run/PreparedRun.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -15,6 +16,10 @@ namespace qs {
 // ("model.layers.3.mlp.experts.*.down_proj"): 128 experts x 3 linears x 2 evaluations per layer
 // would be out of reach, and one expert alone barely moves the perplexity.
 std::string expertRowName(const std::string& layer);
+
+// The pipeline options of a calibration whose plans are kept to be evaluated again with layers
+// switched on and off: the recipe's calibration mode and algorithms, the device's batch size.
+PipelineOptions planKeepingOptions(const PreparedRun& prep);
 
 // Evaluations of kept plans with layers switched on and off (PlanFilter), each against the
 // full-precision model on the same windows: what the sensitivity study's rows and the recipe

@@ -1,6 +1,7 @@
 #include "run/SchemeSearch.h"
 
 #include "export/ExportSize.h"
+#include "export/QuarkHfExporter.h"
 #include "model/ModelFamily.h"
 #include "model/ModelLoader.h"
 #include "quant/SchemeRegistry.h"
@@ -276,6 +277,13 @@ runSchemeSearch(const SchemeSearchRequest& request,
                 const LinearSize& s = *linear.at(l);
                 if (schemes[c] && !s.scheme && u.unfit[c].empty())
                     u.unfit[c] = l + ": " + s.note;
+                // The recipe must load where Quark's exports load (transformers + amd-quark):
+                // a layout its loaders refuse is no option.
+                if (s.scheme && u.unfit[c].empty())
+                    if (const std::string why =
+                            QuarkHfExporter::unfitReason(*s.scheme, s.shape, true);
+                        !why.empty())
+                        u.unfit[c] = l + ": the Quark hf_format loaders refuse it: " + why;
                 bytes += s.storedBytes.at("quark");
                 u.activationBytes[c] += activationBytes[l];
             }
@@ -341,11 +349,7 @@ runSchemeSearch(const SchemeSearchRequest& request,
                                 "' transforms the whole model; the search measures every "
                                 "candidate against one full-precision pass and cannot include it");
         result.warnings.insert(result.warnings.end(), prep.warnings.begin(), prep.warnings.end());
-        PipelineOptions options;
-        options.mode = prep.recipe.calibration.mode;
-        options.maxBatchTokens = batchTokensFor(prep.model->compute().device);
-        options.keepPlans = true;
-        options.transforms = prep.transforms;
+        const PipelineOptions options = planKeepingOptions(prep);
         CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
         std::vector<std::vector<LayerPlan>> plans =
             pipeline.run(prep.calibration, {}, part(candidates[c] + " calibration")).plans;

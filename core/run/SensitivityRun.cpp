@@ -18,11 +18,7 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
     base.outDir.clear();
     PreparedRun prep = prepareRun(base, progress);
 
-    PipelineOptions options;
-    options.mode = prep.recipe.calibration.mode;
-    options.maxBatchTokens = batchTokensFor(prep.model->compute().device);
-    options.keepPlans = true;
-    options.transforms = prep.transforms;
+    const PipelineOptions options = planKeepingOptions(prep);
     CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
 
     std::vector<std::vector<LayerPlan>> plans;

@@ -58,7 +58,7 @@ private Q_SLOTS:
         qs::FrontierView* view = window.recipeSearch()->view();
         view->findChild<QLineEdit*>(QStringLiteral("searchCandidates"))
             ->setText(QStringLiteral("none,uint4_wo_32,int8"));
-        view->setBudget(false, 6.0);
+        view->setBudget(false, 8.0);
         QSignalSpy resultShown(view, &qs::FrontierView::resultShown);
         QTest::mouseClick(view->findChild<QPushButton*>(QStringLiteral("searchButton")),
                           Qt::LeftButton);
@@ -72,7 +72,7 @@ private Q_SLOTS:
              QStringLiteral("--eval-seq-len"), QStringLiteral("128"),
              QStringLiteral("--max-windows"), QStringLiteral("2"), QStringLiteral("--candidates"),
              QStringLiteral("none,uint4_wo_32,int8"), QStringLiteral("--budget-bpw"),
-             QStringLiteral("6"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+             QStringLiteral("8"), QStringLiteral("--json"), QStringLiteral("--quiet")});
         QVERIFY2(cli.exitCode == 0, cli.err.constData());
         const nlohmann::json j = nlohmann::json::parse(cli.out.toStdString());
         QVERIFY(j.at("effective_bits").get<double>() == result.effectiveBits);
