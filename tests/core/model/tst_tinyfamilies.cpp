@@ -86,11 +86,11 @@ private:
 
 private Q_SLOTS:
     void everyFolderIsTestedOrRefusedByName() {
-        // The ten families the README lists are compared with transformers (a family that
+        // The families the README lists are compared with transformers (a family that
         // stopped being supported would drop out of the rows below silently without this).
         const QStringList supported = supportedFolders();
-        for (const char* family : {"gemma2", "gemma3_text", "llama", "mistral", "mixtral", "opt",
-                                   "phi3", "qwen2", "qwen3", "qwen3_moe"})
+        for (const char* family : {"cohere", "gemma2", "gemma3_text", "gptj", "llama", "mistral",
+                                   "mixtral", "opt", "phi", "phi3", "qwen2", "qwen3", "qwen3_moe"})
             QVERIFY2(supported.contains(QString(family)), family);
         // A folder of a family Quantscope does not open yet (issue 31's GPT-J, Phi-2, ...) is
         // refused with the file and the field named, as a user opening it would see: never a
