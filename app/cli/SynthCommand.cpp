@@ -40,9 +40,28 @@ SyntheticModelOptions preset(const QString& name) {
         o.numKvHeads = 4, o.headDim = 128, o.vocabSize = 151936, o.maxPositions = 40960,
         o.dtype = "BF16", o.numExperts = 128, o.expertsPerToken = 8, o.expertIntermediateSize = 768,
         o.shardBytes = int64_t(5) << 30;
+    } else if (name == "phi-2") {
+        // Phi-2's shape: 2.78B parameters, head 80 of which 32 rotate.
+        o.arch = "phi";
+        o.hiddenSize = 2560, o.intermediateSize = 10240, o.numLayers = 32, o.numHeads = 32,
+        o.numKvHeads = 32, o.vocabSize = 51200, o.maxPositions = 2048, o.dtype = "BF16",
+        o.shardBytes = int64_t(5) << 30;
+    } else if (name == "gpt-j-6b") {
+        // GPT-J-6B's shape: 6.05B parameters, rotary_dim 64 of head 256.
+        o.arch = "gptj";
+        o.hiddenSize = 4096, o.intermediateSize = 16384, o.numLayers = 28, o.numHeads = 16,
+        o.numKvHeads = 16, o.vocabSize = 50400, o.maxPositions = 2048, o.dtype = "BF16",
+        o.shardBytes = int64_t(5) << 30;
+    } else if (name == "command-r") {
+        // c4ai-command-r-v01's shape: 35B parameters, tied 256000-token embedding.
+        o.arch = "cohere";
+        o.hiddenSize = 8192, o.intermediateSize = 22528, o.numLayers = 40, o.numHeads = 64,
+        o.numKvHeads = 64, o.vocabSize = 256000, o.maxPositions = 8192, o.dtype = "BF16",
+        o.tieWordEmbeddings = true, o.shardBytes = int64_t(5) << 30;
     } else {
         throw UsageError{"--preset: unknown preset '" + name.toStdString() +
-                         "' (tiny, 100m, 7b, 70b, mixtral-8x7b, qwen3-30b-a3b)"};
+                         "' (tiny, 100m, 7b, 70b, mixtral-8x7b, qwen3-30b-a3b, phi-2, "
+                         "gpt-j-6b, command-r)"};
     }
     return o;
 }
@@ -61,8 +80,9 @@ int runSynth(const QStringList& args) {
     parser.addOption({"arch", "Family: " + architectureList() + " (default llama).", "ARCH"});
     parser.addOption({"out", "Output folder.", "DIR"});
     parser.addOption({"preset",
-                      "Shape preset: tiny, 100m, 7b, 70b (any dense family), mixtral-8x7b or "
-                      "qwen3-30b-a3b (mixture of experts; they set --arch).",
+                      "Shape preset: tiny, 100m, 7b, 70b (any dense family), mixtral-8x7b, "
+                      "qwen3-30b-a3b (mixture of experts), phi-2, gpt-j-6b or command-r "
+                      "(parallel attention); the named models' presets set --arch.",
                       "NAME", "tiny"});
     parser.addOption({"hidden", "hidden_size.", "N"});
     parser.addOption({"intermediate", "intermediate_size (ffn_dim for OPT).", "N"});
@@ -104,8 +124,8 @@ int runSynth(const QStringList& args) {
         if (std::find(known.begin(), known.end(), arch) == known.end())
             throw UsageError{"--arch: expected one of " + architectureList().toStdString() +
                              ", got '" + arch + "'"};
-        const bool moePreset = o.arch == "mixtral" || o.arch == "qwen3_moe";
-        if (moePreset && arch != o.arch)
+        const bool namedPreset = o.arch != "llama"; // a named model's shape sets its family
+        if (namedPreset && arch != o.arch)
             throw UsageError{"--arch " + arch + " contradicts --preset " +
                              parser.value("preset").toStdString() + " (a " + o.arch + " shape)"};
         o.arch = arch;
@@ -134,7 +154,7 @@ int runSynth(const QStringList& args) {
     if (parser.isSet("dtype"))
         o.dtype = parser.value("dtype").toUpper().toStdString();
     o.seed = uint64_t(intOption(parser, "seed", 0, INT64_MAX));
-    o.tieWordEmbeddings = parser.isSet("tie-embeddings");
+    o.tieWordEmbeddings = o.tieWordEmbeddings || parser.isSet("tie-embeddings");
     o.sparse = parser.isSet("sparse");
     o.outlierChannels.clear();
     for (const QString& c : parser.value("outlier-channels").split(',', Qt::SkipEmptyParts)) {

@@ -21,7 +21,7 @@ namespace {
 // this transform knows by name.
 std::string refusal(const ModelConfig& c) {
     const std::string family = "'" + c.modelType + "'";
-    if (c.modelType == "opt")
+    if (c.modelType == "opt" || c.layout.layerNorm)
         return family + " uses LayerNorm, whose mean subtraction and bias do not commute with a "
                         "rotation (they would first have to be folded into the preceding "
                         "linears, which is not implemented)";

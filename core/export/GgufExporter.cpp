@@ -300,7 +300,9 @@ GgufExporter::GgufExporter(const ExportContext& context)
         throw Error(context.sourceDir + "/config.json", "model_type",
                     "GGUF export writes the " +
                         join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
-                        " family only");
+                        " family only, not '" +
+                        (cfg.is_discarded() ? std::string("?") : cfg.value("model_type", "")) +
+                        "'");
     m_heads = cfg.value("num_attention_heads", 0);
     m_kvHeads = cfg.value("num_key_value_heads", m_heads);
     m_names = context.source->tensorNames();

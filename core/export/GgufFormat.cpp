@@ -81,7 +81,7 @@ FormatWriter ggufFormatWriter() {
                 !f || !f->capabilities().gguf)
                 return {"model: GGUF export writes the " +
                         join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
-                        " family only"};
+                        " family only, not '" + check.model->modelType + "'"};
         const std::optional<GgmlType> type = ggufTypeOf(check.options);
         return layerProblems(check, [&](const ModuleNode& layer,
                                         const std::optional<quant::QuantScheme>& scheme,

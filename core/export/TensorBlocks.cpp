@@ -9,11 +9,14 @@
 namespace qs {
 
 int blockOfTensorName(const std::string& name) {
-    static const std::regex re(R"(\.layers\.(\d+)\.)");
+    // "model.layers.3." and GPT-J's "transformer.h.3."
+    static const std::regex re(R"((?:^|\.)(?:layers|h)\.(\d+)\.)");
     std::smatch m;
     if (std::regex_search(name, m, re))
         return std::stoi(m[1].str());
-    return name.find("embed") != std::string::npos ? -1 : INT_MAX;
+    const bool embedding = name.find("embed") != std::string::npos ||
+                           name.rfind("transformer.wte.", 0) == 0; // GPT-J's token embedding
+    return embedding ? -1 : INT_MAX;
 }
 
 std::map<std::string, const at::Tensor*> blockTensors(DecoderBlock& block,

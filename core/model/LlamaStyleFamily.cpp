@@ -5,6 +5,7 @@
 #include "model/LlamaStyleModel.h"
 #include "model/RopeConfig.h"
 #include "util/Error.h"
+#include "util/Strings.h"
 
 #include <set>
 
@@ -250,8 +251,12 @@ void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& c, const Ch
         if (used.count(name) || used.count("model." + name) ||
             (c.tieWordEmbeddings && name == "lm_head.weight"))
             continue;
-        if (name.size() > invFreq.size() &&
-            name.compare(name.size() - invFreq.size(), invFreq.size(), invFreq) == 0)
+        if (endsWith(name, invFreq))
+            continue;
+        // GPT-J's causal-mask buffers, which transformers before 4.30 saved with the weights
+        // (GPT-J's attention has no biases: these are masks, not parameters)
+        if (c.modelType == "gptj" &&
+            (endsWith(name, ".attn.bias") || endsWith(name, ".attn.masked_bias")))
             continue;
         throw Error(ckpt.fileOf(name).path(), name,
                     "tensor not used by a '" + c.modelType +

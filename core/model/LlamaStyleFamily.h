@@ -34,8 +34,9 @@ ModuleNode weightLeaf(const Checkpoint& checkpoint, const std::string& module,
 int64_t sumParameters(ModuleNode& node);
 // qs::Error naming a stored tensor the tree does not use (a bias the config does not announce,
 // a tensor of another layout): the forward would silently leave it out. Tolerated: rotary
-// inv_freq buffers old checkpoints store, and a stored lm_head of a tied model (transformers
-// ties it to the embedding as well).
+// inv_freq buffers old checkpoints store, GPT-J's causal-mask buffers (attn.bias,
+// attn.masked_bias), and a stored lm_head of a tied model (transformers ties it to the
+// embedding as well).
 void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& config,
                           const Checkpoint& checkpoint);
 // Reads "layer_types" (transformers 5: one "full_attention" / "sliding_attention" per layer)

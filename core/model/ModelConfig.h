@@ -43,6 +43,14 @@ struct DecoderLayout {
     double attnScale = 0.0;     // 0: head_dim^-0.5; Gemma: query_pre_attn_scalar^-0.5
     double attnSoftcap = 0.0;   // tanh soft-capping of attention scores (0: none)
     double finalSoftcap = 0.0;  // tanh soft-capping of the logits (0: none)
+    // The parallel decoders (ParallelModel: GPT-J, Phi-2, Cohere): one norm per block feeds
+    // both attention and MLP, h + attn(ln(h)) + mlp(ln(h)); no post-attention norm.
+    bool parallelBlock = false;
+    bool layerNorm = false;       // LayerNorm (mean subtracted) instead of RMSNorm
+    bool normBias = false;        // the LayerNorms carry a bias (GPT-J, Phi-2; not Cohere)
+    bool ropeInterleaved = false; // RoPE rotates pairs (2i, 2i+1) (GPT-J, Cohere), not (i, i+d/2)
+    bool headBias = false;        // lm_head has a bias (GPT-J, Phi-2)
+    double logitScale = 1.0;      // logits times this (Cohere's logit_scale)
 };
 
 // A sparse mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router picks top-k experts per token.

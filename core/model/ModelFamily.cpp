@@ -15,11 +15,15 @@ const ModelFamily& mixtralFamily();
 const ModelFamily& gemma2Family();
 const ModelFamily& gemma3TextFamily();
 const ModelFamily& phi3Family();
+const ModelFamily& phiFamily();
+const ModelFamily& gptjFamily();
+const ModelFamily& cohereFamily();
 
 const std::vector<const ModelFamily*>& modelFamilies() {
     static const std::vector<const ModelFamily*> families{
         &llamaFamily(),   &mistralFamily(), &qwen2Family(),      &qwen3Family(), &qwen3MoeFamily(),
-        &mixtralFamily(), &gemma2Family(),  &gemma3TextFamily(), &phi3Family(),  &optFamily()};
+        &mixtralFamily(), &gemma2Family(),  &gemma3TextFamily(), &phi3Family(),  &optFamily(),
+        &phiFamily(),     &gptjFamily(),    &cohereFamily()};
     return families;
 }
 

@@ -36,9 +36,15 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
         {"torch_dtype", c.torchDtype},
     };
     if (c.modelType != "opt") {
-        out.emplace_back("rms_norm_eps", number(c.normEps));
+        out.emplace_back(c.layout.layerNorm ? "layer_norm_eps" : "rms_norm_eps", number(c.normEps));
         out.emplace_back("rope_theta", number(c.rope.theta));
         out.emplace_back("rope_type", c.rope.type);
+        if (c.rope.partialRotaryFactor != 1.0)
+            out.emplace_back("rotary_dims", std::to_string(int64_t(double(c.headDim) *
+                                                                   c.rope.partialRotaryFactor)) +
+                                                " of " + std::to_string(c.headDim));
+        if (c.layout.ropeInterleaved)
+            out.emplace_back("rope_pairs", "interleaved (2i, 2i+1)");
         if (c.rope.type != "default")
             out.emplace_back("rope_factor", number(c.rope.factor));
         if (c.slidingRope)
@@ -65,6 +71,12 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
         out.emplace_back("attn_logit_softcapping", number(c.layout.attnSoftcap));
     if (c.layout.finalSoftcap > 0)
         out.emplace_back("final_logit_softcapping", number(c.layout.finalSoftcap));
+    if (c.layout.parallelBlock)
+        out.emplace_back("block", std::string("parallel attention + MLP under one ") +
+                                      (c.layout.layerNorm ? "LayerNorm" : "RMSNorm") +
+                                      (c.layout.normBias ? " with bias" : ""));
+    if (c.layout.logitScale != 1.0)
+        out.emplace_back("logit_scale", number(c.layout.logitScale));
     return out;
 }
 

@@ -79,10 +79,11 @@ at::Tensor materialize(const TensorPlan& p, const SyntheticModelOptions& o) {
 // What a synthetic family's decoder looks like (mirrors model/families/).
 struct FamilyShape {
     std::string architecture;
-    bool fused = false;  // phi3: qkv_proj, gate_up_proj
-    bool qkNorm = false; // qwen3, qwen3_moe, gemma3_text
-    bool gemma = false;  // (1 + w) norms, four per layer
-    bool moe = false;    // mixtral, qwen3_moe
+    bool fused = false;    // phi3: qkv_proj, gate_up_proj
+    bool qkNorm = false;   // qwen3, qwen3_moe, gemma3_text
+    bool gemma = false;    // (1 + w) norms, four per layer
+    bool moe = false;      // mixtral, qwen3_moe
+    bool parallel = false; // phi, gptj, cohere: one norm feeds attention and MLP side by side
     std::string moePrefix, gateName, upName, downName;
 };
 
@@ -108,6 +109,12 @@ FamilyShape shapeOf(const std::string& arch) {
         f.architecture = "Gemma3ForCausalLM", f.gemma = true, f.qkNorm = true;
     else if (arch == "phi3")
         f.architecture = "Phi3ForCausalLM", f.fused = true;
+    else if (arch == "phi")
+        f.architecture = "PhiForCausalLM", f.parallel = true;
+    else if (arch == "gptj")
+        f.architecture = "GPTJForCausalLM", f.parallel = true;
+    else if (arch == "cohere")
+        f.architecture = "CohereForCausalLM", f.parallel = true;
     return f;
 }
 
@@ -277,6 +284,99 @@ void planOpt(Planner& p, const SyntheticModelOptions& o) {
     p.add("model.decoder.final_layer_norm.bias", {H}, 0.0, 0.02);
 }
 
+// Phi-2 rotates 0.4 of each head; where that is not an even count, half of it.
+double phiRotaryFactor(int64_t headDim) {
+    const int64_t r = int64_t(double(headDim) * 0.4);
+    return r >= 2 && r % 2 == 0 ? 0.4 : 0.5;
+}
+
+// GPT-J-6B rotates 64 of its 256 head dimensions: a quarter, even, at least 2.
+int64_t gptjRotaryDim(int64_t headDim) {
+    return std::max<int64_t>(2, headDim / 4 / 2 * 2);
+}
+
+// config.json of the parallel families as transformers 5 writes them (GPT-J with its own keys).
+nlohmann::json parallelConfig(const SyntheticModelOptions& o) {
+    const std::string& a = o.arch;
+    const int64_t hd = headDimOf(o);
+    nlohmann::json c = {{"architectures", {shapeOf(a).architecture}},
+                        {"model_type", a},
+                        {"vocab_size", o.vocabSize},
+                        {"tie_word_embeddings", o.tieWordEmbeddings},
+                        {"bos_token_id", 1},
+                        {"eos_token_id", 2}};
+    if (a == "gptj") {
+        c.update({{"n_embd", o.hiddenSize},
+                  {"n_inner", o.intermediateSize},
+                  {"n_layer", o.numLayers},
+                  {"n_head", o.numHeads},
+                  {"n_positions", o.maxPositions},
+                  {"rotary_dim", gptjRotaryDim(hd)},
+                  {"activation_function", "gelu_new"},
+                  {"layer_norm_epsilon", 1e-5}});
+        return c;
+    }
+    c.update({{"hidden_size", o.hiddenSize},
+              {"intermediate_size", o.intermediateSize},
+              {"num_hidden_layers", o.numLayers},
+              {"num_attention_heads", o.numHeads},
+              {"num_key_value_heads", o.numKvHeads},
+              {"max_position_embeddings", o.maxPositions},
+              {"layer_norm_eps", 1e-5}});
+    if (a == "phi")
+        c.update({{"hidden_act", "gelu_new"},
+                  {"qk_layernorm", false},
+                  {"rope_parameters",
+                   {{"rope_type", "default"},
+                    {"rope_theta", 10000.0},
+                    {"partial_rotary_factor", phiRotaryFactor(hd)}}}});
+    else // cohere: Command-R's theta and logit scale
+        c.update({{"hidden_act", "silu"},
+                  {"attention_bias", false},
+                  {"use_qk_norm", false},
+                  {"logit_scale", 0.0625},
+                  {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 8e6}}}});
+    return c;
+}
+
+void planParallel(Planner& p, const SyntheticModelOptions& o) {
+    const std::string& a = o.arch;
+    const bool gptj = a == "gptj", phi = a == "phi", cohere = a == "cohere";
+    const int64_t H = o.hiddenSize, I = o.intermediateSize, hd = headDimOf(o);
+    const int64_t kv = gptj ? o.numHeads : o.numKvHeads; // GPT-J has no grouped KV heads
+    const double residual = 1.0 / std::sqrt(2.0 * double(o.numLayers));
+    const std::string root = gptj ? "transformer." : "model.";
+    auto norm = [&](const std::string& name, bool outliers) {
+        p.add(name + ".weight", {H}, 1.0, outliers ? 0.1 : 0.05, outliers);
+        if (!cohere)
+            p.add(name + ".bias", {H}, 0.0, 0.02);
+    };
+    p.add(root + (gptj ? "wte.weight" : "embed_tokens.weight"), {o.vocabSize, H}, 0.0, 1.0);
+    for (int64_t i = 0; i < o.numLayers; ++i) {
+        const std::string b = root + (gptj ? "h." : "layers.") + std::to_string(i) + ".";
+        norm(b + (gptj ? "ln_1" : "input_layernorm"), true);
+        const std::string at = b + (gptj ? "attn." : "self_attn.");
+        p.linear(at + "q_proj", o.numHeads * hd, H, 1.0, phi);
+        p.linear(at + "k_proj", kv * hd, H, 1.0, phi);
+        p.linear(at + "v_proj", kv * hd, H, 1.0, phi);
+        p.linear(at + (gptj  ? "out_proj"
+                       : phi ? "dense"
+                             : "o_proj"),
+                 H, o.numHeads * hd, residual, phi);
+        if (cohere) {
+            p.linear(b + "mlp.gate_proj", I, H);
+            p.linear(b + "mlp.up_proj", I, H);
+            p.linear(b + "mlp.down_proj", H, I, residual);
+        } else {
+            p.linear(b + (gptj ? "mlp.fc_in" : "mlp.fc1"), I, H, 1.0, true);
+            p.linear(b + (gptj ? "mlp.fc_out" : "mlp.fc2"), H, I, residual, true);
+        }
+    }
+    norm(gptj ? "transformer.ln_f" : phi ? "model.final_layernorm" : "model.norm", false);
+    if (!o.tieWordEmbeddings)
+        p.linear("lm_head", o.vocabSize, H, 1.0, !cohere);
+}
+
 std::string tensorBytes(const at::Tensor& t, DType dtype) {
     at::Tensor c = t;
     if (dtype == DType::BF16)
@@ -313,6 +413,11 @@ void validate(const SyntheticModelOptions& o) {
         throw Error("synth", "num_heads", "head dimension must be even for rotary embeddings");
     if (o.arch == "opt" && o.headDim > 0 && o.headDim * o.numHeads != o.hiddenSize)
         throw Error("synth", "head_dim", "OPT's head dimension is hidden / heads");
+    if (shapeOf(o.arch).parallel && o.headDim > 0 && o.headDim * o.numHeads != o.hiddenSize)
+        throw Error("synth", "head_dim", "'" + o.arch + "' has a head dimension of hidden / heads");
+    if ((o.arch == "phi" || o.arch == "gptj") && o.tieWordEmbeddings)
+        throw Error("synth", "tie_word_embeddings",
+                    "'" + o.arch + "' has a biased lm_head, which Quantscope does not tie");
     if (shapeOf(o.arch).moe &&
         (o.numExperts < 1 || o.expertsPerToken < 1 || o.expertsPerToken > o.numExperts))
         throw Error("synth", "experts_per_token", "must be between 1 and the number of experts");
@@ -323,9 +428,9 @@ void validate(const SyntheticModelOptions& o) {
 } // namespace
 
 const std::vector<std::string>& syntheticArchitectures() {
-    static const std::vector<std::string> archs{"llama",     "mistral", "qwen2",  "qwen3",
-                                                "qwen3_moe", "mixtral", "gemma2", "gemma3_text",
-                                                "phi3",      "opt"};
+    static const std::vector<std::string> archs{
+        "llama",       "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma2",
+        "gemma3_text", "phi3",    "opt",   "phi",   "gptj",      "cohere"};
     return archs;
 }
 
@@ -344,6 +449,8 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
     Planner planner(dtype);
     if (o.arch == "opt")
         planOpt(planner, o);
+    else if (shapeOf(o.arch).parallel)
+        planParallel(planner, o);
     else
         planDecoder(planner, o);
     std::vector<TensorPlan>& plans = planner.plans();
@@ -371,7 +478,9 @@ void writeSyntheticModel(const SyntheticModelOptions& o,
         return dir.filePath(QString::fromStdString(f)).toStdString();
     };
 
-    nlohmann::json config = o.arch == "opt" ? optConfig(o) : decoderConfig(o);
+    nlohmann::json config = o.arch == "opt"            ? optConfig(o)
+                            : shapeOf(o.arch).parallel ? parallelConfig(o)
+                                                       : decoderConfig(o);
     const char* dtypeName = dtype == DType::F32    ? "float32"
                             : dtype == DType::BF16 ? "bfloat16"
                                                    : "float16";

@@ -13,7 +13,8 @@ namespace qs {
 // benchmarks at any scale and as the GUI's built-in demo model.
 struct SyntheticModelOptions {
     // "llama", "opt", or a newer family: "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral",
-    // "gemma2", "gemma3_text", "phi3" (syntheticArchitectures()).
+    // "gemma2", "gemma3_text", "phi3", and the parallel "phi", "gptj", "cohere"
+    // (syntheticArchitectures()).
     std::string arch = "llama";
     std::string outDir;
     int64_t hiddenSize = 256;

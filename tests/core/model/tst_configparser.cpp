@@ -176,6 +176,120 @@ private Q_SLOTS:
         QCOMPARE(c.hiddenAct, std::string("relu"));
     }
 
+    // The parallel families' configs as their hub checkpoints write them (transformers 4:
+    // Phi-2's top-level partial_rotary_factor, GPT-J-6B's own keys with n_inner null,
+    // c4ai-command-r-v01 without tie_word_embeddings), and their refusals by field.
+    static json phi2() {
+        return {{"model_type", "phi"},
+                {"architectures", {"PhiForCausalLM"}},
+                {"hidden_size", 2560},
+                {"intermediate_size", 10240},
+                {"num_hidden_layers", 32},
+                {"num_attention_heads", 32},
+                {"num_key_value_heads", 32},
+                {"vocab_size", 51200},
+                {"max_position_embeddings", 2048},
+                {"layer_norm_eps", 1e-5},
+                {"hidden_act", "gelu_new"},
+                {"partial_rotary_factor", 0.4},
+                {"qk_layernorm", false},
+                {"rope_scaling", nullptr},
+                {"rope_theta", 10000.0},
+                {"resid_pdrop", 0.1},
+                {"tie_word_embeddings", false},
+                {"torch_dtype", "float16"}};
+    }
+    static json gptj6b() {
+        return {{"model_type", "gptj"},
+                {"architectures", {"GPTJForCausalLM"}},
+                {"n_embd", 4096},
+                {"n_head", 16},
+                {"n_layer", 28},
+                {"n_inner", nullptr},
+                {"n_positions", 2048},
+                {"rotary", true},
+                {"rotary_dim", 64},
+                {"scale_attn_weights", true},
+                {"activation_function", "gelu_new"},
+                {"layer_norm_epsilon", 1e-5},
+                {"summary_type", "cls_index"},
+                {"summary_use_proj", true},
+                {"tie_word_embeddings", false},
+                {"vocab_size", 50400},
+                {"gradient_checkpointing", false}};
+    }
+    static json commandR() {
+        return {{"model_type", "cohere"},
+                {"architectures", {"CohereForCausalLM"}},
+                {"hidden_size", 8192},
+                {"intermediate_size", 22528},
+                {"num_hidden_layers", 40},
+                {"num_attention_heads", 64},
+                {"num_key_value_heads", 64},
+                {"vocab_size", 256000},
+                {"max_position_embeddings", 8192},
+                {"layer_norm_eps", 1e-5},
+                {"logit_scale", 0.0625},
+                {"rope_theta", 8000000.0},
+                {"use_qk_norm", false},
+                {"attention_bias", false},
+                {"hidden_act", "silu"}};
+    }
+
+    void parallelFamilies() {
+        const qs::ModelConfig phi = qs::parseModelConfig(phi2().dump(), "config.json");
+        QVERIFY(phi.layout.parallelBlock && phi.layout.layerNorm && phi.layout.normBias);
+        QVERIFY(phi.layout.headBias && !phi.layout.ropeInterleaved);
+        QCOMPARE(int64_t(double(phi.headDim) * phi.rope.partialRotaryFactor), int64_t(32));
+        json noFactor = phi2();
+        noFactor.erase("partial_rotary_factor"); // PhiConfig's default: half the head
+        QCOMPARE(qs::parseModelConfig(noFactor.dump(), "c").rope.partialRotaryFactor, 0.5);
+
+        const qs::ModelConfig gptj = qs::parseModelConfig(gptj6b().dump(), "config.json");
+        QCOMPARE(gptj.headDim, int64_t(256));
+        QCOMPARE(gptj.intermediateSize, int64_t(4 * 4096)); // n_inner null
+        QCOMPARE(int64_t(double(gptj.headDim) * gptj.rope.partialRotaryFactor), int64_t(64));
+        QVERIFY(gptj.layout.ropeInterleaved && gptj.layout.headBias && !gptj.attentionBias);
+        QCOMPARE(gptj.numKvHeads, gptj.numHeads);
+
+        const qs::ModelConfig cohere = qs::parseModelConfig(commandR().dump(), "config.json");
+        QVERIFY(cohere.tieWordEmbeddings); // CohereConfig's default
+        QVERIFY(cohere.layout.layerNorm && !cohere.layout.normBias);
+        QCOMPARE(cohere.layout.logitScale, 0.0625);
+        QCOMPARE(cohere.rope.theta, 8e6);
+
+        struct Bad {
+            json config;
+            const char* field;
+        };
+        auto with = [](json j, const char* key, json value) {
+            j[key] = value;
+            return j;
+        };
+        json noRotary = gptj6b();
+        noRotary.erase("rotary_dim");
+        const std::vector<Bad> bad = {
+            {with(phi2(), "qk_layernorm", true), "qk_layernorm"},
+            {with(phi2(), "tie_word_embeddings", true), "tie_word_embeddings"},
+            {with(phi2(), "partial_rotary_factor", 0.3625), "partial_rotary_factor"}, // 29 dims
+            {noRotary, "rotary_dim"},
+            {with(gptj6b(), "rotary_dim", 63), "rotary_dim"},
+            {with(gptj6b(), "scale_attn_weights", false), "scale_attn_weights"},
+            {with(gptj6b(), "num_key_value_heads", 4), "num_key_value_heads"}, // not a GPT-J key
+            {with(commandR(), "use_qk_norm", true), "use_qk_norm"},
+            {with(commandR(), "head_dim", 128), "head_dim"},
+        };
+        for (const Bad& b : bad) {
+            try {
+                qs::parseModelConfig(b.config.dump(), "config.json");
+                QFAIL(b.field);
+            } catch (const qs::Error& e) {
+                QVERIFY2(e.field() == b.field, e.what());
+                QVERIFY2(std::string(e.what()).find("config.json") != std::string::npos, e.what());
+            }
+        }
+    }
+
     void badConfigs_data() {
         QTest::addColumn<QString>("patch"); // JSON merged into the good llama config
         QTest::addColumn<QString>("remove");

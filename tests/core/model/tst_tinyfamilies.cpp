@@ -10,6 +10,7 @@
 // the logits by at least 0.03, four orders of magnitude above the bound.
 #include "TestSupport.h"
 
+#include "algo/ScalingGroups.h"
 #include "io/Checkpoint.h"
 #include "model/LlamaStyleFamily.h"
 #include "model/ModelFamily.h"
@@ -86,11 +87,11 @@ private:
 
 private Q_SLOTS:
     void everyFolderIsTestedOrRefusedByName() {
-        // The ten families the README lists are compared with transformers (a family that
+        // The families the README lists are compared with transformers (a family that
         // stopped being supported would drop out of the rows below silently without this).
         const QStringList supported = supportedFolders();
-        for (const char* family : {"gemma2", "gemma3_text", "llama", "mistral", "mixtral", "opt",
-                                   "phi3", "qwen2", "qwen3", "qwen3_moe"})
+        for (const char* family : {"cohere", "gemma2", "gemma3_text", "gptj", "llama", "mistral",
+                                   "mixtral", "opt", "phi", "phi3", "qwen2", "qwen3", "qwen3_moe"})
             QVERIFY2(supported.contains(QString(family)), family);
         // A folder of a family Quantscope does not open yet (issue 31's GPT-J, Phi-2, ...) is
         // refused with the file and the field named, as a user opening it would see: never a
@@ -237,6 +238,81 @@ private Q_SLOTS:
             QVERIFY(std::fabs(oSse / double(row) / l.outputLocal.mse - 1) < 1e-9);
         }
         QCOMPARE(fused, 3 * 2);
+    }
+
+    // The parallel families' scaling templates (ParallelFamily::scalingTemplate) are exact:
+    // every group rescaled by powers of two (2^-2 .. 2^2 per channel) leaves the logits bit for
+    // bit as they were, since x / 2^k and W * 2^k round exactly as x and W did; a scale on the
+    // wrong side, a wrong GQA row or a group through GELU would move them by O(1e-2) or more.
+    // The groups are v_proj -> output projection, plus up_proj -> down_proj for Cohere's SwiGLU.
+    void parallelTemplatesAreExact_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<int>("groups");
+        QTest::addColumn<int>("kvRepeats");
+        QTest::newRow("phi") << "phi" << 1 << 1;
+        QTest::newRow("gptj") << "gptj" << 1 << 1;
+        QTest::newRow("cohere") << "cohere" << 2 << 2;
+    }
+
+    void parallelTemplatesAreExact() {
+        QFETCH(QString, folder);
+        QFETCH(int, groups);
+        QFETCH(int, kvRepeats);
+        const std::string dir = (root() + "/" + folder).toStdString();
+        const auto ref = qs::SafetensorsFile::open(dir + "/reference.safetensors");
+        const at::Tensor ids = referenceTensor(*ref, "input_ids");
+        const qs::ModelHandle h = qs::openModelHandle(dir);
+        const qs::ScalingTemplate t = h.family->scalingTemplate(h.config);
+        QCOMPARE(int(t.groups.size()), groups);
+        c10::InferenceMode guard;
+        int resolvedGroups = 0, firstRepeats = 0;
+        auto run = [&](bool rescale) -> at::Tensor {
+            auto model = h.instantiate({at::kCPU, at::kFloat});
+            const qs::ForwardContext ctx = model->makeContext(ids.size(1));
+            at::Tensor hidden = model->embed(ids);
+            at::manual_seed(5);
+            for (int i = 0; i < model->numBlocks(); ++i) {
+                auto block = model->loadBlock(i);
+                if (rescale) {
+                    std::vector<qs::LayerPlan> plans(block->linears().size());
+                    auto resolved =
+                        qs::algo::resolveScalingGroups(*block, plans, t, h.config, "t", "f");
+                    resolvedGroups = int(resolved.size());
+                    firstRepeats = int(resolved.front().kvRepeats);
+                    for (qs::algo::ResolvedScalingGroup& g : resolved) {
+                        const at::Tensor k = at::randint(-2, 3, {g.channels()}).to(at::kFloat);
+                        qs::algo::applyScales(g, qs::algo::constrainScales(g, at::exp2(k)));
+                    }
+                }
+                hidden = block->forward(hidden, ctx);
+            }
+            return model->logits(hidden);
+        };
+        const at::Tensor before = run(false), after = run(true);
+        QCOMPARE(resolvedGroups, groups);
+        QCOMPARE(firstRepeats, kvRepeats);
+        QVERIFY(at::equal(before, after));
+        // Quark's norm group (GPT-J ln_1 -> q, k, v, fc_in with no module to inspect) is refused
+        // by name: AWQ measures a group on one module's output, and the parallel block has none.
+        if (folder == "gptj") {
+            nlohmann::json params = {
+                {"scaling_layers",
+                 {{{"prev_op", "ln_1"},
+                   {"layers", {"attn.q_proj", "attn.k_proj", "attn.v_proj", "mlp.fc_in"}},
+                   {"inp", "attn.q_proj"},
+                   {"module2inspect", ""}}}}};
+            const qs::ScalingTemplate quark =
+                qs::algo::scalingTemplateFor(h.config, params, "r", "a");
+            auto model = h.instantiate({});
+            auto block = model->loadBlock(0);
+            std::vector<qs::LayerPlan> plans(block->linears().size());
+            try {
+                qs::algo::resolveScalingGroups(*block, plans, quark, h.config, "r", "a");
+                QFAIL("resolved a norm group without a module to inspect");
+            } catch (const qs::Error& e) {
+                QVERIFY2(e.field().find("module2inspect") != std::string::npos, e.what());
+            }
+        }
     }
 
     // A mixture-of-experts forward counts the tokens routed to each expert: top-k per token.
