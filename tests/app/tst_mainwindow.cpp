@@ -17,6 +17,7 @@
 #include "RecipePanel.h"
 #include "RunPanel.h"
 #include "StartPage.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
 #include "engine/Engine.h"
@@ -471,5 +472,5 @@ private:
     QString m_stories;
 };
 
-QTEST_MAIN(TestMainWindow)
+QS_TEST_MAIN(TestMainWindow)
 #include "tst_mainwindow.moc"

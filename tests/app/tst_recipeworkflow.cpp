@@ -13,6 +13,7 @@
 #include "MainWindow.h"
 #include "RecipeDocument.h"
 #include "RunPanel.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
 #include "engine/Engine.h"
@@ -462,5 +463,5 @@ private:
     QString m_work;
 };
 
-QTEST_MAIN(TestRecipeWorkflow)
+QS_TEST_MAIN(TestRecipeWorkflow)
 #include "tst_recipeworkflow.moc"

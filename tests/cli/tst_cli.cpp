@@ -1,4 +1,5 @@
 // quantscope-cli as a user runs it: JSON keys, exit codes and messages for bad input.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QDir>
@@ -534,5 +535,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCli)
+QS_TEST_GUILESS_MAIN(TestCli)
 #include "tst_cli.moc"

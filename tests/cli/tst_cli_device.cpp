@@ -14,6 +14,7 @@
 //   across a rounding boundary moves by a whole step): their perplexities are printed, not
 //   asserted. The same happens on one CPU between thread counts (docs/calibration.md).
 #include "TestDevice.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QCryptographicHash>
@@ -168,5 +169,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliDevice)
+QS_TEST_GUILESS_MAIN(TestCliDevice)
 #include "tst_cli_device.moc"

@@ -1,5 +1,6 @@
 // The CLI runs Quark's rotation (--quant_algo rotation, or Quark's older name quarot): the
 // recipe it saves names it, an evaluation with it runs, and the rotated model exports.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QFile>
@@ -67,5 +68,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliRotation)
+QS_TEST_GUILESS_MAIN(TestCliRotation)
 #include "tst_cli_rotation.moc"

@@ -5,6 +5,7 @@
 // scales, to 1e-5 with SmoothQuant's).
 #include "ScalingTestHarness.h"
 #include "StoriesRequest.h"
+#include "TestMain.h"
 
 #include "algo/AwqTransform.h"
 #include "algo/GroupOutputProbe.h"
@@ -339,6 +340,6 @@ int main(int argc, char** argv) {
     qputenv("QTEST_FUNCTION_TIMEOUT", "900000");
     QCoreApplication app(argc, argv);
     TestAwq t;
-    return QTest::qExec(&t, argc, argv);
+    return qs::test::runSuite(&t, argc, argv);
 }
 #include "tst_awq.moc"

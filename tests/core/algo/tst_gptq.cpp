@@ -3,6 +3,7 @@
 #include "../quant/QuantTestHelpers.h"
 #include "ScalingTestHarness.h"
 #include "StoriesRequest.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "algo/Gptq.h"
@@ -332,5 +333,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGptq)
+QS_TEST_GUILESS_MAIN(TestGptq)
 #include "tst_gptq.moc"

@@ -2,6 +2,7 @@
 // rotated model equal the original's on stories260K and on synthetic models of every supported
 // family (tied and untied heads, biases, q/k norms, a Paley and a random-orthogonal hidden size);
 // refused families; the pipeline records it, replays it bit for bit and composes it with GPTQ.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "algo/ResidualRotation.h"
@@ -392,5 +393,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestRotation)
+QS_TEST_GUILESS_MAIN(TestRotation)
 #include "tst_rotation.moc"

@@ -3,6 +3,7 @@
 // through the pipeline on stories260K (int8 W+A, replay identical).
 #include "ScalingTestHarness.h"
 #include "StoriesRequest.h"
+#include "TestMain.h"
 
 #include "algo/AutoSmoothQuantTransform.h"
 #include "algo/ScalingGroups.h"
@@ -392,6 +393,6 @@ int main(int argc, char** argv) {
     qputenv("QTEST_FUNCTION_TIMEOUT", "900000");
     QCoreApplication app(argc, argv);
     TestSmoothQuant t;
-    return QTest::qExec(&t, argc, argv);
+    return qs::test::runSuite(&t, argc, argv);
 }
 #include "tst_smoothquant.moc"

@@ -1,6 +1,7 @@
 // The algorithm catalog's `runnable` flag (what the GUI enables) and the engine's transforms
 // (makeBlockTransforms) agree: every runnable algorithm gets a transform with Quark's defaults,
 // every other one is refused by name with the recipe field.
+#include "TestMain.h"
 #include "algo/TransformFactory.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/Recipe.h"
@@ -44,5 +45,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestTransformFactory)
+QS_TEST_GUILESS_MAIN(TestTransformFactory)
 #include "tst_transformfactory.moc"

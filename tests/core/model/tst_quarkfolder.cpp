@@ -5,6 +5,7 @@
 // ones ((code - zp) * scale in fp32, the fake quantizer's last step) and static activations take
 // the stored scales, which are the run's frozen ones, so the perplexities are equal, not merely
 // close (the issue asks for 1e-6 relative).
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "io/SafetensorsFile.h"
@@ -204,5 +205,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestQuarkFolder)
+QS_TEST_GUILESS_MAIN(TestQuarkFolder)
 #include "tst_quarkfolder.moc"

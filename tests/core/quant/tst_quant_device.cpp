@@ -4,6 +4,7 @@
 // dynamic, on random and edge-case tensors. Skips, saying why, where no GPU is visible.
 #include "QuantTestHelpers.h"
 #include "TestDevice.h"
+#include "TestMain.h"
 
 #include "calib/ActivationQuantizer.h"
 #include "calib/LayerPlan.h"
@@ -195,5 +196,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestQuantDevice)
+QS_TEST_GUILESS_MAIN(TestQuantDevice)
 #include "tst_quant_device.moc"

@@ -3,6 +3,7 @@
 // calibration plus evaluation per row): exactly for weight-only schemes, and for static
 // activation schemes under float calibration too, since float-calibrated ranges do not depend
 // on which other layers are quantized. Under sequential calibration they may differ.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "model/ModelLoader.h"
@@ -127,5 +128,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestSensitivityRun)
+QS_TEST_GUILESS_MAIN(TestSensitivityRun)
 #include "tst_sensitivityrun.moc"

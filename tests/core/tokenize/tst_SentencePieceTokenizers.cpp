@@ -8,6 +8,7 @@
 //     Tokenizer.from_file(tokenizer.json).encode(text, add_special_tokens=False).ids
 // Checksum: FNV-1a 64 over the ids as little-endian int32 (TokenizerTestUtil.h).
 
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "TokenizerTestUtil.h"
 
@@ -273,5 +274,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestSentencePieceTokenizers)
+QS_TEST_GUILESS_MAIN(TestSentencePieceTokenizers)
 #include "tst_SentencePieceTokenizers.moc"
