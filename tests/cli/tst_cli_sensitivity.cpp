@@ -33,7 +33,7 @@ class TestCliSensitivity : public QObject {
 
     QStringList evalArgs() const {
         return {"eval", m_model,         "--data", m_eval,  "--eval-seq-len",
-                "256",  "--max-windows", "2",      "--json"};
+                "256",  "--max-windows", "1",      "--json"};
     }
     double evalPerplexity(const QStringList& exclude, bool quantized = true) const {
         QStringList args = evalArgs();
@@ -56,9 +56,9 @@ private Q_SLOTS:
             cliJson({"analyze",          m_model,      "--quant-scheme", "uint4_wo_32",
                      "--exclude-layers", "*down_proj", "*lm_head",       "--sensitivity",
                      "--data",           m_eval,       "--eval-seq-len", "256",
-                     "--max-windows",    "2",          "--no-channels",  "--json",
-                     "--calib-data",     m_calib,      "--seq-len",      "256",
-                     "--num-calib-data", "4",          "--device",       "cpu"})["sensitivity"]
+                     "--max-windows",    "1",          "--no-channels",  "--json",
+                     "--calib-data",     m_calib,      "--seq-len",      "64",
+                     "--num-calib-data", "1",          "--device",       "cpu"})["sensitivity"]
                 .toObject();
         const QJsonArray rows = sens["layers"].toArray();
         // One row per quantized linear: q, k, v, o, gate and up of the 5 blocks (down_proj and
@@ -78,7 +78,7 @@ private Q_SLOTS:
         QVERIFY(sens["fp_perplexity"].toDouble() == evalPerplexity({}, false));
         QVERIFY(sens["full_perplexity"].toDouble() == evalPerplexity(m_excluded));
         int checked = 0;
-        for (int i : {0, 13, int(rows.size()) - 1}) {
+        for (int i : {0, int(rows.size()) - 1}) { // blocks 0 and 4
             const QJsonObject row = rows[i].toObject();
             const QString layer = row["layer"].toString();
             QStringList others = m_excluded;
@@ -93,7 +93,7 @@ private Q_SLOTS:
             QVERIFY2(row["alone_kl"].toDouble() > 0, qPrintable(layer));
             ++checked;
         }
-        QCOMPARE(checked, 3);
+        QCOMPARE(checked, 2);
     }
 };
 

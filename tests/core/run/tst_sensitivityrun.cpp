@@ -70,10 +70,12 @@ private:
 
         qs::EvalRequest fp;
         fp.evaluation = req.recipe.evaluation;
-        QCOMPARE(r.fpPerplexity, qs::evaluateModelOnText(m_model.toStdString(), fp).perplexity);
+        // Bit for bit (QCOMPARE on doubles is fuzzy in Qt 6.4): the same forward on the same
+        // windows, once inside the study and once on its own.
+        QVERIFY(r.fpPerplexity == qs::evaluateModelOnText(m_model.toStdString(), fp).perplexity);
         qs::RunRequest whole = req;
         whole.evaluate = true;
-        QCOMPARE(r.fullPerplexity, qs::runQuantization(whole).perplexity->perplexity);
+        QVERIFY(r.fullPerplexity == qs::runQuantization(whole).perplexity->perplexity);
 
         int differing = 0;
         for (size_t i : {size_t(0), size_t(5), m_layers.size() - 1}) {
