@@ -18,7 +18,7 @@
 # default "all", which fuses QDQ MatMuls into its integer kernels (MatMulNBits, which at its
 # default accuracy level 4 rounds the activations to int8 per block, and MatMulIntegerToFloat):
 # asserted within 1e-2 relative perplexity, the cost of int8 activation rounding itself on this
-# model (Quantscope's W8A8 int8 5.7997 against fp32 5.7471: 0.9%). onnxruntime 1.30's "extended"
+# model (docs/results.md: W8A8 int8 round to nearest against fp32, 0.9%). onnxruntime 1.30's "extended"
 # and "all" levels rewrite fp8 QDQ into MatMulIntegerToFloat, which has no float8 kernel, and
 # refuse to load the model; fp8 is therefore checked at "basic" only.
 #

@@ -14,6 +14,13 @@ common=(--data "$shared/data/tinystories-eval.txt" --eval-seq-len 256
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# Every figure below comes from a run of this script: a run that fails or prints no perplexity
+# gives "not measured" in its row, never a number.
+# perplexity_of ARGS...: the perplexity an `eval --json` prints, or nothing when the run fails.
+perplexity_of() {
+  "$cli" eval "$@" 2> "$tmp/eval.log" | sed -n 's/.*"perplexity": \([0-9.eE+-]*\).*/\1/p' | head -1 || true
+}
+
 # row LABEL SCHEME ALGORITHMS_JSON [EXCLUDE...]
 row() {
   local label=$1 scheme=$2 algos=$3; shift 3
@@ -23,13 +30,26 @@ row() {
     "$scheme" "$excl" "$algos" > "$tmp/r.json"
   local t0 t1 ppl
   t0=$(date +%s%N)
-  ppl=$("$cli" eval "$model" --recipe "$tmp/r.json" "${common[@]}" |
-        sed -n 's/.*"perplexity": \([0-9.]*\).*/\1/p' | head -1)
+  ppl=$(perplexity_of "$model" --recipe "$tmp/r.json" "${common[@]}")
   t1=$(date +%s%N)
   local tenths=$(( (t1 - t0) / 100000000 ))
+  if [ -z "$ppl" ]; then
+    printf '| %s | not measured (eval failed: %s) | |\n' "$label" "$(tail -1 "$tmp/eval.log" | tr '|' '/')"
+    return
+  fi
   printf '| %s | %.6f | %d.%d |\n' "$label" "$ppl" $((tenths / 10)) $((tenths % 10))
   # for the Quark table's side-by-side columns (quark_rows.py --ours)
   printf '%s\t%.6f\t%d.%d\n' "$label" "$ppl" $((tenths / 10)) $((tenths % 10)) >> "$tmp/ours.tsv"
+}
+
+# fp_row: the full-precision row of $model (sets $fp, empty when the run failed)
+fp_row() {
+  fp=$(perplexity_of "$model" --data "$shared/data/tinystories-eval.txt" --eval-seq-len 256 --json --quiet)
+  if [ -n "$fp" ]; then
+    printf '| fp32 | %.6f | |\n' "$fp"
+  else
+    printf '| fp32 | not measured (eval failed: %s) | |\n' "$(tail -1 "$tmp/eval.log" | tr '|' '/')"
+  fi
 }
 
 {
@@ -41,10 +61,8 @@ row() {
   echo
   echo "| recipe | perplexity | seconds |"
   echo "|---|---|---|"
-  fp=$("$cli" eval "$model" --data "$shared/data/tinystories-eval.txt" --eval-seq-len 256 --json --quiet |
-       sed -n 's/.*"perplexity": \([0-9.]*\).*/\1/p' | head -1)
-  printf '| fp32 | %.6f | |\n' "$fp"
-  printf 'fp32\t%.6f\t\n' "$fp" > "$tmp/ours.tsv"
+  fp_row
+  [ -n "$fp" ] && printf 'fp32\t%.6f\t\n' "$fp" > "$tmp/ours.tsv"
   for s in uint4_wo_32 int4_wo_32; do
     row "$s, round to nearest" $s '[]' '*down_proj' '*lm_head'
     row "$s, GPTQ (Quark defaults: desc_act, static_groups)" $s '[{"name": "gptq"}]' '*down_proj' '*lm_head'
@@ -108,32 +126,33 @@ row() {
   "$cli" synth --arch llama --out "$tmp/synth" --seed 1 > /dev/null
   saved_model=$model
   model=$tmp/synth
-  fp=$("$cli" eval "$model" --data "$shared/data/tinystories-eval.txt" --eval-seq-len 256 --json --quiet |
-       sed -n 's/.*"perplexity": \([0-9.]*\).*/\1/p' | head -1)
-  printf '| fp32 | %.6f | |\n' "$fp"
+  fp_row
   rotation_rows
   row "int8 (W8A8 static), SmoothQuant (Quark's defaults: alpha 1)" int8 '[{"name": "smoothquant"}]'
   row "int8 (W8A8 static), SmoothQuant alpha 0.5" int8 '[{"name": "smoothquant", "alpha": 0.5}]'
   row "int8 (W8A8 static), AutoSmoothQuant (MSE)" int8 '[{"name": "autosmoothquant"}]'
   model=$saved_model
   echo
-  echo "This model's W8A8 rows move in the fourth significant digit with the order of float32 sums:"
-  echo "two channels reach 40x the others, and a per-tensor int8 step that wide flips codes on"
-  echo "rounding ties. With OpenBLAS's pthread build instead of the OpenMP one (the matmuls split"
-  echo "between threads differently) SmoothQuant alpha 1 gave 826.589 instead of 827.118; the rows'"
-  echo "order did not change. stories260K's rows are the same to the six decimals with either build."
+  echo "This model's W8A8 rows depend on the order of float32 sums: two channels reach 40x the"
+  echo "others, and a per-tensor int8 step that wide flips codes on rounding ties, so another BLAS"
+  echo "build (OpenBLAS's pthread build instead of the OpenMP one) moves them in the fourth"
+  echo "significant digit without changing their order (docs/calibration.md); stories260K's rows"
+  echo "did not move at six decimals."
   # --- end of the rotation rows ---
 
   echo
-  echo "## AMD Quark 0.13 on the same rows"
+  quark_venv=${QS_QUARK_VENV:-/work/venvs/quark}
+  quark_version=
+  [ -x "$quark_venv/bin/python" ] &&
+    quark_version=$("$quark_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("amd-quark"))' 2> /dev/null || true)
+  echo "## AMD Quark${quark_version:+ $quark_version} on the same rows"
   echo
   echo "\`scripts/quark_rows.py\` (run with the venv of \`scripts/make-quark-venv.sh\`): the \`llama\`"
   echo "LLMTemplate's config for each scheme and algorithm (lm_head excluded, plus \`*down_proj\` for"
-  echo "the 4-bit rows), \`ModelQuantizer.quantize_model\` on the same 15 calibration windows, then"
-  echo "perplexity of the fake-quantized model on the same 44 eval windows (fp32 must equal ours)."
+  echo "the 4-bit rows), \`ModelQuantizer.quantize_model\` on the same calibration windows, then"
+  echo "perplexity of the fake-quantized model on the same eval windows (fp32 must equal ours)."
   echo "Seconds: load + quantize + eval of each row in PyPI torch on CPU."
   echo
-  quark_venv=${QS_QUARK_VENV:-/work/venvs/quark}
   echo "stories260K ties lm_head to the embedding, which Quantscope does not quantize, so excluding"
   echo "lm_head on Quark's side is the same plan. Relative diff: (Quantscope - Quark) / Quark, equal"
   echo "when both print the same six decimals; lower perplexity is better."
@@ -144,34 +163,30 @@ row() {
     "$quark_venv/bin/python" scripts/quark_rows.py "$shared" --ours "$tmp/ours.tsv" 2> "$tmp/quark.log" ||
       echo "| (quark_rows.py failed: $(tail -1 "$tmp/quark.log" | tr '|' '/')) | | | | | |"
   else
-    echo "| all rows | not run (no venv: scripts/make-quark-venv.sh) | | | | |"
+    echo "| all rows | not measured (no venv at $quark_venv: scripts/make-quark-venv.sh) | | | | |"
   fi
   echo
-  echo "What is known about the differences:"
+  echo "What is known about the differences (the figures are the tables' above):"
   echo
   echo "- GPTQ: equal since GPTQ takes its Hessians from the model quantized upstream, as Quark's"
-  echo "  processor feeds each block (docs/algorithms.md). From the float stream the rows were"
-  echo "  6.038040 (uint4) and 6.048381 (int4)."
+  echo "  processor feeds each block (docs/algorithms.md); Hessians from the float stream gave"
+  echo "  other rows."
   echo "- AWQ: v_proj -> o_proj under GQA is searched unconstrained and applied constrained, as"
-  echo "  Quark does (it was measured constrained before: 6.072780 and 6.159103). Two differences"
-  echo "  remain, both Quark's and both kept out on purpose: its scale search for the q/k/v group runs"
-  echo "  the decoder layer on the block's outputs, not its inputs (\`awq.py\`: \`_get_input_feat\`"
-  echo "  advances \`self.inps\` before the search reads it for attention modules), and its clip"
-  echo "  search divides o_proj's inputs by the unconstrained scales. Replaying both here gave"
-  echo "  5.983278 (uint4) and 6.165474 (int4): not Quark's either, so the rest is not explained."
-  echo "  Quark's chosen ratios (\`QUARK_ALGO_DEBUG=1\`, uint4) equal ours in 10 of its 15 scaling"
-  echo "  groups; the others are q/k/v of blocks 0 and 2 (0.05 and 0.25 against our 0.35 and 0.3,"
-  echo "  where its search reads the block's outputs), o_proj of blocks 2 and 4 (0.55 against 0.6)"
-  echo "  and gate/up of block 4 (0.25 against 0.2)."
-  echo "- int8 W8A8 static: not the scales. Quark's 70 int8 scales of stories260K (weights and"
-  echo "  inputs) equal ours to 4.2e-7 relative, 55 of them bit for bit. Static int8 activations make"
-  echo "  this model's perplexity move by 1e-4 to 5e-4 between runtimes that apply the same scales: our"
-  echo "  int8 export gives 5.801055 in transformers + amd-quark, 5.801937 in onnxruntime (basic"
-  echo "  optimisations) and 5.803691 (all), against 5.798823 in Quantscope and Quark's 5.801905, all"
-  echo "  with the same scales. The SmoothQuant, AutoSmoothQuant and rotation rows sit on the same"
-  echo "  quantizers: SmoothQuant (5.3e-5) and rotation (2.1e-4) differ by no more than that,"
-  echo "  AutoSmoothQuant (1.1e-3, ours better) by more, not explained."
-  echo "- mxfp4 rows: 1.7e-4 and 4.6e-4, not explained (a candidate: MX activation rounding)."
+  echo "  Quark does. Two differences remain, both Quark's and both kept out on purpose: its scale"
+  echo "  search for the q/k/v group runs the decoder layer on the block's outputs, not its inputs"
+  echo "  (\`awq.py\`: \`_get_input_feat\` advances \`self.inps\` before the search reads it for"
+  echo "  attention modules), and its clip search divides o_proj's inputs by the unconstrained"
+  echo "  scales. Replaying both here did not give Quark's rows either, so the rest is not"
+  echo "  explained. Quark's chosen ratios (\`QUARK_ALGO_DEBUG=1\`) differ from ours in the q/k/v"
+  echo "  groups where its search reads the block's outputs, and in a few o_proj and gate/up groups."
+  echo "- int8 W8A8 static: not the scales (Quark's int8 scales of stories260K, weights and inputs,"
+  echo "  equal ours to float32 rounding, most of them bit for bit). Static int8 activations make"
+  echo "  this model's perplexity move in the fourth significant digit between runtimes that apply"
+  echo "  the same scales (transformers + amd-quark, onnxruntime at each optimisation level:"
+  echo "  \`scripts/check-fidelity.sh\` and \`scripts/check-onnx.sh\` print them). The SmoothQuant,"
+  echo "  AutoSmoothQuant and rotation rows sit on the same quantizers; their relative differences"
+  echo "  are in the table, AutoSmoothQuant's not explained."
+  echo "- mxfp4 rows: not explained (a candidate: MX activation rounding)."
 } > docs/results.md.tmp
 mv docs/results.md.tmp docs/results.md
 cat docs/results.md

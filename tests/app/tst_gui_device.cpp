@@ -15,6 +15,7 @@
 #include "MainWindow.h"
 #include "RecipeDocument.h"
 #include "RunPanel.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
 #include "engine/Engine.h"
@@ -194,5 +195,5 @@ private:
     QString m_device;
 };
 
-QTEST_MAIN(TestGuiDevice)
+QS_TEST_MAIN(TestGuiDevice)
 #include "tst_gui_device.moc"

@@ -3,6 +3,7 @@
 // an analysis with --analyze, or of the recipe panel or layer detail only with --grab), a bad
 // --recipe fails it with the reason, and contradictory arguments are refused with a message instead
 // of starting the GUI.
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
@@ -194,5 +195,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestGuiCommandLine)
+QS_TEST_MAIN(TestGuiCommandLine)
 #include "tst_guicommandline.moc"

@@ -4,6 +4,7 @@
 // damages one file, as a download gone wrong or a crafted file would.
 #include "EvalPanel.h"
 #include "MainWindow.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
 
@@ -153,5 +154,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestHostileFiles)
+QS_TEST_MAIN(TestHostileFiles)
 #include "tst_hostilefiles.moc"

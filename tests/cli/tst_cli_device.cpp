@@ -1,5 +1,7 @@
 // eval, quantize, analyze and sensitivity through quantscope-cli on CUDA against the CPU, as a
-// user on a GPU machine runs them (stories260K). Skips, saying why, where no GPU is visible.
+// user on a GPU machine runs them (stories260K). Where no GPU is visible the whole suite skips,
+// saying why, and ctest shows it Skipped; what runs on the CPU alone is in tst_cli (eval,
+// quantize, analyze) and tst_cli_sensitivity (analyze --sensitivity against separate evals).
 //
 // What must agree, and why:
 // - Weight quantization reads the same stored weights on both devices and the quantizers give
@@ -14,6 +16,7 @@
 //   across a rounding boundary moves by a whole step): their perplexities are printed, not
 //   asserted. The same happens on one CPU between thread counts (docs/calibration.md).
 #include "TestDevice.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QCryptographicHash>
@@ -168,5 +171,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliDevice)
+QS_TEST_GUILESS_MAIN(TestCliDevice)
 #include "tst_cli_device.moc"

@@ -1,5 +1,6 @@
 // quantscope-cli quantize --format / --model_export and inspect of a Quark export, as a user
 // runs them: exit codes, refusals before any work, files written.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QDir>
@@ -109,5 +110,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliExport)
+QS_TEST_GUILESS_MAIN(TestCliExport)
 #include "tst_cli_export.moc"

@@ -1,6 +1,7 @@
 // The fidelity block of `quantscope-cli eval` (KL divergence, Δp, top-1 agreement against the
 // full-precision model) checked against an independent computation in plain PyTorch, and its
 // edge cases: a recipe that quantizes nothing, and the cached full-precision reference.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QDir>
@@ -189,5 +190,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliFidelity)
+QS_TEST_GUILESS_MAIN(TestCliFidelity)
 #include "tst_cli_fidelity.moc"

@@ -1,6 +1,7 @@
 // quantscope-cli recipe --size, as a user runs it: the JSON report (effective_bits and its
 // formats), the text tables, the size of a file quantize then writes, and the errors (exit code,
 // the file, field and reason named).
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QFile>
@@ -148,5 +149,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliSize)
+QS_TEST_GUILESS_MAIN(TestCliSize)
 #include "tst_cli_size.moc"

@@ -5,6 +5,7 @@
 #include "AlgorithmPanel.h"
 #include "RecipeDocument.h"
 #include "RecipePanel.h"
+#include "TestMain.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
 
@@ -174,5 +175,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestAlgorithmPanel)
+QS_TEST_MAIN(TestAlgorithmPanel)
 #include "tst_algorithmpanel.moc"

@@ -3,6 +3,7 @@
 // the caller could connect; jobs run one at a time in call order; a cancelled job ends with
 // cancelled() and no result, a failing one with failed(message); the Engine deletes a job after
 // its finished().
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "engine/Engine.h"
 
@@ -188,5 +189,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestEngineJob)
+QS_TEST_MAIN(TestEngineJob)
 #include "tst_enginejob.moc"

@@ -3,6 +3,7 @@
 // and how it shows progress, results (with their device and precision), failures and
 // cancellation.
 #include "EvalPanel.h"
+#include "TestMain.h"
 
 #include <QComboBox>
 #include <QLabel>
@@ -161,5 +162,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestEvalPanel)
+QS_TEST_MAIN(TestEvalPanel)
 #include "tst_evalpanel.moc"

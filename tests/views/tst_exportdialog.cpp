@@ -4,6 +4,7 @@
 // is quoted for a POSIX shell (checked by running it through /bin/sh), and Copy saves a recipe that
 // loads back.
 #include "ExportDialog.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "export/ExportFormat.h"
 #include "quant/SchemeRegistry.h"
@@ -115,5 +116,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestExportDialog)
+QS_TEST_MAIN(TestExportDialog)
 #include "tst_exportdialog.moc"

@@ -5,6 +5,7 @@
 #include "LayerFixtures.h"
 #include "LayerTreeModel.h"
 #include "ModuleFilterProxyModel.h"
+#include "TestMain.h"
 
 #include "quant/SchemeRegistry.h"
 
@@ -390,5 +391,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestLayerTreeModel)
+QS_TEST_MAIN(TestLayerTreeModel)
 #include "tst_layertreemodel.moc"

@@ -5,6 +5,7 @@
 #include "ModelSummaryView.h"
 #include "ModuleFilterProxyModel.h"
 #include "ModuleTreeModel.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "engine/Engine.h"
 
@@ -167,5 +168,5 @@ private:
     qs::ModelInfo m_info;
 };
 
-QTEST_MAIN(TestLayerTreePanel)
+QS_TEST_MAIN(TestLayerTreePanel)
 #include "tst_layertreepanel.moc"

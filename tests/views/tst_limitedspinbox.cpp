@@ -1,6 +1,7 @@
 // The GUI's spin boxes take their ranges from the recipe's limits (recipe/RecipeLimits.h) and
 // never offer a value the recipe's validation would refuse.
 #include "LimitedSpinBox.h"
+#include "TestMain.h"
 
 #include "recipe/Recipe.h"
 #include "recipe/RecipeLimits.h"
@@ -59,5 +60,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestLimitedSpinBox)
+QS_TEST_MAIN(TestLimitedSpinBox)
 #include "tst_limitedspinbox.moc"

@@ -2,6 +2,7 @@
 // QAbstractItemModelTester (Fatal) and against counts and names computed from the tree itself.
 #include "ModuleFilterProxyModel.h"
 #include "ModuleTreeModel.h"
+#include "TestMain.h"
 
 #include <QAbstractItemModelTester>
 #include <QLocale>
@@ -366,5 +367,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestModuleTreeModel)
+QS_TEST_MAIN(TestModuleTreeModel)
 #include "tst_moduletreemodel.moc"

@@ -8,6 +8,7 @@
 #include "RecipeExclusionsModel.h"
 #include "RecipeOverridesModel.h"
 #include "RecipePanel.h"
+#include "TestMain.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/LayerPattern.h"
@@ -293,5 +294,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestRecipeDocument)
+QS_TEST_MAIN(TestRecipeDocument)
 #include "tst_recipedocument.moc"

@@ -4,6 +4,7 @@
 // stream in, under a caption naming their device and precision.
 #include "RunPanel.h"
 #include "RunSensitivityModel.h"
+#include "TestMain.h"
 
 #include <QAbstractItemModelTester>
 #include <QLabel>
@@ -157,5 +158,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestRunPanel)
+QS_TEST_MAIN(TestRunPanel)
 #include "tst_runpanel.moc"

@@ -1,6 +1,7 @@
 // StartPage: its buttons and the recent-models list ask for the right thing, missing folders
 // cannot be opened, and a busy page ignores clicks.
 #include "StartPage.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QDir>
@@ -54,5 +55,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestStartPage)
+QS_TEST_MAIN(TestStartPage)
 #include "tst_startpage.moc"

@@ -1,5 +1,6 @@
 // Issue 9: scrolling a panel with the wheel must not change the combo or spin box under the
 // pointer unless that box has focus.
+#include "TestMain.h"
 #include "WheelGuard.h"
 
 #include <QApplication>
@@ -59,5 +60,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestWheelGuard)
+QS_TEST_MAIN(TestWheelGuard)
 #include "tst_wheelguard.moc"

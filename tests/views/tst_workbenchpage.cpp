@@ -10,6 +10,7 @@
 #include "ModelSummaryView.h"
 #include "ModuleFilterProxyModel.h"
 #include "PlotWidget.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
 
@@ -478,5 +479,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestWorkbenchPage)
+QS_TEST_MAIN(TestWorkbenchPage)
 #include "tst_workbenchpage.moc"

@@ -42,4 +42,22 @@ inline RunRequest storiesRequest(const std::string& scheme, const std::vector<st
     return req;
 }
 
+// What an algorithm's stories260K perplexity lies between, measured on the same evaluation
+// windows: full precision below (every linear but the excluded ones holds 4-bit weights, which
+// cannot be free: a run at or below full precision left its weights unquantized) and rounding
+// to nearest with the same scheme and exclusions above (what the algorithm exists to beat).
+struct StoriesBounds {
+    double fullPrecision;
+    double roundToNearest;
+};
+
+inline StoriesBounds storiesBounds(RunRequest req) {
+    EvalRequest fp;
+    fp.evaluation = req.recipe.evaluation;
+    const double full = evaluateModelOnText(req.modelDir, fp).perplexity;
+    req.recipe.algorithms.clear();
+    req.evaluate = true;
+    return {full, runQuantization(req, {}).perplexity->perplexity};
+}
+
 } // namespace qs::test

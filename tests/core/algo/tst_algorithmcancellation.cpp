@@ -2,6 +2,7 @@
 // AWQ is cancelled from another thread while the algorithm is working on block 0, and must stop
 // there (a Cancelled outcome, no further progress, nothing written), not at the end of the block.
 #include "StoriesRequest.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "algo/Gptq.h"
@@ -184,6 +185,6 @@ int main(int argc, char** argv) {
     qputenv("QTEST_FUNCTION_TIMEOUT", "900000");
     QCoreApplication app(argc, argv);
     TestAlgorithmCancellation t;
-    return QTest::qExec(&t, argc, argv);
+    return qs::test::runSuite(&t, argc, argv);
 }
 #include "tst_algorithmcancellation.moc"

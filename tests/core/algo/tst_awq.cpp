@@ -5,6 +5,7 @@
 // scales, to 1e-5 with SmoothQuant's).
 #include "ScalingTestHarness.h"
 #include "StoriesRequest.h"
+#include "TestMain.h"
 
 #include "algo/AwqTransform.h"
 #include "algo/GroupOutputProbe.h"
@@ -321,14 +322,33 @@ private Q_SLOTS:
         const RunRequest req =
             qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
                                      {{"awq", nlohmann::json::object()}}, {4, 256, true});
-        const QuantizationOutcome a = runQuantization(req, {});
+        RunRequest kept = req;
+        kept.keepPlans = true;
+        const QuantizationOutcome a = runQuantization(kept, {});
         const QuantizationOutcome b = runQuantization(req, {});
         QVERIFY(a.perplexity.has_value() && b.perplexity.has_value());
+        // AWQ only scales and clips: every layer it ran on is then rounded to the uint4 grid,
+        // its forward weight exactly its codes dequantized (AWQ's clipping alone also raises the
+        // perplexity above full precision, so the bound below cannot tell unquantized layers).
+        int onGrid = 0;
+        for (const auto& block : a.plans)
+            for (const LayerPlan& p : block) {
+                if (!p.scheme)
+                    continue;
+                QVERIFY2(p.weight.codes.has_value(), p.name.c_str());
+                QVERIFY2(at::equal(quant::dequantize(*p.weight.codes, p.scheme->weight),
+                                   p.weight.dequantized),
+                         p.name.c_str());
+                ++onGrid;
+            }
+        QCOMPARE(onGrid, 5 * 6); // q, k, v, o, gate, up of 5 blocks (down_proj, lm_head excluded)
+        const qs::test::StoriesBounds bounds = qs::test::storiesBounds(req);
         qInfo("stories260K uint4_wo_32 + AWQ (4 calibration windows): perplexity %.6f (round to "
-              "nearest 6.210564, fp32 5.747064)",
-              a.perplexity->perplexity);
-        QCOMPARE(a.perplexity->perplexity, b.perplexity->perplexity);
-        QVERIFY(a.perplexity->perplexity < 6.210564);
+              "nearest %.6f, full precision %.6f)",
+              a.perplexity->perplexity, bounds.roundToNearest, bounds.fullPrecision);
+        QVERIFY(a.perplexity->perplexity == b.perplexity->perplexity); // bit for bit
+        QVERIFY(a.perplexity->perplexity < bounds.roundToNearest);
+        QVERIFY(a.perplexity->perplexity > bounds.fullPrecision);
     }
 };
 
@@ -339,6 +359,6 @@ int main(int argc, char** argv) {
     qputenv("QTEST_FUNCTION_TIMEOUT", "900000");
     QCoreApplication app(argc, argv);
     TestAwq t;
-    return QTest::qExec(&t, argc, argv);
+    return qs::test::runSuite(&t, argc, argv);
 }
 #include "tst_awq.moc"

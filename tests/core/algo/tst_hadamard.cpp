@@ -1,5 +1,6 @@
 // Hadamard matrices built by Sylvester's and Paley's constructions (exact integer checks), the
 // seeded random orthogonal fallback, and the structured rotation against its dense matrix.
+#include "TestMain.h"
 #include "algo/Hadamard.h"
 
 #include <ATen/ATen.h>
@@ -152,5 +153,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestHadamard)
+QS_TEST_APPLESS_MAIN(TestHadamard)
 #include "tst_hadamard.moc"

@@ -2,6 +2,7 @@
 // rotated model equal the original's on stories260K and on synthetic models of every supported
 // family (tied and untied heads, biases, q/k norms, a Paley and a random-orthogonal hidden size);
 // refused families; the pipeline records it, replays it bit for bit and composes it with GPTQ.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "algo/ResidualRotation.h"
@@ -273,7 +274,7 @@ private Q_SLOTS:
                 QCOMPARE(p.transforms, std::vector<std::string>{"rotation r1 hadamard 64"});
         const Recipe replayed = Recipe::fromJson(a.recipe.toJson(), "replay");
         const QuantizationOutcome b = runStories(replayed, true);
-        QCOMPARE(a.perplexity->perplexity, b.perplexity->perplexity);
+        QVERIFY(a.perplexity->perplexity == b.perplexity->perplexity); // bit for bit
         for (size_t i = 0; i < a.plans.size(); ++i)
             for (size_t j = 0; j < a.plans[i].size(); ++j)
                 QVERIFY(
@@ -286,8 +287,23 @@ private Q_SLOTS:
         const QuantizationOutcome g = runStories(gptq, true);
         QCOMPARE(g.plans[0][0].transforms,
                  (std::vector<std::string>{"rotation r1 hadamard 64", "gptq"}));
-        qInfo("stories260K uint4_wo_32 rotation + GPTQ: %.6f", g.perplexity->perplexity);
-        QVERIFY(std::isfinite(g.perplexity->perplexity));
+        // GPTQ after the rotation must still do GPTQ's job on the rotated weights: beat
+        // rounding to nearest of the same rotated model (same scheme, exclusions and rotation),
+        // and stay above full precision (4-bit weights are not free; at or below fp32 means
+        // nothing was quantized). The rotation must have reached GPTQ's weights: without it
+        // GPTQ gives another perplexity.
+        Recipe rotatedRtn = gptq;
+        rotatedRtn.algorithms.pop_back();
+        const double rtn = runStories(rotatedRtn).perplexity->perplexity;
+        Recipe gptqOnly = gptq;
+        gptqOnly.algorithms.erase(gptqOnly.algorithms.begin());
+        const double unrotated = runStories(gptqOnly).perplexity->perplexity;
+        qInfo("stories260K uint4_wo_32: rotation + GPTQ %.6f, rotation + round to nearest %.6f, "
+              "GPTQ alone %.6f, fp32 %.6f",
+              g.perplexity->perplexity, rtn, unrotated, fp32);
+        QVERIFY(g.perplexity->perplexity < rtn);
+        QVERIFY(g.perplexity->perplexity > fp32);
+        QVERIFY(g.perplexity->perplexity != unrotated);
 
         std::swap(gptq.algorithms[0], gptq.algorithms[1]);
         QVERIFY_THROWS_EXCEPTION(Error, runStories(gptq));
@@ -315,6 +331,7 @@ private Q_SLOTS:
         const QuantizationOutcome rotated = runQuantization(req, {});
         QCOMPARE(rotated.report.layers.size(), plain.report.layers.size());
         double worst = 0;
+        int blockZero = 0;
         for (size_t i = 0; i < plain.report.layers.size(); ++i) {
             const LayerReport& p = plain.report.layers[i];
             const LayerReport& r = rotated.report.layers[i];
@@ -337,7 +354,9 @@ private Q_SLOTS:
             QVERIFY2(
                 rel <= 1e-5,
                 qPrintable(QStringLiteral("%1: %2").arg(QString::fromStdString(p.name)).arg(rel)));
+            ++blockZero;
         }
+        QCOMPARE(blockZero, 7); // q, k, v, o, gate, up and down of block 0 were compared
         qInfo("block 0: un-rotated input absmax vs the plain run's, largest difference %.3g of "
               "the layer's largest input",
               worst);
@@ -365,10 +384,21 @@ private Q_SLOTS:
             QVERIFY(ExportFolder::sourceConfig(dir, false)["tie_word_embeddings"] == false);
             EvalRequest e;
             e.evaluation = r.evaluation;
-            QCOMPARE(evaluateModelOnText(dir, e).perplexity, run);
+            QVERIFY2(evaluateModelOnText(dir, e).perplexity == run, format); // bit for bit
         }
-        // Without the rotation the same export differs (the rotation reached the file).
-        QVERIFY(run != runStories(storiesRecipe("")).perplexity->perplexity);
+        // Without the rotation the same scheme and exclusions give another perplexity, and the
+        // written embedding is not the checkpoint's: the rotation reached the file.
+        Recipe unrotated = r;
+        unrotated.algorithms.clear();
+        QVERIFY(run != runStories(unrotated).perplexity->perplexity);
+        const auto source = Checkpoint::open(req.modelDir);
+        const auto written = Checkpoint::open(req.outDir + "/fake");
+        const at::Tensor embedBefore =
+            loadTensor(*source, "model.embed_tokens.weight", at::kFloat, at::kCPU);
+        const at::Tensor embedAfter =
+            loadTensor(*written, "model.embed_tokens.weight", at::kFloat, at::kCPU);
+        QCOMPARE(embedAfter.sizes(), embedBefore.sizes());
+        QVERIFY(!at::equal(embedAfter, embedBefore));
     }
 
     // R4 rotates down_proj's input at inference: no format holds it, so the export is refused
@@ -392,5 +422,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestRotation)
+QS_TEST_GUILESS_MAIN(TestRotation)
 #include "tst_rotation.moc"

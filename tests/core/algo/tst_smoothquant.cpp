@@ -3,6 +3,7 @@
 // through the pipeline on stories260K (int8 W+A, replay identical).
 #include "ScalingTestHarness.h"
 #include "StoriesRequest.h"
+#include "TestMain.h"
 
 #include "algo/AutoSmoothQuantTransform.h"
 #include "algo/ScalingGroups.h"
@@ -10,6 +11,7 @@
 #include "model/ModelFamily.h"
 #include "recipe/Recipe.h"
 #include "run/QuantizationRun.h"
+#include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
 #include <ATen/ATen.h>
@@ -268,11 +270,9 @@ private Q_SLOTS:
         plain.modelDir = req.outDir;
         const QuantizationOutcome exported = runQuantization(plain, {});
         QVERIFY(engine.perplexity && exported.perplexity);
-        QCOMPARE(exported.perplexity->perplexity, engine.perplexity->perplexity);
+        QVERIFY(exported.perplexity->perplexity == engine.perplexity->perplexity);
     }
 
-    // int8 W+A per-tensor static on stories260K: SmoothQuant and AutoSmoothQuant against naive
-    // rounding, replay identical on CPU.
     // An analysed run keeps each smoothed layer's input and weight ranges from before
     // SmoothQuant. Recomputing SmoothQuant's scales from those "before" ranges with the same
     // float32 operations gives the engine's scales bit for bit (maxima are exact), so:
@@ -368,6 +368,14 @@ private Q_SLOTS:
             QVERIFY(!l.ranges.valid());
     }
 
+    // int8 W+A per-tensor static on stories260K: SmoothQuant and AutoSmoothQuant against naive
+    // rounding, replay identical on CPU. stories260K has no outlier channels, and smoothing does
+    // not beat naive rounding on it (docs/results.md); what must hold is that smoothing keeps
+    // the function and only moves where int8's noise falls. Its perplexity then lies above full
+    // precision (int8 W+A noise is not free) and within int8's own cost of naive rounding:
+    // |smoothed - naive| <= naive - fp32 (0.052 of 5.80 here; measured differences 0.011 at
+    // most). A rescaling applied on one side only, or a wrong GQA row, changes the function by
+    // O(1) and the perplexity by far more.
     void stories260kInt8() {
         const QuantizationOutcome naive = runQuantization(stories("int8", {}), {});
         const QuantizationOutcome sq =
@@ -377,11 +385,57 @@ private Q_SLOTS:
         const QuantizationOutcome asq =
             runQuantization(stories("int8", {{"autosmoothquant", nlohmann::json::object()}}), {});
         QVERIFY(naive.perplexity && sq.perplexity && again.perplexity && asq.perplexity);
-        qInfo("stories260K int8: naive %.6f, SmoothQuant(0.5) %.6f, AutoSmoothQuant %.6f",
-              naive.perplexity->perplexity, sq.perplexity->perplexity, asq.perplexity->perplexity);
-        QCOMPARE(sq.perplexity->perplexity, again.perplexity->perplexity);
-        QVERIFY(std::isfinite(sq.perplexity->perplexity));
-        QVERIFY(std::isfinite(asq.perplexity->perplexity));
+        const RunRequest req = stories("int8", {});
+        EvalRequest e;
+        e.evaluation = req.recipe.evaluation;
+        const double fp32 = evaluateModelOnText(req.modelDir, e).perplexity;
+        const double n = naive.perplexity->perplexity;
+        qInfo("stories260K int8: fp32 %.6f, naive %.6f, SmoothQuant(0.5) %.6f, AutoSmoothQuant "
+              "%.6f",
+              fp32, n, sq.perplexity->perplexity, asq.perplexity->perplexity);
+        QVERIFY(sq.perplexity->perplexity == again.perplexity->perplexity); // bit for bit
+        QVERIFY(n > fp32);
+        for (const double p : {sq.perplexity->perplexity, asq.perplexity->perplexity}) {
+            QVERIFY2(p > fp32, qPrintable(QString::number(p, 'f', 6)));
+            QVERIFY2(std::abs(p - n) <= n - fp32, qPrintable(QString::number(p, 'f', 6)));
+        }
+    }
+
+    // Where smoothing exists to help: a model whose q/k/v and gate/up inputs have two channels
+    // 40 times the others (the synthetic model's planted RMSNorm gains). Per-tensor static int8
+    // then sets the activation step by those two channels, ~40x what the other 62 need;
+    // SmoothQuant(0.5) divides each channel by sqrt(its range / its weights' range), shrinking
+    // that spread to about sqrt(40) ~ 6x, so the activation rounding noise, and the KL to full
+    // precision it causes, must fall well below naive rounding's. Asserted: at most half of
+    // naive rounding's KL for SmoothQuant(0.5) and for AutoSmoothQuant (whose per-layer search
+    // includes alpha 0.5; measured 0.25x and 0.40x of 0.061). Perplexity is no measure on a
+    // random-weight model (it sits near the vocabulary size); KL is.
+    void outlierModelSmoothingBeatsNaiveRounding() {
+        SyntheticModelOptions o;
+        o.hiddenSize = 64, o.intermediateSize = 160, o.numLayers = 2, o.numHeads = 4,
+        o.numKvHeads = 2, o.seed = 1;
+        QCOMPARE(o.outlierGain, 40.0);
+        o.outDir = (qs::test::tempDir("sq-outliers") + "/model").toStdString();
+        writeSyntheticModel(o);
+        const auto klOf = [&](const std::vector<AlgorithmSpec>& algos) {
+            RunRequest req = stories("int8", algos);
+            req.modelDir = o.outDir;
+            req.recipe.calibration.numSamples = 4;
+            req.recipe.calibration.seqLen = 128;
+            req.recipe.evaluation.seqLen = 128;
+            req.recipe.evaluation.maxWindows = 8;
+            const QuantizationOutcome out = runQuantization(req, {});
+            return out.fidelity ? out.fidelity->klMean.value : -1.0;
+        };
+        const double naive = klOf({});
+        const double sq = klOf({{"smoothquant", {{"alpha", 0.5}}}});
+        const double asq = klOf({{"autosmoothquant", nlohmann::json::object()}});
+        qInfo("outlier model int8, mean KL to fp32: naive %.6f, SmoothQuant(0.5) %.6f, "
+              "AutoSmoothQuant %.6f",
+              naive, sq, asq);
+        QVERIFY(naive > 0);
+        QVERIFY2(sq >= 0 && sq <= 0.5 * naive, qPrintable(QString::number(sq)));
+        QVERIFY2(asq >= 0 && asq <= 0.5 * naive, qPrintable(QString::number(asq)));
     }
 };
 
@@ -392,6 +446,6 @@ int main(int argc, char** argv) {
     qputenv("QTEST_FUNCTION_TIMEOUT", "900000");
     QCoreApplication app(argc, argv);
     TestSmoothQuant t;
-    return QTest::qExec(&t, argc, argv);
+    return qs::test::runSuite(&t, argc, argv);
 }
 #include "tst_smoothquant.moc"

@@ -2,6 +2,7 @@
 // (../shared/models/tiny-families): each expert's linears are quantized and analysed like any
 // linear, the router stays in full precision, recipes address experts by pattern, and the
 // analysis counts the calibration tokens routed to each expert and flags rarely routed ones.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "analysis/ExpertRouting.h"
@@ -160,5 +161,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestExpertRouting)
+QS_TEST_APPLESS_MAIN(TestExpertRouting)
 #include "tst_expertrouting.moc"

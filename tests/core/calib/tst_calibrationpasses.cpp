@@ -3,6 +3,7 @@
 // field the engine cannot honour is refused before any work; float calibration observes the
 // full-precision model (a layer's frozen ranges do not depend on the other layers' schemes)
 // while sequential calibration observes the quantized upstream.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "calib/BlockTransform.h"
@@ -292,5 +293,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCalibrationPasses)
+QS_TEST_GUILESS_MAIN(TestCalibrationPasses)
 #include "tst_calibrationpasses.moc"

@@ -1,6 +1,7 @@
 // The block-by-block calibration pipeline: equal to whole-model fake quantization, cancellation
 // within a block, unfit layers refused or skipped, bit-identical replay of a recorded recipe,
 // and an analysis that finds the planted outlier channels.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "calib/CalibrationPipeline.h"
@@ -261,5 +262,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCalibrationPipeline)
+QS_TEST_GUILESS_MAIN(TestCalibrationPipeline)
 #include "tst_calibrationpipeline.moc"

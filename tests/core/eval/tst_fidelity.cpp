@@ -1,6 +1,7 @@
 // The fidelity statistics (eval/FidelityReport.h) against llama.cpp's formulas written out by
 // hand, and the per-row comparison of two logit matrices (eval/FidelityComparison.h) against
 // the textbook definitions computed with ATen in float64.
+#include "TestMain.h"
 #include "eval/FidelityComparison.h"
 #include "eval/FidelityReport.h"
 
@@ -136,5 +137,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestFidelity)
+QS_TEST_GUILESS_MAIN(TestFidelity)
 #include "tst_fidelity.moc"

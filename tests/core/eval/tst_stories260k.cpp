@@ -1,5 +1,6 @@
 // The real shared model (../shared/models/stories260K): reference perplexities of
 // docs/evaluation.md and the model's known greedy story opening.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "eval/TextEvaluation.h"
@@ -78,5 +79,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestStories260K)
+QS_TEST_GUILESS_MAIN(TestStories260K)
 #include "tst_stories260k.moc"

@@ -1,6 +1,7 @@
 // The export format table (export/ExportFormat.h, FormatWriter.h): one record per format with
 // its names, its options as data and its engine side; option maps checked against what the
 // formats declare.
+#include "TestMain.h"
 #include "export/FormatWriter.h"
 #include "export/GgufFormat.h"
 #include "recipe/Recipe.h"
@@ -88,5 +89,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestExportFormats)
+QS_TEST_GUILESS_MAIN(TestExportFormats)
 #include "tst_exportformats.moc"

@@ -2,6 +2,7 @@
 // a synthetic model whose every linear fits every scheme; (2) against the files the exporters
 // write: stories260K and a BF16 synthetic model quantized by `quantscope-cli quantize` to quark,
 // gguf and onnx, every predicted tensor compared with the file's, and the file sizes.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "export/ExportSize.h"
@@ -475,5 +476,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestExportSize)
+QS_TEST_GUILESS_MAIN(TestExportSize)
 #include "tst_exportsize.moc"

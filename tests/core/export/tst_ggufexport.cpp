@@ -5,6 +5,7 @@
 // engine's bit for bit (round to nearest and GPTQ), scales differ by f16 rounding only; plans a
 // type cannot hold are refused before any work. K-quants on a synthetic Llama whose rows are
 // multiples of 256, with llama.cpp's fallbacks for the rows that are not.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "export/ExportFormat.h"
@@ -619,5 +620,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGgufExport)
+QS_TEST_GUILESS_MAIN(TestGgufExport)
 #include "tst_ggufexport.moc"

@@ -9,6 +9,7 @@
 //  - special ids and add_* flags as gguf-py's SpecialVocab reads them;
 //  - tokenizers llama.cpp would tokenize differently refused by file and field, before any file
 //    is written.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "export/GgufVocab.h"
@@ -437,5 +438,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGgufVocab)
+QS_TEST_GUILESS_MAIN(TestGgufVocab)
 #include "tst_ggufvocab.moc"

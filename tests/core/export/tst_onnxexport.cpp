@@ -5,6 +5,7 @@
 // points equal to the plan's, the frozen activation scales of W8A8, external data. Refusals
 // (families and schemes ONNX cannot hold) come before any work. Running the graph is
 // scripts/check-onnx.sh (onnxruntime), which needs npm; this test does not.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "export/FormatWriter.h"
@@ -451,5 +452,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestOnnxExport)
+QS_TEST_GUILESS_MAIN(TestOnnxExport)
 #include "tst_onnxexport.moc"

@@ -2,6 +2,7 @@
 // (../shared/reference/quark-exports, README there): tensor names, dtypes, shapes and bytes,
 // and the quantization_config block; the refusals (formats that cannot hold a scheme, layouts
 // the consumers cannot load) before any work; atomic output folders.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "export/ExportFolder.h"
@@ -549,5 +550,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestQuarkExport)
+QS_TEST_GUILESS_MAIN(TestQuarkExport)
 #include "tst_quarkexport.moc"

@@ -9,6 +9,7 @@
 // min clamps to 0); 3 a zero sub-block and one outlier of 25. kLegacyExpected: the same C
 // reference's quantize_row_q4_0_ref / q4_1 / q5_0 (Q4_K's fallback) / q8_0 on 64 values of
 // each row (rows 0-2: values 0-63; row 3: values 64-127, which hold the outlier).
+#include "TestMain.h"
 #include "io/GgmlKQuants.h"
 #include "io/GgmlTypes.h"
 
@@ -341,5 +342,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGgmlKQuants)
+QS_TEST_GUILESS_MAIN(TestGgmlKQuants)
 #include "tst_ggmlkquants.moc"

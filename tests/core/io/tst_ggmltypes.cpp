@@ -1,6 +1,7 @@
 // The ggml type table (io/GgmlTypes.h) that the GGUF reader, the decoder and the writer share:
 // ggml's sizes, the llama file types, the codecs each written type needs, and the order in which
 // the GGUF export offers its types (the GUI's list and the CLI's help).
+#include "TestMain.h"
 #include "io/GgmlDequantize.h"
 #include "io/GgmlTypes.h"
 #include "util/Error.h"
@@ -91,5 +92,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGgmlTypes)
+QS_TEST_GUILESS_MAIN(TestGgmlTypes)
 #include "tst_ggmltypes.moc"

@@ -2,6 +2,7 @@
 // writes parse with every key, type and tensor where the writer put them; ggml's block formulas
 // decode element by element; hostile headers are refused with a qs::Error naming the field and
 // the limit, never a crash or an allocation the file cannot back.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "GgufTestBuilder.h"
@@ -472,5 +473,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGgufFile)
+QS_TEST_GUILESS_MAIN(TestGgufFile)
 #include "tst_gguffile.moc"

@@ -4,6 +4,7 @@
 // the same pipeline on the same windows with fp32 weights that are bit-identical (F32 is copied;
 // Q8_0 is decoded by the same d * q on both sides; the RoPE row permutation only moves rows), so
 // the perplexities are equal, not merely close: any difference would be a wrong tensor.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "GgufTestBuilder.h"
@@ -264,5 +265,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGgufFolder)
+QS_TEST_GUILESS_MAIN(TestGgufFolder)
 #include "tst_gguffolder.moc"

@@ -1,6 +1,7 @@
 // The HF <-> GGUF tensor-name table (io/GgufTensorNames.h), which the GGUF exporter and the GGUF
 // reader's conversion read in opposite directions: every name goes there and back unchanged, and
 // names outside the Llama layout have none.
+#include "TestMain.h"
 #include "io/GgufTensorNames.h"
 
 #include <QtTest>
@@ -60,5 +61,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestGgufTensorNames)
+QS_TEST_GUILESS_MAIN(TestGgufTensorNames)
 #include "tst_gguftensornames.moc"

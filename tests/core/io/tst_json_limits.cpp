@@ -2,6 +2,7 @@
 // indexes: hostile documents become one qs::Error naming the file and the limit, never another
 // exception or a recursion as deep as the document (readers after it, and nlohmann's dump() in
 // error messages, recurse per level).
+#include "TestMain.h"
 #include "io/Checkpoint.h"
 #include "io/JsonFields.h"
 #include "util/Error.h"
@@ -81,5 +82,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestJsonLimits)
+QS_TEST_GUILESS_MAIN(TestJsonLimits)
 #include "tst_json_limits.moc"

@@ -2,6 +2,7 @@
 // by Python following the format spec (and by the `safetensors` package when it is installed),
 // the real stories260K checkpoint with shapes derived from its config.json, and Python reading
 // back what our writer produced.
+#include "TestMain.h"
 #include "io/SafetensorsFile.h"
 #include "util/Error.h"
 
@@ -549,5 +550,5 @@ void TestSafetensors::writerRefusesMisuse() {
     QCOMPARE(filesIn(dir).size(), 1);
 }
 
-QTEST_GUILESS_MAIN(TestSafetensors)
+QS_TEST_GUILESS_MAIN(TestSafetensors)
 #include "tst_safetensors.moc"

@@ -1,6 +1,7 @@
 // Hostile and malformed safetensors files: every one must be refused with a qs::Error whose
 // message names the offending field or tensor and the reason, never a crash. Rows are built by
 // hand from the format spec (u64 little-endian header length, UTF-8 JSON, data).
+#include "TestMain.h"
 #include "io/SafetensorsFile.h"
 #include "util/Error.h"
 
@@ -403,5 +404,5 @@ void TestSafetensorsHostile::mutatedFilesNeverCrash() {
     QVERIFY(refused > rounds / 2); // most edits break something
 }
 
-QTEST_GUILESS_MAIN(TestSafetensorsHostile)
+QS_TEST_GUILESS_MAIN(TestSafetensorsHostile)
 #include "tst_safetensors_hostile.moc"

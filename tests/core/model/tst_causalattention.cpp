@@ -2,6 +2,7 @@
 // replaces (`attention` in LlamaStyleModel.h: scores, additive mask, float32 softmax, matmul),
 // on random inputs: grouped KV heads, sliding windows, head sizes with and without a vector tail,
 // lengths that are not multiples of the loop's blocks, and strided (transposed) inputs.
+#include "TestMain.h"
 #include "model/CausalAttention.h"
 #include "model/LlamaStyleModel.h"
 
@@ -114,5 +115,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCausalAttention)
+QS_TEST_GUILESS_MAIN(TestCausalAttention)
 #include "tst_causalattention.moc"

@@ -1,5 +1,6 @@
 // config.json parsing: every family's good config, and bad ones refused with a message naming the
 // file, the field and the reason.
+#include "TestMain.h"
 #include "model/ConfigParser.h"
 #include "util/Error.h"
 
@@ -424,5 +425,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestConfigParser)
+QS_TEST_APPLESS_MAIN(TestConfigParser)
 #include "tst_configparser.moc"

@@ -1,6 +1,7 @@
 // The forward pass of every family against an independent plain-PyTorch reference
 // (tests/reference/hf_reference.py, written from transformers' maths with its own safetensors
 // reader), on synthetic checkpoints with planted outliers; block-by-block streaming; shards.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "io/Checkpoint.h"
@@ -233,5 +234,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestDecoderModel)
+QS_TEST_APPLESS_MAIN(TestDecoderModel)
 #include "tst_decodermodel.moc"

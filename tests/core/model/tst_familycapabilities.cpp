@@ -1,5 +1,6 @@
 // Family capabilities (model/ModelFamily.h): each family declares what the rotation and the
 // exporters may do with it, and the refusals of those passes name the families that declare it.
+#include "TestMain.h"
 #include "export/OnnxExporter.h"
 #include "model/ModelFamily.h"
 
@@ -36,5 +37,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestFamilyCapabilities)
+QS_TEST_GUILESS_MAIN(TestFamilyCapabilities)
 #include "tst_familycapabilities.moc"

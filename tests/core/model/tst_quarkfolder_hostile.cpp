@@ -4,6 +4,7 @@
 // exception or a huge allocation, and a refused export leaves nothing in the dequantization
 // cache. A hand-made uint4 per-group export checks that the accepted layout still dequantizes
 // to (code - zero point) * scale. Every export is built here, byte by byte (no shared data).
+#include "TestMain.h"
 #include "model/QuarkFolder.h"
 #include "util/Error.h"
 
@@ -334,5 +335,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestQuarkFolderHostile)
+QS_TEST_GUILESS_MAIN(TestQuarkFolderHostile)
 #include "tst_quarkfolder_hostile.moc"

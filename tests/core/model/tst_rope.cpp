@@ -3,6 +3,7 @@
 // end to end by the tiny-families llama checkpoint (tst_tinyfamilies); these check the types
 // no shared checkpoint exercises. Tolerance: the library computes in float32, so each
 // frequency agrees to a few float32 ulps (1e-6 relative).
+#include "TestMain.h"
 #include "model/Rope.h"
 
 #include <QtTest>
@@ -114,5 +115,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestRope)
+QS_TEST_APPLESS_MAIN(TestRope)
 #include "tst_rope.moc"

@@ -8,6 +8,7 @@
 // about sqrt(K) * 2^-24 ~ 7e-7 relative; values stay below 2 in magnitude over 3 layers, so
 // agreement is expected near 1e-6. Every feature the README's sensitivity table breaks moves
 // the logits by at least 0.03, four orders of magnitude above the bound.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "algo/ScalingGroups.h"
@@ -351,5 +352,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestTinyFamilies)
+QS_TEST_APPLESS_MAIN(TestTinyFamilies)
 #include "tst_tinyfamilies.moc"

@@ -3,6 +3,7 @@
 // reference in MiniFloatReference.h.
 #include "MiniFloatReference.h"
 #include "QuantTestHelpers.h"
+#include "TestMain.h"
 
 #include "quant/Quantize.h"
 #include "quant/SchemeRegistry.h"
@@ -384,5 +385,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestQuantFloat)
+QS_TEST_APPLESS_MAIN(TestQuantFloat)
 #include "tst_quant_float.moc"

@@ -1,6 +1,7 @@
 // Scalar minifloat and E8M0 arithmetic against references written from the OCP 8-bit float and
 // MX v1.0 specifications: every code decoded by the spec formula, rounding checked against a
 // brute-force nearest-value search over the decoded table with ties to the even code.
+#include "TestMain.h"
 #include "quant/FloatFormats.h"
 
 #include <QtTest>
@@ -295,5 +296,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestQuantFormats)
+QS_TEST_APPLESS_MAIN(TestQuantFormats)
 #include "tst_quant_formats.moc"

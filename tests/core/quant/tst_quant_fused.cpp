@@ -5,6 +5,7 @@
 // codes dequantize to exactly the weight the quantized forward uses. Inputs: random, edge cases
 // (ties at .5, saturation, subnormals, zeros, constant rows, NaN/Inf) and stories260K's weights.
 #include "QuantTestHelpers.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "calib/ActivationQuantizer.h"
@@ -198,5 +199,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestQuantFused)
+QS_TEST_GUILESS_MAIN(TestQuantFused)
 #include "tst_quant_fused.moc"

@@ -3,6 +3,7 @@
 // asymmetric s = (max - min) / (qmax - qmin) with 0 folded into the range, s = max(s, eps32),
 // zp = clamp(qmin - round(min / s)), q = clamp(round(x * (1/s)) + zp), x^ = (q - zp) * s.
 #include "QuantTestHelpers.h"
+#include "TestMain.h"
 
 #include "quant/FastGroupQuant.h"
 #include "quant/Quantize.h"
@@ -341,5 +342,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestQuantInt)
+QS_TEST_APPLESS_MAIN(TestQuantInt)
 #include "tst_quant_int.moc"

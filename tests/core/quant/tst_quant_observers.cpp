@@ -2,6 +2,7 @@
 // recomputed here from sorted data / a separately built histogram, per-token dynamic activation
 // quantization, and NVFP4's static tensor scale under dynamic groups.
 #include "QuantTestHelpers.h"
+#include "TestMain.h"
 
 #include "quant/MinMaxObserver.h"
 #include "quant/MseObserver.h"
@@ -225,5 +226,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestQuantObservers)
+QS_TEST_APPLESS_MAIN(TestQuantObservers)
 #include "tst_quant_observers.moc"

@@ -1,6 +1,7 @@
 // Packing layouts as Quark's quark/torch/utils/pack.py defines them, checked on hand-built words
 // and by round trips through quantize -> pack -> unpack -> dequantize.
 #include "QuantTestHelpers.h"
+#include "TestMain.h"
 
 #include "quant/Packing.h"
 #include "quant/Quantize.h"
@@ -151,5 +152,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestQuantPack)
+QS_TEST_APPLESS_MAIN(TestQuantPack)
 #include "tst_quant_pack.moc"

@@ -1,6 +1,7 @@
 // The traits table, QuantSpec validation/JSON and the Quark scheme registry. Expected values
 // are Quark's definitions (quark/torch/quantization/config/{config,template}.py) and the OCP
 // specs, written out here by hand.
+#include "TestMain.h"
 #include "quant/QuantScheme.h"
 #include "quant/QuantSpec.h"
 #include "quant/SchemeRegistry.h"
@@ -448,5 +449,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestQuantSpec)
+QS_TEST_APPLESS_MAIN(TestQuantSpec)
 #include "tst_quant_spec.moc"

@@ -2,6 +2,7 @@
 // MX INT8, BFP16 and MX6 fake quantization with torch operations (fp32 and bf16 inputs) and the
 // results must match ours bit for bit.
 #include "QuantTestHelpers.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "quant/Quantize.h"
@@ -120,5 +121,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestQuantTorchRef)
+QS_TEST_APPLESS_MAIN(TestQuantTorchRef)
 #include "tst_quant_torchref.moc"

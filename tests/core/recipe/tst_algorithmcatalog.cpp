@@ -1,6 +1,7 @@
 // The algorithm catalog is the one place an algorithm's parameters live with their bounds and
 // defaults: what a recipe leaves out is read from it (algorithmParam), what a recipe gives wins,
 // and the defaults themselves pass the catalog's own validation.
+#include "TestMain.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
 
@@ -58,5 +59,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestAlgorithmCatalog)
+QS_TEST_GUILESS_MAIN(TestAlgorithmCatalog)
 #include "tst_algorithmcatalog.moc"

@@ -2,6 +2,7 @@
 // automaton with the std::regex_match semantics of ordinary patterns, refuse what it cannot do by
 // name, and cannot hang or overflow the stack (fuzz/regressions/fuzz_layer_pattern).
 
+#include "TestMain.h"
 #include "recipe/LayerPattern.h"
 #include "util/Error.h"
 
@@ -178,5 +179,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestLayerPattern)
+QS_TEST_GUILESS_MAIN(TestLayerPattern)
 #include "tst_layerpattern.moc"

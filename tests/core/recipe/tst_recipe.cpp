@@ -1,6 +1,7 @@
 // Recipe: layer patterns (expected matches computed with Python's fnmatch.fnmatchcase and
 // re.fullmatch), resolution precedence, JSON round trip, strict validation with field paths,
 // atomic save.
+#include "TestMain.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/Recipe.h"
@@ -352,5 +353,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestRecipe)
+QS_TEST_APPLESS_MAIN(TestRecipe)
 #include "tst_recipe.moc"

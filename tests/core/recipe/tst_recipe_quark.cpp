@@ -4,6 +4,7 @@
 // configs are checked by re-implementing, here, how Quark (model_transformation.py
 // setup_config_per_layer) and vLLM (quark.py _find_matched_config, utils.py should_ignore_layer,
 // QuarkConfig.from_config) pick a layer's config, so the checks do not go through the reader.
+#include "TestMain.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/LayerPattern.h"
 #include "recipe/Provenance.h"
@@ -564,5 +565,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestRecipeQuark)
+QS_TEST_APPLESS_MAIN(TestRecipeQuark)
 #include "tst_recipe_quark.moc"

@@ -3,6 +3,7 @@
 // calibration plus evaluation per row): exactly for weight-only schemes, and for static
 // activation schemes under float calibration too, since float-calibrated ranges do not depend
 // on which other layers are quantized. Under sequential calibration they may differ.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "model/ModelLoader.h"
@@ -69,10 +70,12 @@ private:
 
         qs::EvalRequest fp;
         fp.evaluation = req.recipe.evaluation;
-        QCOMPARE(r.fpPerplexity, qs::evaluateModelOnText(m_model.toStdString(), fp).perplexity);
+        // Bit for bit (QCOMPARE on doubles is fuzzy in Qt 6.4): the same forward on the same
+        // windows, once inside the study and once on its own.
+        QVERIFY(r.fpPerplexity == qs::evaluateModelOnText(m_model.toStdString(), fp).perplexity);
         qs::RunRequest whole = req;
         whole.evaluate = true;
-        QCOMPARE(r.fullPerplexity, qs::runQuantization(whole).perplexity->perplexity);
+        QVERIFY(r.fullPerplexity == qs::runQuantization(whole).perplexity->perplexity);
 
         int differing = 0;
         for (size_t i : {size_t(0), size_t(5), m_layers.size() - 1}) {
@@ -127,5 +130,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestSensitivityRun)
+QS_TEST_GUILESS_MAIN(TestSensitivityRun)
 #include "tst_sensitivityrun.moc"

@@ -2,6 +2,7 @@
 // through its family's strict config parser, its module tree accounts for every stored tensor,
 // the forward runs, the planted outlier channels are where the options put them, and the
 // header-only mixture-of-experts presets count the real models' parameters.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "io/Checkpoint.h"
@@ -96,5 +97,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_APPLESS_MAIN(TestSyntheticModel)
+QS_TEST_APPLESS_MAIN(TestSyntheticModel)
 #include "tst_syntheticmodel.moc"

@@ -12,6 +12,7 @@
 // Files are read as bytes (no newline translation). Checksum: FNV-1a 64 over the ids as
 // little-endian int32 (see fnv1a()).
 
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "TokenizerTestUtil.h"
 
@@ -282,5 +283,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestByteLevelBpe)
+QS_TEST_GUILESS_MAIN(TestByteLevelBpe)
 #include "tst_ByteLevelBpe.moc"

@@ -1,6 +1,7 @@
 // Bad tokenizer files give a qs::Error whose message names the file (and the field), never a
 // crash or a silently wrong tokenizer.
 
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "tokenize/HfBpeTokenizer.h"
@@ -267,5 +268,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestTokenizerErrors)
+QS_TEST_GUILESS_MAIN(TestTokenizerErrors)
 #include "tst_TokenizerErrors.moc"

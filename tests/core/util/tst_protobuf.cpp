@@ -1,6 +1,7 @@
 // The hand-written protobuf wire format (util/Protobuf.h): bytes as protoc writes them for known
 // fields, read back field by field, and truncated or malformed input refused with a qs::Error
 // instead of a read past the end.
+#include "TestMain.h"
 #include "util/Error.h"
 #include "util/Protobuf.h"
 
@@ -119,5 +120,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestProtobuf)
+QS_TEST_GUILESS_MAIN(TestProtobuf)
 #include "tst_protobuf.moc"
