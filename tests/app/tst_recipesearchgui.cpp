@@ -8,6 +8,7 @@
 #include "MainWindow.h"
 #include "RecipeDocument.h"
 #include "RecipeSearchController.h"
+#include "TestMain.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
 
@@ -122,5 +123,5 @@ private:
     QString m_work;
 };
 
-QTEST_MAIN(TestRecipeSearchGui)
+QS_TEST_MAIN(TestRecipeSearchGui)
 #include "tst_recipesearchgui.moc"

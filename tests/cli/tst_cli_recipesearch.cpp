@@ -2,6 +2,7 @@
 // used against the budget asked, predicted and measured KL, the frontier), the recipe it writes
 // (sized again by recipe --size: the same effective_bits), the text report, and the refusals
 // (exit code, the flag named).
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QFileInfo>
@@ -110,5 +111,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliRecipeSearch)
+QS_TEST_GUILESS_MAIN(TestCliRecipeSearch)
 #include "tst_cli_recipesearch.moc"

@@ -2,6 +2,7 @@
 // enumerated, and the frontier must be exactly the choices no other beats in both size and cost,
 // with the sums the solver reports (both add in unit order from 0, so they are the same doubles);
 // a budget's pick must be the brute-force optimum.
+#include "TestMain.h"
 #include "recipe/SchemeFrontier.h"
 
 #include <QtTest>
@@ -151,5 +152,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestSchemeFrontier)
+QS_TEST_GUILESS_MAIN(TestSchemeFrontier)
 #include "tst_schemefrontier.moc"

@@ -4,6 +4,7 @@
 // pick is the brute-force optimum of the predicted KL within the budget; the recipe it writes is
 // the chosen point (sized by exportSize, never above the budget) and replays to the same
 // figures; bad requests are refused naming the flag.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include "export/ExportSize.h"
@@ -254,5 +255,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestSchemeSearch)
+QS_TEST_GUILESS_MAIN(TestSchemeSearch)
 #include "tst_schemesearch.moc"
