@@ -14,20 +14,30 @@ evaluation windows. Every figure printed comes from this run.
 Candidates (ours -> theirs; the tool's choice is written back as our scheme):
   none               ModelOpt: its built-in "no quantization" choice; auto-round: BF16 (kept as is)
   int8               W8A8, int8 weights per tensor, int8 inputs static per tensor (max calibration)
-                     ModelOpt: custom config, exact; auto-round: custom scheme, exact except that
-                     auto-round scores the activation quantizer dynamically (see notes printed)
-  uint4_wo_32        ModelOpt: int4 *symmetric* block 32 weight-only (its quantizer has no zero
-                     point); auto-round: 4 bit asymmetric int, group 32, weight-only, exact
-  mxfp4_weight_only  MXFP4 (E2M1, E8M0 scale per 32) weights only: exact in both
-The down_proj linears (172 inputs) cannot take uint4_wo_32 in our export; both tools are told so
-(ModelOpt: module_search_spaces; auto-round: the option is priced out of reach).
+                     ModelOpt: custom config (weights and inputs num_bits 8, axis None), exact;
+                     auto-round: custom scheme (group_size 0, act_group_size 0, act_dynamic False)
+  uint4_wo_32        ModelOpt: int4 *symmetric* block 32 weight-only (its integer quantizer has no
+                     zero point); auto-round: 4 bit asymmetric int, group 32, weight-only, exact
+  mxfp4_weight_only  MXFP4 (E2M1, E8M0 scale per 32) weights only: exact in both. ModelOpt's MX
+                     fake quantization is a CUDA extension only; on CPU the script registers an
+                     OCP MXFP4 emulation through its register_quant_backend (printed as a note)
+A (layer, candidate) that `recipe --auto` refuses (its report's units lack it: a shape that does
+not fit, or a Quark hf_format layout transformers + amd-quark refuse) is refused to the tools too
+(ModelOpt: module_search_spaces; auto-round: priced at 10^6 bits per weight).
 
 Size accounting: both tools count an unquantized weight as 16 bits and their own idea of scale
 bytes. To ask them for the same budget, the script replaces their cost of every (layer, candidate)
 with ours: the bytes `quantscope-cli recipe --size` gives for that layer under that candidate (the
-Quark hf_format export; an unquantized weight as the float32 checkpoint stores it, 32 bits). So a
-selection within a budget for them is within it for us; the effective bits printed are ours.
+Quark hf_format export; an unquantized weight as the float32 checkpoint stores it, 32 bits).
+ModelOpt gets budget B / 2 with every cost halved (its "no quantization" is 16 bits); auto-round
+gets B. So a selection within a budget for them is within it for us; the bits printed are ours.
 Groups: both tools tie q/k/v and gate/up of a layer to one choice, as ours does.
+Scores: ModelOpt "gradient" (its default) and "kl_div" over the 15 calibration windows (its
+num_calib_steps = num_score_steps = 15); one search at the largest budget, the others re-solved
+from its saved scores (algorithms._resolve_best_recipe, as get_auto_quantize_config does).
+auto-round: AutoScheme method "default" (delta loss), nsamples 15, seqlen 256, the calibration
+windows as text (decoded, re-tokenized by auto-round); its score cache lives in the output folder,
+so the first budget scores and the others reuse it. "select s" is each tool's selection time.
 """
 import argparse
 import json
@@ -183,43 +193,66 @@ def worker_modelopt(args, sizes, method):
         logits = output[:, :-1].reshape(-1, output.shape[-1]).float()
         return torch.nn.functional.cross_entropy(logits, batch[:, 1:].reshape(-1))
 
-    result = {}
-    # the scores are estimated at the first budget and restored from this checkpoint at the others
-    checkpoint = os.path.join(args.work, f"modelopt-{method}.pth")
-    if os.path.exists(checkpoint):
-        os.remove(checkpoint)
-    for b in args.budgets:
-        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
-        module_names.clear()
-        for n, m in model.named_modules():
-            module_names[id(m)] = n
-        started = time.monotonic()
-        kw = dict(constraints={"effective_bits": b / 2.0},
-                  quantization_formats=[formats[s] for s in ("int8", "uint4_wo_32", "mxfp4_weight_only")],
-                  data_loader=batches, forward_step=forward_step,
-                  disabled_layers=["*lm_head*"], num_calib_steps=len(batches),
-                  num_score_steps=len(batches), verbose=False, method=method, checkpoint=checkpoint,
-                  module_search_spaces=[{"module_name_patterns": ["*down_proj"],
-                                         "quantization_formats": [formats["int8"], formats["mxfp4_weight_only"]]}])
-        if method == "gradient":
-            kw["loss_func"] = loss_func
-        # the quantizers are created when auto_quantize converts the model; map them afterwards too
-        orig = algorithms.QuantRecipeHparam.get_cost
+    # One search (calibration, then the scores) at the first budget; the other budgets re-solve
+    # ModelOpt's own problem from its saved scores and costs (_resolve_best_recipe, what
+    # get_auto_quantize_config(search_state, constraints) does).
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
+    orig = algorithms.QuantRecipeHparam.get_cost
 
-        def get_cost_named(self, recipe, cost_weight=None):
+    def get_cost_named(self, recipe, cost_weight=None):
+        # the quantized modules replace the loaded ones: name them as they come
+        if any(id(m) not in module_names for m in self.quant_modules):
             for n, m in model.named_modules():
-                module_names.setdefault(id(m), n)
-            return orig(self, recipe, cost_weight)
-        algorithms.QuantRecipeHparam.get_cost = get_cost_named
-        model, state = mtq.auto_quantize(model, **kw)
-        algorithms.QuantRecipeHparam.get_cost = orig
-        seconds = time.monotonic() - started
+                module_names[id(m)] = n
+        return orig(self, recipe, cost_weight)
+    algorithms.QuantRecipeHparam.get_cost = get_cost_named
+    started = time.monotonic()
+    # Per layer kind, the candidates it may take (ours): a kind with fewer gets its own search space
+    kinds = {}
+    for layer, per in bytes_of.items():
+        allowed = tuple(c for c in ("int8", "uint4_wo_32", "mxfp4_weight_only") if per.get(c) is not None)
+        kinds.setdefault(layer.split(".")[-1], set()).add(allowed)
+    spaces = {}
+    for kind, allowed in kinds.items():
+        allowed = sorted(set.intersection(*(set(a) for a in allowed)))
+        if len(allowed) < 3:
+            spaces.setdefault(tuple(allowed), []).append("*" + kind)
+    kw = dict(constraints={"effective_bits": max(args.budgets) / 2.0},
+              quantization_formats=[formats[s] for s in ("int8", "uint4_wo_32", "mxfp4_weight_only")],
+              data_loader=batches, forward_step=forward_step,
+              disabled_layers=["*lm_head*"], num_calib_steps=len(batches),
+              num_score_steps=len(batches), verbose=False, method=method,
+              module_search_spaces=[{"module_name_patterns": pats,
+                                     "quantization_formats": [formats[c] for c in allowed]}
+                                    for allowed, pats in spaces.items()] or None)
+    if method == "gradient":
+        kw["loss_func"] = loss_func
+    model, state = mtq.auto_quantize(model, **kw)
+    search_seconds = time.monotonic() - started
+    result = {}
+    # auto_quantize refuses a target below its least cost (_verify_resolved_constraint) but the
+    # re-solve returns its smallest recipe regardless: refuse it here the same way
+    stats = state["candidate_stats"]
+    total = state.get("cost_denominator") or sum(v.get("uncompressed_cost", max(v["costs"])) for v in stats.values())
+    least = 16.0 * sum(min(v["costs"]) for v in stats.values()) / total
+    for b in args.budgets:
+        if b / 2.0 < least:
+            result[str(b)] = {"error": f"infeasible: the least effective bits ModelOpt finds is "
+                                       f"{least:.4f} (= our {2 * least:.4f})"}
+            continue
+        started = time.monotonic()
+        try:
+            best = state["best"]["recipe"] if b == max(args.budgets) else algorithms._resolve_best_recipe(
+                state, {"effective_bits": b / 2.0})
+        except Exception as e:                   # an infeasible budget
+            result[str(b)] = {"error": f"{type(e).__name__}: {e} (their bits are ours / 2)"}
+            continue
+        seconds = search_seconds if b == max(args.budgets) else time.monotonic() - started
         choice = {}
-        for key, recipe in state["best"]["recipe"].items():
-            choice[key.split(".quant_recipe")[0]] = ours_of(recipe)
-        result[str(b)] = {"choice": choice, "seconds": seconds,
-                          "their_bits": 2.0 * state["best"]["constraints"]["effective_bits"],
-                          "satisfied": bool(state["best"].get("is_satisfied", True)), "notes": notes}
+        for key, recipe in best.items():
+            for name in state["candidate_stats"][key]["module_names"]:
+                choice[name] = ours_of(recipe)
+        result[str(b)] = {"choice": choice, "seconds": seconds, "notes": notes}
     return result
 
 
@@ -276,6 +309,19 @@ def worker_autoround(args, sizes):
     as_utils.compute_layer_bits = compute_layer_bits
     as_delta.compute_layer_bits = compute_layer_bits
 
+    # Its feasibility check takes the range of the uniform options; with candidates a layer cannot
+    # take, the least is per layer instead (the DP never picks a refused one: it costs 10^6 bits).
+    from auto_round.auto_scheme.gen_auto_scheme import GenScheme
+    orig_range = GenScheme.compute_avg_bit_range
+
+    def avg_bit_range(self):
+        _, top, scheme = orig_range(self)
+        ls = [n for n in self.quant_layer_names if n in bytes_of]
+        params = sum(bytes_of[n]["none"] / 4 for n in ls)
+        least = sum(8 * min(v for v in bytes_of[n].values() if v is not None) for n in ls) / params
+        return least, top, scheme
+    GenScheme.compute_avg_bit_range = avg_bit_range
+
     result = {}
     for b in args.budgets:
         model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
@@ -287,10 +333,15 @@ def worker_autoround(args, sizes):
                             shared_layers=[["q_proj", "k_proj", "v_proj"], ["gate_proj", "up_proj"]],
                             device_map="cpu", enable_torch_compile=False)
         started = time.monotonic()
-        ar = AutoRound(model, tok, scheme=scheme, iters=0, nsamples=len(windows), seqlen=args.seq_len,
-                       dataset=data, device_map="cpu", enable_torch_compile=False)
-        # the layer config is the AutoScheme's choice; no rounding or export is needed
-        layer_config = ar._gen_auto_scheme() if hasattr(ar, "_gen_auto_scheme") else None
+        try:
+            # the layer config is the AutoScheme's choice; no rounding or export is needed
+            ar = AutoRound(model, tok, scheme=scheme, iters=0, nsamples=len(windows), seqlen=args.seq_len,
+                           dataset=data, device_map="cpu", enable_torch_compile=False)
+            ar.post_init()                       # resolves the scheme: runs the AutoScheme search
+        except ValueError as e:                  # an infeasible budget
+            result[str(b)] = {"error": f"ValueError: {str(e).split(' for options=')[0]}"}
+            continue
+        layer_config = ar.layer_config
         seconds = time.monotonic() - started
         choice = {}
         for name, cfg in layer_config.items():
@@ -381,13 +432,11 @@ def main():
     j = size_of(write_recipe("uniform-none", {"global": "int8", "exclude": layers}))
     for layer in j["layers"]:
         sizes["bytes"][layer["name"]]["none"] = layer["stored_bytes"]["quark"]
-    sizes_path = os.path.join(work, "sizes.json")
-    with open(sizes_path, "w") as f:
-        json.dump(sizes, f, indent=1)
 
     def recipe_from_choice(name, choice):
         """A choice {layer: candidate} as our recipe: the scheme covering most weights global,
         the other quantized layers as overrides by exact name, the unquantized ones excluded."""
+        choice = {l: s for l, s in choice.items() if l in sizes["bytes"]}   # block linears only
         weights = {}
         for layer, s in choice.items():
             if s != "none":
@@ -405,12 +454,12 @@ def main():
     def measure(path):
         j = json.loads(run([cli, "eval", args.model, "--recipe", path] + data + ["--json", "--quiet"]).stdout)
         return {"bits": size_of(path)["effective_bits"], "kl": j["fidelity"]["kl_mean"]["value"],
-                "ppl": j["perplexity"]}
+                "kl_err": j["fidelity"]["kl_mean"]["error"], "ppl": j["perplexity"]}
 
     rows = {b: [] for b in args.budgets}
-    # Ours.
+    # Ours (the largest budget first: its per-unit costs are reused at the others).
     costs = None
-    for b in args.budgets:
+    for b in sorted(args.budgets, reverse=True):
         out = os.path.join(work, f"ours-{b}.json")
         cmd = [cli, "recipe", "--auto", "--model", args.model, "--candidates", ",".join(CANDIDATES),
                "--budget-bpw", str(b), "--json", "--quiet", "--out", out] + calib + data
@@ -431,6 +480,28 @@ def main():
         rows[b].append(("quantscope", m))
 
     notes = []
+    if not costs:
+        sys.exit("no budget was feasible for recipe --auto: " +
+                 "; ".join(m["error"] for r in rows.values() for _, m in r))
+    # The same choices for every selection: a (layer, candidate) the search cannot take (the
+    # unit's weight_bytes lack it: the shape does not fit, or transformers + amd-quark refuse the
+    # Quark hf_format layout) is out of the tools' reach too.
+    with open(costs) as f:
+        units = json.load(f)["units"]
+    refused = set()
+    for u in units:
+        for c in CANDIDATES:
+            if c not in u["weight_bytes"]:
+                for layer in u["layers"]:
+                    if sizes["bytes"][layer].get(c) is not None:
+                        refused.add((layer.split(".")[-1], c))
+                    sizes["bytes"][layer][c] = None
+    for kind, c in sorted(refused):
+        notes.append(f"all: {c} on {kind} is not a candidate (recipe --auto refuses it), for the tools neither")
+    sizes_path = os.path.join(work, "sizes.json")
+    with open(sizes_path, "w") as f:
+        json.dump(sizes, f, indent=1)
+
     for tool in args.tools.split(","):
         if not os.path.exists(args.python):
             notes.append(f"{tool}: not run: {args.python} is missing (create the venv, see --help)")
@@ -439,7 +510,10 @@ def main():
                "--budgets", ",".join(str(b) for b in args.budgets), "--calib", args.calib,
                "--calib-windows", str(args.calib_windows), "--seq-len", str(args.seq_len),
                "--work", work, "--sizes", sizes_path]
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TOKENIZERS_PARALLELISM="false")
+        # CPU only; auto-round's per-scheme score cache in the work directory, so its scores are
+        # estimated at the first budget of this run and reused at the others
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TOKENIZERS_PARALLELISM="false",
+                   AR_AUTO_SCHEME_CACHE=os.path.join(work, "autoround-cache"))
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         with open(os.path.join(work, f"{tool}.log"), "w") as f:
             f.write(p.stdout + "\n--- stderr ---\n" + p.stderr)
@@ -452,6 +526,9 @@ def main():
         result = json.loads(result[-1][len("RESULT "):])
         for b in args.budgets:
             r = result[str(b)]
+            if "error" in r:
+                rows[b].append((tool, {"error": r["error"]}))
+                continue
             m = measure(recipe_from_choice(f"{tool}-{b}", r["choice"]))
             m["seconds"] = r["seconds"]
             for n in r.get("notes", []):
@@ -463,7 +540,7 @@ def main():
     print(f"model {model}; candidates {','.join(CANDIDATES)}; {args.windows} evaluation windows of "
           f"{args.seq_len} ({os.path.basename(args.data)}); calibration {args.calib_windows} x "
           f"{args.seq_len} ({os.path.basename(args.calib)}); CPU; recipes in {work}")
-    print(f"{'budget':>6} | {'selection':<18} | {'eff. bits':>9} | {'KL mean':>9} | {'perplexity':>10} | "
+    print(f"{'budget':>6} | {'selection':<18} | {'eff. bits':>9} | {'KL mean':>9} {'± s.e.':>8} | {'perplexity':>10} | "
           f"{'select s':>8} | vs ours")
     for b in args.budgets:
         ours = next((m for t, m in rows[b] if t == "quantscope" and "kl" in m), None)
@@ -473,7 +550,7 @@ def main():
                 continue
             rel = f"{m['kl'] / ours['kl']:.2f} x KL" if ours and tool != "quantscope" else ""
             over = "  OVER BUDGET" if m["bits"] > b + 1e-9 else ""
-            print(f"{b:>6} | {tool:<18} | {m['bits']:>9.4f} | {m['kl']:>9.5f} | {m['ppl']:>10.4f} | "
+            print(f"{b:>6} | {tool:<18} | {m['bits']:>9.4f} | {m['kl']:>9.5f} {m['kl_err']:>8.5f} | {m['ppl']:>10.4f} | "
                   f"{m['seconds']:>8.1f} | {rel}{over}")
     for n in notes:
         print(n)
