@@ -248,6 +248,23 @@ bool hasQuantOptions(const QCommandLineParser& parser) {
     return false;
 }
 
+namespace {
+
+// Quark flags that shape nothing here: --batch_size is checked and has no effect,
+// --template_file is refused with the reason. Checked whether or not a scheme is given.
+void checkQuarkOnlyFlags(const QCommandLineParser& parser) {
+    if (parser.isSet("batch-size"))
+        intOption(parser, "batch-size", 1, 1 << 20); // accepted, checked, without effect
+    if (parser.isSet("template-file"))
+        throw UsageError{
+            "--template_file: Quark's custom LLM templates are not read; Quantscope takes a "
+            "model's layer names from its family (docs/model-families.md), and a recipe "
+            "(--recipe FILE) says the exclusions and the algorithms' parameters "
+            "(scaling_layers, ...) a template would"};
+}
+
+} // namespace
+
 Recipe recipeFromOptions(const QCommandLineParser& parser) {
     QuantFlags flags;
     flags.quantScheme = parser.value("quant-scheme").toStdString();
@@ -277,14 +294,7 @@ Recipe recipeFromOptions(const QCommandLineParser& parser) {
     };
     flags.quantAlgos = commaList("quant-algo");
     flags.preQuantOptimizations = commaList("pre-quantization-optimization");
-    if (parser.isSet("batch-size"))
-        intOption(parser, "batch-size", 1, 1 << 20); // accepted, checked, without effect
-    if (parser.isSet("template-file"))
-        throw UsageError{
-            "--template_file: Quark's custom LLM templates are not read; Quantscope takes a "
-            "model's layer names from its family (docs/model-families.md), and a recipe "
-            "(--recipe FILE) says the exclusions and the algorithms' parameters "
-            "(scaling_layers, ...) a template would"};
+    checkQuarkOnlyFlags(parser);
     Recipe recipe;
     if (parser.isSet("recipe"))
         recipe = Recipe::load(parser.value("recipe").toStdString());
@@ -308,6 +318,7 @@ void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe) {
 
 RunRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
                               bool requireScheme) {
+    checkQuarkOnlyFlags(parser);
     const bool quantized = hasQuantOptions(parser);
     if (requireScheme && !quantized)
         throw UsageError{"give a scheme (--quant-scheme S) or a --recipe FILE"};

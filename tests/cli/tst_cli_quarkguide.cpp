@@ -260,6 +260,10 @@ private Q_SLOTS:
         QVERIFY2(r.err.contains("--template_file") && r.err.contains("not read"),
                  r.err.constData());
         QVERIFY(!QFileInfo::exists(base + "/f"));
+        // Without a scheme too: nothing silently ignored.
+        r = cli({"eval", m_model, "--data", m_eval, "--template_file", base + "/t.json"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("--template_file"), r.err.constData());
     }
 
     // --skip_evaluation: no perplexity even with --evaluation_dataset.
