@@ -3,6 +3,7 @@
 #include "quant/SchemeRegistry.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/LayerPattern.h"
+#include "recipe/SchemeJson.h"
 #include "util/Error.h"
 
 #include <QUndoCommand>
@@ -24,17 +25,25 @@ enum MergeId {
     MergeEvaluationData,
     MergeEvaluationSeqLen,
     MergeEvaluationMaxWindows,
+    MergeGroupSize,
     MergeAlgorithmParameter, // + the parameter's hash, so typing in one field is one step
 };
 
-std::optional<quant::QuantScheme> schemeOrNone(const QString& name) {
+// A name, with the group size when it takes one (0: its default); a group size for a name that
+// takes none is ignored only when it is 0.
+std::optional<quant::QuantScheme> schemeOrNone(const QString& name, int groupSize = 0) {
     if (name.isEmpty() || name == RecipeDocument::NoScheme)
         return std::nullopt;
-    return quant::resolveScheme(name.toStdString());
+    const quant::QuantScheme scheme = quant::resolveScheme(name.toStdString());
+    if (groupSize == 0)
+        return scheme;
+    if (auto sized = withGroupSize(scheme, groupSize, "recipe", "group_size"))
+        return sized;
+    return quant::resolveScheme(name.toStdString(), groupSize); // says why not
 }
 
-quant::QuantScheme requiredScheme(const QString& name) {
-    std::optional<quant::QuantScheme> scheme = schemeOrNone(name);
+quant::QuantScheme requiredScheme(const QString& name, int groupSize = 0) {
+    std::optional<quant::QuantScheme> scheme = schemeOrNone(name, groupSize);
     if (!scheme)
         throw Error("recipe", "scheme", "an override needs a scheme");
     return *scheme;
@@ -149,17 +158,35 @@ void RecipeDocument::save(const QString& path) const {
     m_recipe.save(path.toStdString());
 }
 
-void RecipeDocument::setGlobalScheme(const QString& name) {
+void RecipeDocument::setGlobalScheme(const QString& name, int groupSize) {
     Recipe r = m_recipe;
-    r.global = schemeOrNone(name);
-    push(r, tr("global scheme %1").arg(name));
+    r.global = schemeOrNone(name, groupSize);
+    push(r,
+         tr("global scheme %1").arg(r.global ? QString::fromStdString(r.global->label()) : name));
 }
 
-void RecipeDocument::addOverride(const QString& pattern, const QString& scheme) {
+void RecipeDocument::setGlobalGroupSize(int groupSize) {
+    if (!m_recipe.global)
+        throw Error("recipe", "global.group_size", "no global scheme to take a group size");
+    std::optional<quant::QuantScheme> sized =
+        withGroupSize(*m_recipe.global, groupSize, "recipe", "global.group_size");
+    if (!sized)
+        throw Error("recipe", "global.group_size",
+                    "scheme '" + m_recipe.global->label() +
+                        "' takes no group size (Quark's per-group names do, e.g. "
+                        "w_uint4_per_group_asym)");
+    Recipe r = m_recipe;
+    r.global = std::move(sized);
+    push(r, tr("group size %1").arg(groupSize), MergeGroupSize);
+}
+
+void RecipeDocument::addOverride(const QString& pattern, const QString& scheme, int groupSize) {
     Recipe r = m_recipe;
     r.layerOverrides.push_back(
-        {checkedPattern(pattern, "layer_overrides"), requiredScheme(scheme)});
-    push(r, tr("override %1 → %2").arg(pattern.trimmed(), scheme));
+        {checkedPattern(pattern, "layer_overrides"), requiredScheme(scheme, groupSize)});
+    push(r, tr("override %1 → %2")
+                .arg(pattern.trimmed(),
+                     QString::fromStdString(r.layerOverrides.back().scheme.label())));
 }
 
 void RecipeDocument::editOverride(int index, const QString& pattern, const QString& scheme) {

@@ -30,9 +30,12 @@ public:
     void load(const QString& path); // throws qs::Error; the recipe is unchanged then
     void save(const QString& path) const;
 
-    // "none" (NoScheme) or a registry name.
-    void setGlobalScheme(const QString& name);
-    void addOverride(const QString& pattern, const QString& scheme);
+    // "none" (NoScheme) or a registry name; `groupSize` for a name that takes one (Quark's
+    // per-group names, quant::SchemeName::takesGroupSize), 0 = its default (128).
+    void setGlobalScheme(const QString& name, int groupSize = 0);
+    // The global scheme's group size; qs::Error when the global scheme's name takes none.
+    void setGlobalGroupSize(int groupSize);
+    void addOverride(const QString& pattern, const QString& scheme, int groupSize = 0);
     void editOverride(int index, const QString& pattern, const QString& scheme);
     void removeOverride(int index);
     void addExclusion(const QString& pattern);

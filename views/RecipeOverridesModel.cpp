@@ -32,6 +32,8 @@ QVariant RecipeOverridesModel::data(const QModelIndex& index, int role) const {
     }
     if (role == Qt::ToolTipRole && index.column() == SchemeColumn)
         return QString::fromStdString(o.scheme.description);
+    if (role == Qt::UserRole && index.column() == SchemeColumn) // the registry name, if any
+        return QString::fromStdString(o.scheme.name);
     return {};
 }
 

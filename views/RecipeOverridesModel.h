@@ -7,7 +7,8 @@
 namespace qs {
 
 // The recipe's per-pattern overrides (pattern, scheme), in recipe order: the last matching row
-// wins. Read-only; edits go through RecipeDocument.
+// wins. The scheme column shows the scheme's label; its Qt::UserRole is the registry name (empty
+// for a custom scheme). Read-only; edits go through RecipeDocument.
 class RecipeOverridesModel : public QAbstractTableModel {
     Q_OBJECT
 public:

@@ -107,11 +107,12 @@ void RecipePanel::fillSchemeBox(QComboBox* box) {
             if (s.legacy != legacy)
                 continue;
             const QString name = QString::fromStdString(s.name);
+            const QString description = QString::fromStdString(s.description) +
+                                        (legacy ? tr(" (older Quark name)") : QString());
             box->addItem(name, name);
-            box->setItemData(box->count() - 1,
-                             QString::fromStdString(s.description) +
-                                 (legacy ? tr(" (legacy Quark name)") : QString()),
-                             Qt::ToolTipRole);
+            box->setItemData(box->count() - 1, description, Qt::ToolTipRole);
+            box->setItemData(box->count() - 1, name + QStringLiteral(": ") + description,
+                             Qt::StatusTipRole);
         }
     }
 }
@@ -134,8 +135,19 @@ QWidget* RecipePanel::createSchemeGroup() {
     fillSchemeBox(m_global);
     m_global->setToolTip(tr("Scheme for every linear layer not excluded or overridden"));
     connect(m_global, &QComboBox::activated, this, [this] {
-        edit([this] { m_document->setGlobalScheme(m_global->currentData().toString()); });
+        edit([this] {
+            // A name that takes a group size gets the one in the box (kept across such names).
+            const QString name = m_global->currentData().toString();
+            m_document->setGlobalScheme(name, groupSizeFor(name));
+        });
     });
+
+    m_groupSize = makeSpinBox(1, 1, group);
+    m_groupSize->setObjectName(QStringLiteral("groupSize"));
+    applyFieldLimit(m_groupSize, limits::groupSize);
+    m_groupSize->setValue(quant::kDefaultGroupSize);
+    connect(m_groupSize, &QSpinBox::valueChanged, this,
+            [this](int v) { edit([this, v] { m_document->setGlobalGroupSize(v); }); });
 
     m_kvCache = new QComboBox(group);
     m_kvCache->addItem(tr("none"), QStringLiteral("none"));
@@ -158,6 +170,7 @@ QWidget* RecipePanel::createSchemeGroup() {
 
     auto* form = new QFormLayout(group);
     form->addRow(tr("Global scheme:"), m_global);
+    form->addRow(tr("Group size:"), m_groupSize);
     form->addRow(tr("KV cache:"), m_kvCache);
     form->addRow(tr("Unfit layers:"), m_unfit);
     return group;
@@ -188,7 +201,8 @@ QWidget* RecipePanel::createPatternGroup() {
     m_exclude->setToolTip(tr("Leave the layers matching the pattern unquantized"));
     connect(m_addOverride, &QPushButton::clicked, this, [this] {
         edit([this] {
-            m_document->addOverride(m_pattern->text(), m_overrideScheme->currentData().toString());
+            const QString name = m_overrideScheme->currentData().toString();
+            m_document->addOverride(m_pattern->text(), name, groupSizeFor(name));
         });
     });
     connect(m_exclude, &QPushButton::clicked, this,
@@ -218,7 +232,7 @@ QWidget* RecipePanel::createPatternGroup() {
         m_pattern->setText(
             index.siblingAtColumn(RecipeOverridesModel::PatternColumn).data().toString());
         const int scheme = m_overrideScheme->findData(
-            index.siblingAtColumn(RecipeOverridesModel::SchemeColumn).data());
+            index.siblingAtColumn(RecipeOverridesModel::SchemeColumn).data(Qt::UserRole));
         if (scheme >= 0)
             m_overrideScheme->setCurrentIndex(scheme);
     });
@@ -425,8 +439,40 @@ void RecipePanel::updatePreview() {
         m_preview->addItem(tr("… and %1 more").arg(matches.size() - PreviewLimit));
 }
 
+int RecipePanel::groupSizeFor(const QString& schemeName) const {
+    const quant::SchemeName* entry = quant::findSchemeName(schemeName.toStdString());
+    return entry && entry->takesGroupSize ? m_groupSize->value() : 0;
+}
+
+void RecipePanel::updateGroupSizeBox(const Recipe& recipe) {
+    const quant::SchemeName* entry =
+        recipe.global ? quant::findSchemeName(recipe.global->name) : nullptr;
+    const bool perGroup =
+        recipe.global && recipe.global->weight.granularity == quant::Granularity::PerGroup;
+    const bool takes = entry && entry->takesGroupSize;
+    {
+        const QSignalBlocker blocker(m_groupSize);
+        if (perGroup)
+            m_groupSize->setValue(int(recipe.global->weight.groupSize));
+        // Otherwise the box keeps its value, which the next name that takes one gets.
+    }
+    m_groupSize->setEnabled(takes);
+    const QString name = recipe.global ? QString::fromStdString(recipe.global->name) : QString();
+    m_groupSize->setToolTip(
+        takes      ? tr("Elements per group along the input dimension (Quark's --group_size; a "
+                             "layer's inputs must be a multiple of it). Overrides added with a per-group "
+                             "name take it too.")
+        : perGroup ? tr("%1 fixes its group size; Quark's per-group names (w_uint4_per_group_asym, "
+                        "...) take one")
+                         .arg(name.isEmpty() ? tr("This scheme") : name)
+                   : tr("The scheme does not quantize weights per group"));
+}
+
 void RecipePanel::followRecipe(const Recipe& recipe) {
-    selectData(m_global, RecipeDocument::schemeLabel(recipe.global));
+    selectData(m_global, recipe.global && !recipe.global->name.empty()
+                             ? QString::fromStdString(recipe.global->name)
+                             : RecipeDocument::schemeLabel(recipe.global));
+    updateGroupSizeBox(recipe);
     selectData(m_kvCache, recipe.kvCache ? QStringLiteral("fp8") : QStringLiteral("none"));
     selectData(m_unfit, QString::fromStdString(recipe.unfitPolicy));
     m_overrides->setRecipe(recipe);

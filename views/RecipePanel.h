@@ -40,6 +40,9 @@ public:
     QStringList matchingLayers(const QString& pattern) const;
 
     QComboBox* globalSchemeBox() const { return m_global; }
+    // The global scheme's group size: enabled when its name takes one (Quark's per-group names);
+    // otherwise it shows the group size the name fixes, or nothing for a scheme not per group.
+    QSpinBox* groupSizeBox() const { return m_groupSize; }
     QComboBox* kvCacheBox() const { return m_kvCache; }
     QComboBox* unfitPolicyBox() const { return m_unfit; }
     QLineEdit* patternEdit() const { return m_pattern; }
@@ -60,7 +63,9 @@ public:
     QLabel* messageLabel() const { return m_message; }
     AlgorithmPanel* algorithmPanel() const { return m_algorithms; }
 
-    // Fills a combo box with "none", the current scheme names, then the legacy ones.
+    // Fills a combo box with "none", the current scheme names, then the older Quark names, from
+    // the scheme registry (quant::schemeNames()): each item's data is its name, its tooltip and
+    // status tip the one-line description.
     static void fillSchemeBox(QComboBox* box);
 
 private:
@@ -68,6 +73,9 @@ private:
     QWidget* createPatternGroup();
     QWidget* createDataGroup();
     void followRecipe(const Recipe& recipe);
+    void updateGroupSizeBox(const Recipe& recipe);
+    // The group size box's value for a name that takes one, else 0.
+    int groupSizeFor(const QString& schemeName) const;
     void updatePreview();
     // Runs one document edit, showing a qs::Error's message instead of throwing.
     template <typename Edit> void edit(Edit&& editFn);
@@ -76,6 +84,7 @@ private:
     RecipeDocument* m_document;
     QStringList m_linears;
     QComboBox* m_global;
+    QSpinBox* m_groupSize;
     QComboBox* m_kvCache;
     QComboBox* m_unfit;
     QLineEdit* m_pattern;

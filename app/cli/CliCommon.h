@@ -1,6 +1,7 @@
 #pragma once
 
 #include "recipe/RecipeLimits.h"
+#include "util/Error.h"
 
 #include <QCommandLineParser>
 #include <QStringList>
@@ -22,6 +23,16 @@ constexpr int kExitUsage = 2;
 struct UsageError {
     std::string message;
 };
+
+// Runs `f`; a qs::Error it throws for a flag value the recipe code refuses (unknown scheme,
+// mode, dtype, a Quark dataset name) becomes a UsageError: a command-line mistake, exit 2.
+template <typename F> auto asUsageError(F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const Error& e) {
+        throw UsageError{e.what()};
+    }
+}
 
 // Parses `args` (subcommand first) with `parser`; handles --help. Returns false when the caller
 // should exit with 0 (help printed). The usage line names the subcommand; `epilogue` follows

@@ -10,7 +10,9 @@ namespace qs::cli {
 int runEval(const QStringList& args) {
     QCommandLineParser parser;
     addModelDirOption(parser);
-    parser.addOption({"data", "UTF-8 text file to evaluate on.", "TEXT"});
+    parser.addOption({{"data", "evaluation-dataset", "evaluation_dataset"},
+                      "UTF-8 text file to evaluate on (Quark's --evaluation_dataset).",
+                      "TEXT"});
     addEvalWindowOptions(parser);
     parser.addOption({"json", "Machine-readable output."});
     addQuantOptions(parser);

@@ -7,6 +7,7 @@
 #include "quant/SchemeRegistry.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "recipe/Provenance.h"
+#include "recipe/QuarkDatasets.h"
 #include "recipe/RecipeFlags.h"
 #include "util/Error.h"
 
@@ -19,15 +20,6 @@ namespace qs::cli {
 namespace {
 
 const QChar kPairSeparator(0x1f);
-
-// A flag value the recipe code refuses (unknown scheme, mode, dtype) is a command-line mistake.
-template <typename F> auto asUsageError(F&& f) -> decltype(f()) {
-    try {
-        return f();
-    } catch (const Error& e) {
-        throw UsageError{e.what()};
-    }
-}
 
 std::string joined(const std::vector<std::string>& v) {
     std::string s;
@@ -68,8 +60,8 @@ QString schemeHelp() {
         text += "\n";
     }
     if (!others.empty())
-        text += "Older Quark names without a current equivalent (per-group names take the group "
-                "size 128, or Quark's old --group_size):\n  " +
+        text += "Older Quark names without a current equivalent (the per-group names take "
+                "--group_size N, default 128):\n  " +
                 QString::fromStdString(joined(others)) + "\n";
     return text;
 }
@@ -88,13 +80,33 @@ void addQuantOptions(QCommandLineParser& parser) {
     parser.addOption({{"kv-cache-dtype", "kv_cache_dtype"},
                       "KV-cache quantization: fp8 (E4M3 per-tensor on k/v_proj outputs) or none.",
                       "DTYPE"});
+    parser.addOption({{"group-size", "group_size"},
+                      "Group size of Quark's per-group scheme names (w_uint4_per_group_asym, "
+                      "...; default 128), for every such scheme of the recipe; names like "
+                      "int4_wo_32 fix theirs.",
+                      "N"});
     parser.addOption({{"quant-algo", "quant_algo"},
                       "Algorithms before quantization, comma-separated (Quark's names: " +
                           QString::fromStdString(joined(knownAlgorithmNames())) + ", quarot).",
                       "ALGO"});
+    parser.addOption(
+        {{"pre-quantization-optimization", "pre_quantization_optimization"},
+         "Quark's pre-quantization step, repeatable: rotation (R1), quarot (R1 + R2 + online R4; "
+         "only eval and analyze run it, no format holds R4) or smoothquant; they run before the "
+         "--quant_algo ones (docs/algorithms.md).",
+         "OPT"});
     parser.addOption({{"calib-data", "calib_data", "dataset"},
-                      "Calibration text file (Quark's --dataset names a download; here it is a "
-                      "local UTF-8 text file).",
+                      "Calibration text file (Quark's --dataset names a download such as "
+                      "pileval_for_awq_benchmark, refused here; give a local UTF-8 text file).",
+                      "FILE"});
+    parser.addOption({{"batch-size", "batch_size"},
+                      "Quark's calibration batch size: accepted and changes nothing here "
+                      "(calibration batches windows by tokens, 2048 per forward on a CPU and "
+                      "8192 on a GPU; the statistics do not depend on the batch).",
+                      "N"});
+    parser.addOption({{"template-file", "template_file"},
+                      "Quark's custom LLM template: refused (layer names come from the model "
+                      "family; a recipe says exclusions and algorithm parameters).",
                       "FILE"});
     parser.addOption(
         {{"num-calib-data", "num_calib_data"}, "Calibration samples (windows; default 128).", "N"});
@@ -127,9 +139,26 @@ void addEvalWindowOptions(QCommandLineParser& parser) {
                       "0"});
 }
 
+void addQuarkEvaluationOptions(QCommandLineParser& parser) {
+    parser.addOption({{"evaluation-dataset", "evaluation_dataset"},
+                      "After quantizing, the perplexity of the quantized model on this local "
+                      "UTF-8 text file, as Quark evaluates after quantizing (its names, such as "
+                      "wikitext, are downloads and are refused).",
+                      "FILE"});
+    parser.addOption({{"skip-evaluation", "skip_evaluation"},
+                      "Quark's flag: no evaluation after quantizing (also with "
+                      "--evaluation_dataset)."});
+}
+
+bool evaluatesAfterQuantizing(const QCommandLineParser& parser) {
+    return parser.isSet("evaluation-dataset") && !parser.isSet("skip-evaluation");
+}
+
 EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag) {
     EvaluationSpec e;
     e.dataPath = parser.value(dataFlag).toStdString();
+    asUsageError(
+        [&] { rejectQuarkDatasetName(e.dataPath, "command line", "--" + dataFlag.toStdString()); });
     e.seqLen = intOption(parser, "eval-seq-len", limits::evaluationSeqLen);
     e.maxWindows = intOption(parser, "max-windows", limits::evaluationMaxWindows);
     return e;
@@ -211,12 +240,30 @@ QStringList expandMultiValueFlags(const QStringList& args) {
 }
 
 bool hasQuantOptions(const QCommandLineParser& parser) {
-    for (const char* o : {"quant-scheme", "exclude-layers", "layer-quant-scheme", "kv-cache-dtype",
-                          "recipe", "unfit-policy", "quant-algo"})
+    for (const char* o :
+         {"quant-scheme", "exclude-layers", "layer-quant-scheme", "kv-cache-dtype", "recipe",
+          "unfit-policy", "quant-algo", "pre-quantization-optimization", "group-size"})
         if (parser.isSet(o))
             return true;
     return false;
 }
+
+namespace {
+
+// Quark flags that shape nothing here: --batch_size is checked and has no effect,
+// --template_file is refused with the reason. Checked whether or not a scheme is given.
+void checkQuarkOnlyFlags(const QCommandLineParser& parser) {
+    if (parser.isSet("batch-size"))
+        intOption(parser, "batch-size", 1, 1 << 20); // accepted, checked, without effect
+    if (parser.isSet("template-file"))
+        throw UsageError{
+            "--template_file: Quark's custom LLM templates are not read; Quantscope takes a "
+            "model's layer names from its family (docs/model-families.md), and a recipe "
+            "(--recipe FILE) says the exclusions and the algorithms' parameters "
+            "(scaling_layers, ...) a template would"};
+}
+
+} // namespace
 
 Recipe recipeFromOptions(const QCommandLineParser& parser) {
     QuantFlags flags;
@@ -236,20 +283,18 @@ Recipe recipeFromOptions(const QCommandLineParser& parser) {
     if (parser.isSet("calib-seq-len"))
         flags.seqLen = intOption(parser, "calib-seq-len", limits::calibrationSeqLen);
     flags.calibMode = parser.value("calib-mode").toStdString();
-    std::vector<AlgorithmSpec> algorithms;
-    for (const QString& value : parser.values("quant-algo"))
-        for (const QString& a : value.split(',', Qt::SkipEmptyParts)) {
-            const std::string quarkName = a.trimmed().toStdString();
-            const std::optional<std::string> name = algorithmFromQuarkName(quarkName);
-            const auto& ours = knownAlgorithmNames();
-            if (name)
-                algorithms.push_back({*name, nlohmann::json::object()});
-            else if (std::find(ours.begin(), ours.end(), quarkName) != ours.end())
-                algorithms.push_back({quarkName, nlohmann::json::object()});
-            else
-                throw UsageError{"--quant_algo: unknown algorithm '" + quarkName +
-                                 "'; valid: " + joined(ours)};
-        }
+    if (parser.isSet("group-size"))
+        flags.groupSize = intOption(parser, "group-size", limits::groupSize);
+    const auto commaList = [&](const char* option) {
+        std::vector<std::string> out;
+        for (const QString& value : parser.values(option))
+            for (const QString& a : value.split(',', Qt::SkipEmptyParts))
+                out.push_back(a.trimmed().toStdString());
+        return out;
+    };
+    flags.quantAlgos = commaList("quant-algo");
+    flags.preQuantOptimizations = commaList("pre-quantization-optimization");
+    checkQuarkOnlyFlags(parser);
     Recipe recipe;
     if (parser.isSet("recipe"))
         recipe = Recipe::load(parser.value("recipe").toStdString());
@@ -258,10 +303,6 @@ Recipe recipeFromOptions(const QCommandLineParser& parser) {
             applyFlags(recipe, flags);
         else
             recipe = recipeFromFlags(flags);
-        if (parser.isSet("quant-algo")) {
-            recipe.algorithms = algorithms;
-            recipe.validate("--quant_algo");
-        }
         if (parser.isSet("unfit-policy")) {
             recipe.unfitPolicy = parser.value("unfit-policy").toStdString();
             recipe.validate("--unfit-policy");
@@ -277,6 +318,7 @@ void saveRecipeIfAsked(const QCommandLineParser& parser, const Recipe& recipe) {
 
 RunRequest requestFromOptions(const QCommandLineParser& parser, const QString& modelDir,
                               bool requireScheme) {
+    checkQuarkOnlyFlags(parser);
     const bool quantized = hasQuantOptions(parser);
     if (requireScheme && !quantized)
         throw UsageError{"give a scheme (--quant-scheme S) or a --recipe FILE"};

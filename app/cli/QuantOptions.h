@@ -18,7 +18,13 @@ namespace qs::cli {
 void addQuantOptions(QCommandLineParser& parser);
 // --eval-seq-len and --max-windows (eval, analyze --sensitivity).
 void addEvalWindowOptions(QCommandLineParser& parser);
+// The evaluation data flag's value (a Quark dataset name is refused as a UsageError) and the
+// window options.
 EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag);
+// Quark's --evaluation_dataset FILE and --skip_evaluation (quantize: evaluate after quantizing,
+// as Quark's LLM PTQ flow does unless told to skip).
+void addQuarkEvaluationOptions(QCommandLineParser& parser);
+bool evaluatesAfterQuantizing(const QCommandLineParser& parser);
 // --out / --output-dir / --output_dir and --model-export / --model_export (quantize).
 void addOutputOptions(QCommandLineParser& parser);
 // The output folder, and the export formats asked (Quark's --model_export names; "hf_format"

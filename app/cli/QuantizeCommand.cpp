@@ -1,6 +1,7 @@
 #include "CliCommon.h"
 #include "QuantOptions.h"
 
+#include "recipe/QuarkDatasets.h"
 #include "run/Run.h"
 
 #include <cstdio>
@@ -13,6 +14,7 @@ int runQuantize(const QStringList& args) {
     addModelDirOption(parser);
     addQuantOptions(parser);
     addOutputOptions(parser);
+    addQuarkEvaluationOptions(parser);
     parser.addOption({"json", "Machine-readable summary."});
     addRunOptions(parser);
     if (!parseOrHelp(parser, expandMultiValueFlags(args),
@@ -31,6 +33,15 @@ int runQuantize(const QStringList& args) {
     q.outDir = outDir;
     q.exportFormats = formats;
     q.allowUnloadable = parser.isSet("allow-unloadable");
+    if (evaluatesAfterQuantizing(parser)) {
+        // Quark's flow: the quantized model's perplexity after the export (here on the local
+        // file given; the windows as the recipe says, else the model's context up to 512).
+        const std::string data = parser.value("evaluation-dataset").toStdString();
+        asUsageError([&] { rejectQuarkDatasetName(data, "command line", "--evaluation_dataset"); });
+        q.recipe.evaluation.dataPath = data;
+        q.evaluate = true;
+        q.fidelity = false;
+    }
     if (parser.isSet("gguf-type"))
         q.exportOptions["gguf_type"] = parser.value("gguf-type").toStdString();
     saveRecipeIfAsked(parser, q.recipe);
@@ -38,16 +49,25 @@ int runQuantize(const QStringList& args) {
     printWarnings("quantize", out.warnings);
     const double seconds = std::accumulate(out.blockSeconds.begin(), out.blockSeconds.end(), 0.0);
     if (parser.isSet("json")) {
-        printJson({{"out", q.outDir},
-                   {"blocks", out.blockSeconds.size()},
-                   {"seconds", seconds},
-                   {"block_seconds", out.blockSeconds},
-                   {"skipped", out.skipped},
-                   {"provenance", provenanceJson(parser, q, out)}});
+        nlohmann::json j = {
+            {"out", q.outDir},        {"blocks", out.blockSeconds.size()},
+            {"seconds", seconds},     {"block_seconds", out.blockSeconds},
+            {"skipped", out.skipped}, {"provenance", provenanceJson(parser, q, out)}};
+        if (out.perplexity)
+            j["perplexity"] = {{"perplexity", out.perplexity->perplexity},
+                               {"mean_nll", out.perplexity->meanNll},
+                               {"windows", out.perplexity->windows},
+                               {"seq_len", out.perplexity->seqLen},
+                               {"tokens", out.perplexity->tokens}};
+        printJson(j);
         return 0;
     }
     std::printf("wrote %s (%zu blocks in %.2f s)\n", q.outDir.c_str(), out.blockSeconds.size(),
                 seconds);
+    if (out.perplexity)
+        std::printf("perplexity %.4f (%lld windows of %lld tokens of %s)\n",
+                    out.perplexity->perplexity, (long long)out.perplexity->windows,
+                    (long long)out.perplexity->seqLen, q.recipe.evaluation.dataPath.c_str());
     for (const std::string& s : out.skipped)
         std::printf("not quantized (unfit): %s\n", s.c_str());
     return 0;

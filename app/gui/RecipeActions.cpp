@@ -2,6 +2,7 @@
 
 #include "ErrorBox.h"
 #include "RecipeDocument.h"
+#include "SchemeDialog.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/LayerPattern.h"
 
@@ -9,7 +10,6 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QInputDialog>
 #include <QMenu>
 #include <QMenuBar>
 #include <QStatusBar>
@@ -97,25 +97,21 @@ void RecipeActions::excludeLayer(const QString& layerName) {
 }
 
 void RecipeActions::chooseLayerOverride(const QString& layerName) {
-    QStringList schemes;
-    for (const quant::SchemeName& s : quant::schemeNames())
-        if (!s.legacy)
-            schemes << QString::fromStdString(s.name);
-    auto* dialog = new QInputDialog(m_window);
-    dialog->setObjectName(QStringLiteral("overrideDialog"));
+    // Every registry name (Quark's older ones too), each with its description: SchemeDialog.
+    auto* dialog = new SchemeDialog(layerName, m_window);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    dialog->setWindowTitle(tr("Override Scheme"));
-    dialog->setLabelText(tr("Scheme for %1:").arg(layerName));
-    dialog->setComboBoxItems(schemes);
-    dialog->setComboBoxEditable(false);
     const std::optional<quant::QuantScheme> current =
         m_recipe->recipe().schemeFor(layerName.toStdString(), layerKindOf(layerName.toStdString()));
     if (current && !current->name.empty())
-        dialog->setTextValue(QString::fromStdString(current->name));
-    connect(dialog, &QInputDialog::textValueSelected, this,
-            [this, layerName](const QString& scheme) {
+        dialog->setScheme(QString::fromStdString(current->name),
+                          current->weight.granularity == quant::Granularity::PerGroup
+                              ? int(current->weight.groupSize)
+                              : 0);
+    connect(dialog, &SchemeDialog::schemeChosen, this,
+            [this, layerName](const QString& scheme, int groupSize) {
                 try {
-                    m_recipe->addOverride(RecipeDocument::exactLayerPattern(layerName), scheme);
+                    m_recipe->addOverride(RecipeDocument::exactLayerPattern(layerName), scheme,
+                                          groupSize);
                 } catch (const std::exception& e) {
                     showErrorBox(m_window, tr("Override Scheme"), QString::fromUtf8(e.what()));
                 }

@@ -1,5 +1,6 @@
 #include "quant/QuantScheme.h"
 
+#include "quant/SchemeRegistry.h"
 #include "quant/TypeTraits.h"
 #include "util/Error.h"
 
@@ -70,8 +71,13 @@ QuantScheme QuantScheme::fromQuarkLayerConfig(const json& j, const std::string& 
 }
 
 std::string QuantScheme::label() const {
-    if (!name.empty())
+    if (!name.empty()) {
+        // A name that takes a group size says which one it has.
+        const SchemeName* entry = findSchemeName(name);
+        if (entry && entry->takesGroupSize && weight.granularity == Granularity::PerGroup)
+            return name + " (group " + std::to_string(weight.groupSize) + ")";
         return name;
+    }
     return description.empty() ? weight.summary() : description;
 }
 

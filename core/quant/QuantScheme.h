@@ -25,7 +25,8 @@ struct QuantScheme {
 
     void validate(const std::string& source = "QuantScheme") const;
     // How reports, the CLI and the GUI name this scheme: the registry name, else the one-line
-    // description, else the weight spec's summary. Text only: never parsed back into a scheme.
+    // description, else the weight spec's summary; a name that takes a group size adds it
+    // ("w_uint4_per_group_asym (group 32)"). Text only: never parsed back into a scheme.
     std::string label() const;
 
     // Quark layer config: {"weight": ..., "input_tensors": ..., "output_tensors": ...,

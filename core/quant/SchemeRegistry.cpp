@@ -77,27 +77,23 @@ QuantScheme make(QuantSpec w, std::optional<QuantSpec> in = std::nullopt,
 }
 
 struct Entry {
-    SchemeName info;
-    int fixedGroupSize; // the group size a legacy user had to pass, 0 = none
+    SchemeName info; // info.groupSize is filled in from the built scheme (finish())
     std::function<QuantScheme(int groupSize)> build;
 };
-
-constexpr int kLegacyDefaultGroup = 128;
 
 std::vector<Entry> makeEntries() {
     using D = DataType;
     std::vector<Entry> e;
     auto add = [&](const char* name, const char* desc, std::function<QuantScheme(int)> f,
-                   bool legacy = false, bool takesGroup = false, int fixedGroup = 0) {
-        e.push_back({{name, desc, legacy, takesGroup}, fixedGroup, std::move(f)});
+                   bool legacy = false, bool takesGroup = false) {
+        e.push_back({{name, desc, legacy, takesGroup, 0}, std::move(f)});
     };
 
     // ---- Quark 0.11+ QuantizationSchemeCollection ----
     for (int g : {32, 64, 128}) {
         const std::string gs = std::to_string(g);
         e.push_back(
-            {{"int4_wo_" + gs, "INT4 weight-only, symmetric, per group of " + gs, false, false},
-             0,
+            {{"int4_wo_" + gs, "INT4 weight-only, symmetric, per group of " + gs, false, false, 0},
              [g](int) { return make(intGroup(D::Int4, g, true)); }});
     }
     add("int4_wo_per_channel", "INT4 weight-only, symmetric, per output channel",
@@ -108,10 +104,9 @@ std::vector<Entry> makeEntries() {
         });
     for (int g : {32, 64, 128}) {
         const std::string gs = std::to_string(g);
-        e.push_back(
-            {{"uint4_wo_" + gs, "UINT4 weight-only, asymmetric, per group of " + gs, false, false},
-             0,
-             [g](int) { return make(intGroup(D::Uint4, g, false)); }});
+        e.push_back({{"uint4_wo_" + gs, "UINT4 weight-only, asymmetric, per group of " + gs, false,
+                      false, 0},
+                     [g](int) { return make(intGroup(D::Uint4, g, false)); }});
     }
     add("uint4_wo_per_channel", "UINT4 weight-only, asymmetric, per output channel",
         [](int) { return make(intChannel(D::Uint4, false)); });
@@ -152,13 +147,32 @@ std::vector<Entry> makeEntries() {
         add(
             name, desc, [d, sym](int g) { return make(intGroup(d, g, sym, 1)); }, true, true);
     };
-    legacyGroup("w_int4_per_group_sym", "= int4_wo_<group_size> (default 128)", D::Int4, true);
-    legacyGroup("w_int4_per_group_asym", "INT4 weight per group, asymmetric", D::Int4, false);
-    legacyGroup("w_uint4_per_group_asym", "= uint4_wo_<group_size> (default 128)", D::Uint4, false);
-    legacyGroup("w_uint4_per_group_sym", "UINT4 weight per group, symmetric", D::Uint4, true);
-    legacyGroup("w_int2_per_group_asym", "INT2 weight per group, asymmetric", D::Int2, false);
+    legacyGroup("w_int4_per_group_sym",
+                "INT4 weight-only, symmetric, per group of the group size (default 128; "
+                "32/64/128 = int4_wo_N)",
+                D::Int4, true);
+    legacyGroup("w_int4_per_group_asym",
+                "INT4 weight-only, asymmetric, per group of the group size (default 128)", D::Int4,
+                false);
+    legacyGroup("w_uint4_per_group_asym",
+                "UINT4 weight-only, asymmetric, per group of the group size (default 128; "
+                "32/64/128 = uint4_wo_N)",
+                D::Uint4, false);
+    legacyGroup("w_uint4_per_group_sym",
+                "UINT4 weight-only, symmetric, per group of the group size (default 128)", D::Uint4,
+                true);
+    legacyGroup("w_int2_per_group_asym",
+                "INT2 weight-only, asymmetric, per group of the group size (default 128)", D::Int2,
+                false);
+    legacyGroup("w_int8_per_group_sym",
+                "INT8 weight-only, symmetric, per group of the group size (default 128)", D::Int8,
+                true);
+    legacyGroup("w_uint8_per_group_asym",
+                "UINT8 weight-only, asymmetric, per group of the group size (default 128)",
+                D::Uint8, false);
     add(
-        "w_uint4_a_bfloat16_per_group_asym", "UINT4 weight per group (asym) + bf16 activations",
+        "w_uint4_a_bfloat16_per_group_asym",
+        "UINT4 weight per group of the group size (asymmetric, default 128) + bf16 activations",
         [](int g) { return make(intGroup(D::Uint4, g, false, 1), block(D::BFloat16, false)); },
         true, true);
     add(
@@ -196,12 +210,6 @@ std::vector<Entry> makeEntries() {
         "INT8 weight per channel + activations per tensor (dynamic)",
         [](int) { return make(intChannel(D::Int8, true), intTensor(D::Int8, true, true)); }, true);
     add(
-        "w_int8_per_group_sym", "INT8 weight per group of 128, symmetric",
-        [](int) { return make(intGroup(D::Int8, 128, true, 1)); }, true);
-    add(
-        "w_uint8_per_group_asym", "UINT8 weight per group of 128, asymmetric",
-        [](int) { return make(intGroup(D::Uint8, 128, false, 1)); }, true);
-    add(
         "w_uint8_a_uint8_per_tensor_asym", "UINT8 weight + activations per tensor, asymmetric",
         [](int) {
             return make(intTensor(D::Uint8, false, false), intTensor(D::Uint8, false, false));
@@ -236,7 +244,7 @@ std::vector<Entry> makeEntries() {
                 return make(block(w, false),
                             a ? std::optional<QuantSpec>(block(*a, true)) : std::nullopt);
             },
-            true, false, 32);
+            true);
     };
     mxLegacy("w_mxfp4_a_mxfp4", "= mxfp4", D::MxFp4, D::MxFp4);
     mxLegacy("w_mxfp4", "= mxfp4_weight_only", D::MxFp4, std::nullopt);
@@ -252,7 +260,7 @@ std::vector<Entry> makeEntries() {
     mxLegacy("w_mx6_a_mx6", "= mx6", D::Mx6, D::Mx6);
     add(
         "w_mxfp4_a_fp8", "= mxfp4_fp8",
-        [](int) { return make(block(D::MxFp4, false), fp8Tensor(false)); }, true, false, 32);
+        [](int) { return make(block(D::MxFp4, false), fp8Tensor(false)); }, true);
     add(
         "w_bfp16", "BFP16 weight-only", [](int) { return make(block(D::Bfp16, false)); }, true);
     add(
@@ -282,9 +290,8 @@ std::vector<Entry> makeEntries() {
     for (const auto& [oldName, target] : renamed) {
         for (const Entry& existing : std::vector<Entry>(e)) {
             if (existing.info.name == target) {
-                e.push_back({{oldName, std::string("= ") + target, true, false},
-                             existing.fixedGroupSize,
-                             existing.build});
+                e.push_back(
+                    {{oldName, std::string("= ") + target, true, false, 0}, existing.build});
                 break;
             }
         }
@@ -292,8 +299,38 @@ std::vector<Entry> makeEntries() {
     return e;
 }
 
+// Fills in what each entry's scheme says (its group size) and spells out the aliases: "= int8"
+// becomes "Older Quark name of int8: INT8 weight + ...", so every entry explains itself in one
+// line wherever it is listed.
+std::vector<Entry> finish(std::vector<Entry> e) {
+    for (Entry& entry : e) {
+        const QuantScheme s = entry.build(entry.info.takesGroupSize ? kDefaultGroupSize : 0);
+        entry.info.groupSize =
+            s.weight.granularity == Granularity::PerGroup ? int(s.weight.groupSize) : 0;
+    }
+    const std::vector<Entry> original = e;
+    auto descriptionOf = [&](const std::string& name) -> const std::string* {
+        for (const Entry& t : original)
+            if (t.info.name == name)
+                return &t.info.description;
+        return nullptr;
+    };
+    for (Entry& entry : e) {
+        std::string target;
+        const std::string* d = &entry.info.description;
+        // Follow "= name" to the name that says what it is (renamed names point at aliases).
+        for (int hops = 0; d && d->rfind("= ", 0) == 0 && hops < 4; ++hops) {
+            target = d->substr(2);
+            d = descriptionOf(target);
+        }
+        if (!target.empty() && d)
+            entry.info.description = "Older Quark name of " + target + ": " + *d;
+    }
+    return e;
+}
+
 const std::vector<Entry>& entries() {
-    static const std::vector<Entry> table = makeEntries();
+    static const std::vector<Entry> table = finish(makeEntries());
     return table;
 }
 
@@ -315,21 +352,35 @@ const std::vector<SchemeName>& schemeNames() {
     return names;
 }
 
-QuantScheme resolveScheme(std::string_view name, int legacyGroupSize) {
+const SchemeName* findSchemeName(std::string_view name) {
+    for (const SchemeName& s : schemeNames())
+        if (s.name == name)
+            return &s;
+    return nullptr;
+}
+
+QuantScheme resolveScheme(std::string_view name, int groupSize) {
     for (const Entry& e : entries()) {
         if (e.info.name != name)
             continue;
-        int groupSize = 0;
-        if (e.info.takesGroupSize) {
-            groupSize = legacyGroupSize > 0 ? legacyGroupSize : kLegacyDefaultGroup;
-        } else if (legacyGroupSize != 0 && legacyGroupSize != e.fixedGroupSize) {
+        if (groupSize < 0)
             throw Error("scheme", "group_size",
-                        "scheme '" + e.info.name + "' fixes its group size; got " +
-                            std::to_string(legacyGroupSize));
+                        "must be positive, got " + std::to_string(groupSize));
+        if (!e.info.takesGroupSize && groupSize != 0 && groupSize != e.info.groupSize) {
+            const std::string given = std::to_string(groupSize);
+            throw Error("scheme", "group_size",
+                        e.info.groupSize == 0
+                            ? "scheme '" + e.info.name +
+                                  "' does not quantize its weight per group and takes no group "
+                                  "size (got " +
+                                  given + ")"
+                            : "scheme '" + e.info.name + "' fixes its group size at " +
+                                  std::to_string(e.info.groupSize) + " (got " + given +
+                                  "); Quark's per-group names take one "
+                                  "(w_int4_per_group_sym, w_uint4_per_group_asym, ...)");
         }
-        if (legacyGroupSize < 0)
-            throw Error("scheme", "group_size", "must be positive");
-        QuantScheme s = e.build(groupSize);
+        QuantScheme s =
+            e.build(e.info.takesGroupSize && groupSize > 0 ? groupSize : kDefaultGroupSize);
         s.name = e.info.name;
         s.description = e.info.description;
         s.validate("scheme '" + e.info.name + "'");

@@ -31,7 +31,10 @@
 //    "provenance": {"model_config_hash": "", "tool_version": "", "created_at": "",
 //                   "model_path": "", "device": "", "dtype": ""}}
 // A scheme is written as its registry name when it has one and the name still resolves to the
-// same numerics, else as a Quark layer config ({"weight", "input_tensors", "output_tensors"}).
+// same numerics; a name that takes a group size (Quark's per-group names, default 128) with
+// another one as {"name": "w_uint4_per_group_asym", "group_size": 32}; else as a Quark layer
+// config ({"weight", "input_tensors", "output_tensors"}). Each of the three forms is accepted
+// wherever a scheme is (global, layer_overrides[i].scheme, layer_type_overrides.KIND).
 #pragma once
 
 #include "quant/QuantScheme.h"

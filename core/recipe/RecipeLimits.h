@@ -38,6 +38,9 @@ constexpr FieldLimit evaluationSeqLen{"evaluation.seq_len", kMinWindowTokens, kM
                                       "0 = the model's context length, at most 512"};
 constexpr FieldLimit evaluationMaxWindows{"evaluation.max_windows", 1, int64_t(1) << 40, 0,
                                           "0 = all windows"};
+// The group size of a scheme named with one ({"name": ..., "group_size": N}; Quark's
+// --group_size): elements per group along the input dimension.
+constexpr FieldLimit groupSize{"group_size", 1, int64_t(1) << 20};
 
 } // namespace limits
 

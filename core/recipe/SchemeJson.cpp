@@ -2,6 +2,7 @@
 
 #include "quant/SchemeRegistry.h"
 #include "recipe/Recipe.h"
+#include "recipe/RecipeLimits.h"
 #include "util/Error.h"
 
 namespace qs {
@@ -29,17 +30,78 @@ void rethrowAtField(const std::string& source, const std::string& field,
     }
 }
 
+std::optional<quant::QuantScheme> withGroupSize(const quant::QuantScheme& scheme, int64_t groupSize,
+                                                const std::string& source,
+                                                const std::string& field) {
+    const quant::SchemeName* entry = quant::findSchemeName(scheme.name);
+    if (!entry || !entry->takesGroupSize)
+        return std::nullopt;
+    if (!limits::groupSize.allows(groupSize))
+        throw Error(source, field, limits::groupSize.refusal(groupSize));
+    return quant::resolveScheme(scheme.name, int(groupSize));
+}
+
 json schemeToRecipeJson(const quant::QuantScheme& scheme) {
     if (!scheme.name.empty()) {
         try {
             if (quant::resolveScheme(scheme.name) == scheme)
                 return scheme.name;
+            const quant::SchemeName* entry = quant::findSchemeName(scheme.name);
+            if (entry && entry->takesGroupSize &&
+                scheme.weight.granularity == quant::Granularity::PerGroup &&
+                quant::resolveScheme(scheme.name, int(scheme.weight.groupSize)) == scheme)
+                return json{{"name", scheme.name}, {"group_size", scheme.weight.groupSize}};
         } catch (const Error&) {
             // a name that no longer resolves: fall back to the full form below
         }
     }
     return scheme.toQuarkLayerConfig();
 }
+
+namespace {
+
+// {"name": "w_uint4_per_group_asym", "group_size": 32}: a registry name with its group size.
+quant::QuantScheme namedSchemeFromJson(const json& value, const std::string& source,
+                                       const std::string& field) {
+    for (const auto& item : value.items())
+        if (item.key() != "name" && item.key() != "group_size")
+            throw Error(source, field + "." + item.key(),
+                        "unknown key (a named scheme has \"name\" and \"group_size\"; a Quark "
+                        "layer config has \"weight\", \"input_tensors\", ...)");
+    const json& name = value["name"];
+    if (!name.is_string())
+        throw Error(source, field + ".name",
+                    "expected a scheme name, got " + std::string(name.type_name()));
+    quant::QuantScheme scheme;
+    try {
+        scheme = quant::resolveScheme(name.get<std::string>());
+    } catch (const Error& e) {
+        throw Error(source, field + ".name", e.reason());
+    }
+    const auto it = value.find("group_size");
+    if (it == value.end() || it->is_null())
+        return scheme;
+    if (!it->is_number_integer())
+        throw Error(source, field + ".group_size",
+                    "expected an integer, got " +
+                        (it->is_number() ? it->dump() : std::string(it->type_name())));
+    const int64_t groupSize = it->get<int64_t>();
+    const std::optional<quant::QuantScheme> sized =
+        withGroupSize(scheme, groupSize, source, field + ".group_size");
+    if (sized)
+        return *sized;
+    const quant::SchemeName* entry = quant::findSchemeName(scheme.name);
+    if (entry && entry->groupSize == groupSize)
+        return scheme; // the group size the name fixes, said again
+    try {
+        quant::resolveScheme(scheme.name, int(groupSize)); // says why
+    } catch (const Error& e) {
+        throw Error(source, field + ".group_size", e.reason());
+    }
+    throw Error(source, field + ".group_size", "scheme '" + scheme.name + "' takes no group size");
+}
+
+} // namespace
 
 quant::QuantScheme schemeFromRecipeJson(const json& value, const std::string& source,
                                         const std::string& field) {
@@ -52,8 +114,11 @@ quant::QuantScheme schemeFromRecipeJson(const json& value, const std::string& so
     }
     if (!value.is_object())
         throw Error(source, field,
-                    "expected a scheme name or a Quark layer config object, got " +
+                    "expected a scheme name, a {\"name\", \"group_size\"} object or a Quark "
+                    "layer config object, got " +
                         std::string(value.type_name()));
+    if (value.contains("name"))
+        return namedSchemeFromJson(value, source, field);
     quant::QuantScheme scheme;
     rethrowAtField(source, field,
                    [&] { scheme = quant::QuantScheme::fromQuarkLayerConfig(value, field); });
