@@ -4,6 +4,7 @@
 // and two adaptations stories260K needs are added and said where they are (its hidden size 64
 // takes groups of 32, not Quark's default 128; its down_proj's 172 inputs take no groups of 32).
 // Quark's dataset names are downloads: refused before any work, saying how to pass a file.
+#include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QDir>
@@ -277,5 +278,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestCliQuarkGuide)
+QS_TEST_GUILESS_MAIN(TestCliQuarkGuide)
 #include "tst_cli_quarkguide.moc"

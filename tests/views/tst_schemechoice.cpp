@@ -6,6 +6,7 @@
 #include "RecipeOverridesModel.h"
 #include "RecipePanel.h"
 #include "SchemeDialog.h"
+#include "TestMain.h"
 #include "quant/SchemeRegistry.h"
 #include "util/Error.h"
 
@@ -152,5 +153,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestSchemeChoice)
+QS_TEST_MAIN(TestSchemeChoice)
 #include "tst_schemechoice.moc"

@@ -1,6 +1,7 @@
 // Group size as a recipe field (Quark's per-group names take one, as its --group_size), the
 // Quark flags that shape a recipe (--group_size, --pre_quantization_optimization, dataset names)
 // and the scheme registry's one table of names and descriptions.
+#include "TestMain.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/QuarkDatasets.h"
 #include "recipe/Recipe.h"
@@ -263,5 +264,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_GUILESS_MAIN(TestRecipeGroupSize)
+QS_TEST_GUILESS_MAIN(TestRecipeGroupSize)
 #include "tst_recipe_groupsize.moc"
