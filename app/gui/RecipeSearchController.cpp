@@ -10,6 +10,7 @@
 #include "util/Error.h"
 
 #include <QDockWidget>
+#include <QScrollArea>
 
 namespace qs {
 
@@ -19,7 +20,13 @@ RecipeSearchController::RecipeSearchController(Engine* engine, RecipeDocument* r
       m_window(window), m_view(new FrontierView(workbench)),
       m_dock(new QDockWidget(tr("Design Recipe"), workbench)) {
     m_dock->setObjectName(QStringLiteral("recipeSearchDock"));
-    m_dock->setWidget(m_view);
+    // Scrolled rather than squeezed: the dock shares the bottom area with the depth chart and
+    // must not raise the window's minimum height (the layout the window restores holds).
+    auto* scroll = new QScrollArea(m_dock);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidget(m_view);
+    m_dock->setWidget(scroll);
     m_dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetClosable |
                         QDockWidget::DockWidgetFloatable);
     m_workbench->addDockWidget(Qt::BottomDockWidgetArea, m_dock);
