@@ -13,6 +13,7 @@
 #include "run/Run.h"
 #include "util/Error.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>

@@ -20,6 +20,8 @@
 
 #include <QtTest>
 
+#include <algorithm>
+
 #include <functional>
 
 class TestSchemeSearch : public QObject {
