@@ -177,8 +177,7 @@ QString FrontierView::summaryText() const {
     const SearchPoint& p = m_result.frontier[size_t(m_selected)];
     std::map<std::string, int> count;
     for (int c : p.choice)
-        ++count[size_t(c) < m_result.candidates.size() ? m_result.candidates[size_t(c)]
-                                                       : kUnquantizedCandidate];
+        ++count[searchCandidateName(m_result.candidates, c)];
     QStringList mix;
     for (const auto& [name, n] : count)
         mix << tr("%1 × %2").arg(QString::fromStdString(name)).arg(n);

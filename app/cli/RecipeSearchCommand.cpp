@@ -30,12 +30,8 @@ double doubleOption(const QCommandLineParser& parser, const QString& name) {
 std::map<std::string, int> unitsPerCandidate(const SchemeSearchResult& r, const SearchPoint& p) {
     std::map<std::string, int> count;
     for (int c : p.choice)
-        ++count[size_t(c) < r.candidates.size() ? r.candidates[size_t(c)] : kUnquantizedCandidate];
+        ++count[searchCandidateName(r.candidates, c)];
     return count;
-}
-
-std::string candidateName(const SchemeSearchResult& r, int c) {
-    return size_t(c) < r.candidates.size() ? r.candidates[size_t(c)] : kUnquantizedCandidate;
 }
 
 // The frontier points a table shows: at most `rows` spread evenly by index, the chosen one
@@ -79,7 +75,7 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
                          {"kl_alone", kl},
                          {"weight_bytes", bytes},
                          {"unfit", unfit},
-                         {"chosen", candidateName(r, chosen.choice[u])}});
+                         {"chosen", searchCandidateName(r.candidates, chosen.choice[u])}});
     }
     nlohmann::json budget = nlohmann::json::object();
     if (q.budgetBits)
@@ -142,7 +138,7 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
     std::printf("\nchosen recipe:\n");
     for (size_t u = 0; u < r.units.size(); ++u)
         std::printf("  %-56s %s\n", r.units[u].name.c_str(),
-                    candidateName(r, chosen.choice[u]).c_str());
+                    searchCandidateName(r.candidates, chosen.choice[u]).c_str());
     if (q.budgetBits)
         std::printf("\nbudget: %.4f bits per weight asked, %.4f used (effective_bits)\n",
                     *q.budgetBits, r.effectiveBits);

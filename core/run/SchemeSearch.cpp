@@ -150,13 +150,14 @@ const std::vector<std::string>& defaultSearchCandidates() {
     return ladder;
 }
 
+std::string searchCandidateName(const std::vector<std::string>& candidates, int choice) {
+    return size_t(choice) < candidates.size() ? candidates[size_t(choice)] : kUnquantizedCandidate;
+}
+
 Recipe recipeForChoice(const Recipe& base, const std::vector<std::string>& candidates,
                        const std::vector<SearchUnit>& units, const std::vector<int>& choice) {
     Recipe recipe = base;
-    // An index past the candidates is the unquantized fallback of a unit no candidate fits.
-    auto nameOf = [&candidates](int c) -> std::string {
-        return size_t(c) < candidates.size() ? candidates[size_t(c)] : kUnquantizedCandidate;
-    };
+    auto nameOf = [&candidates](int c) { return searchCandidateName(candidates, c); };
     std::map<int, int64_t> weightsOf;
     for (size_t u = 0; u < units.size(); ++u)
         if (nameOf(choice[u]) != kUnquantizedCandidate)
@@ -483,8 +484,7 @@ runSchemeSearch(const SchemeSearchRequest& request,
     for (const LinearSize& l : written.linears)
         plannedLinear[l.name] = &l;
     for (size_t u = 0; u < result.units.size(); ++u) {
-        const std::string name = size_t(point.choice[u]) < k ? candidates[size_t(point.choice[u])]
-                                                             : kUnquantizedCandidate;
+        const std::string name = searchCandidateName(candidates, point.choice[u]);
         for (const std::string& l : result.units[u].layers) {
             const LinearSize& s = *plannedLinear.at(l);
             const bool same = name == kUnquantizedCandidate

@@ -113,6 +113,10 @@ struct SchemeSearchResult {
     std::vector<std::string> warnings;
 };
 
+// The candidate a choice names: candidates[choice], or "none" for the index past them (a unit
+// no candidate fits, SearchPoint::choice).
+std::string searchCandidateName(const std::vector<std::string>& candidates, int choice);
+
 // The recipe of one choice (candidate index per unit) over `base`: the most common quantized
 // candidate (by weights) becomes the global scheme, the other units get layer overrides by their
 // patterns, "none" units are excluded. A choice past the candidates (a unit no candidate fits,
