@@ -2,16 +2,18 @@
 # The whole GPU check, one command on a GPU machine, from the repository root (after
 # scripts/gpu-prepare.sh here made .gpu/ and it was carried along):
 #   bash scripts/gpu-check.sh [OUT_DIR]
-# 1. unpacks .gpu/debs under /opt/qtdeb (never over /) and builds the workbench (GUI, CLI,
-#    sentencepiece plugin, the GUI and device test suites) with the `pip` preset against the
-#    machine's own PyTorch (CUDA);
-# 2. runs `ctest -L 'gui|device'` offscreen with QS_TEST_DEVICE=cuda: the GUI suites, the GUI's
+# 1. unpacks .gpu/debs under /opt/qtdeb (never over /) and configures the workbench with the
+#    `pip` preset against the machine's own PyTorch (CUDA);
+# 2. builds the CLI and runs the evaluation benchmark first (bench/bench_gpu.py section 1: eval
+#    against transformers sdpa and eager), the figure the GPU issue turns on;
+# 3. builds the rest (GUI, sentencepiece plugin, the GUI and device test suites) and runs
+#    `ctest -L 'gui|device'` offscreen with QS_TEST_DEVICE=cuda: the GUI suites, the GUI's
 #    Analyze and Evaluate on CUDA against the CLI's (tst_gui_device), and the CPU/CUDA agreement
 #    suites;
-# 3. bench/bench_gpu.py (eval against transformers sdpa and eager, calibration, memory by depth).
-# Each stage is bounded (QS_GPU_BUILD_S, QS_GPU_TEST_S, QS_GPU_BENCH_S seconds) so the whole fits
-# one call; a failed stage is reported and the next still runs. Logs go to OUT_DIR (default
-# .gpu/out). Exit status: non-zero when the build or a test failed.
+# 4. the rest of the benchmark (calibration seconds, memory by depth).
+# Each stage is bounded (QS_GPU_BUILD_S, QS_GPU_EVAL_S, QS_GPU_TEST_S, QS_GPU_BENCH_S seconds) so
+# the whole fits one call; a failed stage is reported and the next still runs. Logs go to
+# OUT_DIR (default .gpu/out). Exit status: non-zero when the build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 g=$PWD/.gpu
@@ -56,30 +58,31 @@ cmake --preset pip -DCMAKE_PREFIX_PATH="$lib/cmake;$q/usr" -DQS_SHARED_DIR="$g/s
   { tail -n 40 "$out/configure.log"; exit 1; }
 grep -E "LibTorch|CUDA" "$out/configure.log"
 tests=$(ctest --test-dir build/pip -N -L 'gui|device' | sed -n 's/^ *Test *#[0-9]*: //p')
-# shellcheck disable=SC2086 # one target name per word
-if ! stage build "${QS_GPU_BUILD_S:-270}" cmake --build build/pip -j"$(nproc)" --target \
-    quantscope quantscope-cli qs_tokenizer_sentencepiece $tests -- -k 0; then
-  grep -E "error|FAILED" "$out/build.log" | head -40
-  status=1
-  [ -x build/pip/bin/quantscope-cli ] || exit 1
+if ! stage build-cli "${QS_GPU_BUILD_S:-240}" cmake --build build/pip -j"$(nproc)" --target \
+    quantscope-cli qs_tokenizer_sentencepiece; then
+  grep -E "error|FAILED" "$out/build-cli.log" | head -40
+  exit 1
 fi
 build/pip/bin/quantscope-cli --version | tee -a "$out/gpu.txt"
 printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$LD_LIBRARY_PATH" \
   "$PWD/build/pip/bin/quantscope-cli" > build/pip/quantscope-cli.sh
 chmod +x build/pip/quantscope-cli.sh
-stage tests "${QS_GPU_TEST_S:-110}" ctest --test-dir build/pip -L 'gui|device' -j8 \
-  --timeout 100 --output-on-failure || status=1
-tail -n 25 "$out/tests.log"
-grep -h "device under test\|perplexity .*mean KL\|QDEBUG\|QINFO.*cuda" build/pip/Testing/Temporary/LastTest.log 2>/dev/null | head -20
-# Where Nsight Systems is installed: the GPU kernels of one evaluation, by total time.
-if command -v nsys >/dev/null; then
-  stage nsys "${QS_GPU_NSYS_S:-60}" nsys profile -o /tmp/qs-eval --force-overwrite true --stats=true \
-    build/pip/bin/quantscope-cli eval "$g/shared/models/stories260K" --data \
-    "$g/shared/data/tinystories-eval.txt" --device cuda --dtype bfloat16 --no-fidelity
-  grep -A 25 "cuda_gpu_kern_sum" "$out/nsys.log" | head -30
+bench() { # name seconds sections
+  LD_LIBRARY_PATH=$system_path stage "$1" "$2" python3 -u bench/bench_gpu.py \
+    --cli build/pip/quantscope-cli.sh --sections "$3" \
+    --data "$g/shared/data/wikitext2-test.txt" --work /tmp/qs-bench-gpu ${QS_GPU_BENCH_ARGS:-}
+  cat "$out/$1.log"
+}
+bench bench-eval "${QS_GPU_EVAL_S:-120}" 1
+# shellcheck disable=SC2086 # one target name per word
+if ! stage build "${QS_GPU_BUILD_S:-240}" cmake --build build/pip -j"$(nproc)" --target \
+    quantscope $tests -- -k 0; then
+  grep -E "error|FAILED" "$out/build.log" | head -40
+  status=1
 fi
-LD_LIBRARY_PATH=$system_path stage bench "${QS_GPU_BENCH_S:-190}" python3 -u bench/bench_gpu.py \
-  --cli build/pip/quantscope-cli.sh \
-  --data "$g/shared/data/wikitext2-test.txt" --work /tmp/qs-bench-gpu ${QS_GPU_BENCH_ARGS:-}
-cat "$out/bench.log"
+stage tests "${QS_GPU_TEST_S:-150}" ctest --test-dir build/pip -L 'gui|device' -j8 \
+  --timeout 140 --output-on-failure || status=1
+tail -n 30 "$out/tests.log"
+grep -h "device under test\|perplexity .*mean KL\|QDEBUG\|QINFO.*cuda" build/pip/Testing/Temporary/LastTest.log 2>/dev/null | head -20
+bench bench-calibration "${QS_GPU_BENCH_S:-170}" 2,3
 exit $status

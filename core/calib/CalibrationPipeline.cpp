@@ -1,6 +1,7 @@
 #include "calib/CalibrationPipeline.h"
 
 #include "eval/Perplexity.h"
+#include "model/DeviceRunAhead.h"
 #include "util/Error.h"
 #include "util/LargeTensor.h"
 
@@ -77,7 +78,9 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         evalStream = m_model.embed(evaluation.to(device));
     }
 
+    DeviceRunAhead runAhead(device);
     for (int bi = 0; bi < blocks; ++bi) {
+        runAhead.waitForRoom();
         const auto t0 = std::chrono::steady_clock::now();
         // The previous block's weights are freed by now; their pages go back before the next
         // block's are allocated, so a run holds about one block, not a heap of all of them.
@@ -169,6 +172,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
             result.layers.push_back(std::move(r));
         if (m_options.keepPlans)
             result.plans.push_back(std::move(plans));
+        runAhead.enqueued();
         result.blockSeconds.push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } // the block (and, unless kept, its plans) is released here
@@ -206,15 +210,18 @@ at::Tensor CalibrationPipeline::forwardWithPlans(std::vector<std::vector<LayerPl
     const ForwardContext ctx = m_model.makeContext(seqLen);
     if (blockInputs)
         blockInputs->resize(size_t(blocks));
+    DeviceRunAhead runAhead(m_model.compute().device);
     for (int bi = fromBlock; bi < blocks; ++bi) {
         if (blockInputs)
             (*blockInputs)[size_t(bi)] = stream;
+        runAhead.waitForRoom();
         std::unique_ptr<DecoderBlock> block = m_model.loadBlock(bi);
         std::vector<LayerPlan>& blockPlans = plans[size_t(bi)];
         BlockQuantHook hook(blockPlans, filter);
         BlockRun run(*block, blockPlans, hook, progress, m_options.maxBatchTokens, filter);
         stream = pass::forward(run, stream, ctx, BlockQuantHook::Mode::Apply, true, 0.0, 1.0,
                                "evaluating");
+        runAhead.enqueued();
     }
     return stream;
 }

@@ -87,7 +87,15 @@ at::Tensor loadTensor(const Checkpoint& checkpoint, const std::string& name, at:
         copy = emptyLargeCpu(info.shape, dtype);
         copy.copy_(view);
     } else {
-        copy = view.to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+        // Through pinned staging: the copy to the device then waits for nothing the device is
+        // still running, so the next block loads while this one computes (DeviceRunAhead.h
+        // bounds how far ahead). The staging buffer returns to LibTorch's caching host allocator,
+        // which reuses it only once the copy that reads it has finished. The dtype is converted
+        // here, on the host, as a copy from pageable memory would too.
+        at::Tensor staged =
+            at::empty(info.shape, at::TensorOptions().dtype(dtype).pinned_memory(true));
+        staged.copy_(view);
+        copy = staged.to(device, dtype, /*non_blocking=*/true, /*copy=*/true);
     }
     file.releasePages(info);
     return copy;
