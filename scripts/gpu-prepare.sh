@@ -36,6 +36,7 @@ debs=(
 rm -rf "$dest/shared"
 mkdir -p "$dest/shared/models/tiny-families"
 cp -r "$shared/models/stories260K" "$shared/models/stories260K-gguf" "$dest/shared/models/"
-cp -r "$shared/models/tiny-families/qwen3_moe" "$dest/shared/models/tiny-families/"
+cp -r "$shared/models/tiny-families/qwen3_moe" "$shared/models/tiny-families/llama" \
+  "$dest/shared/models/tiny-families/"
 cp -r "$shared/data" "$dest/shared/"
 du -sh "$dest"
