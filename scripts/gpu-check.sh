@@ -11,8 +11,9 @@
 #    Analyze and Evaluate on CUDA against the CLI's (tst_gui_device), and the CPU/CUDA agreement
 #    suites;
 # 4. the rest of the benchmark (calibration seconds, memory by depth).
-# Each stage is bounded (QS_GPU_BUILD_S, QS_GPU_EVAL_S, QS_GPU_TEST_S, QS_GPU_BENCH_S seconds) so
-# the whole fits one call; a failed stage is reported and the next still runs. Logs go to
+# Each stage is bounded (QS_GPU_BUILD_S, QS_GPU_EVAL_S, QS_GPU_TEST_S, QS_GPU_BENCH_S seconds; an
+# eval bound of 0 skips it; QS_GPU_BENCH_SECTIONS picks the later sections) so the whole fits one
+# call; a failed stage is reported and the next still runs. Logs go to
 # OUT_DIR (default .gpu/out). Exit status: non-zero when the build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,7 +74,7 @@ bench() { # name seconds sections
     --data "$g/shared/data/wikitext2-test.txt" --work /tmp/qs-bench-gpu ${QS_GPU_BENCH_ARGS:-}
   cat "$out/$1.log"
 }
-bench bench-eval "${QS_GPU_EVAL_S:-120}" 1
+[ "${QS_GPU_EVAL_S:-120}" = 0 ] || bench bench-eval "${QS_GPU_EVAL_S:-120}" 1
 # shellcheck disable=SC2086 # one target name per word
 if ! stage build "${QS_GPU_BUILD_S:-240}" cmake --build build/pip -j"$(nproc)" --target \
     quantscope $tests -- -k 0; then
@@ -84,5 +85,5 @@ stage tests "${QS_GPU_TEST_S:-150}" ctest --test-dir build/pip -L 'gui|device' -
   --timeout 140 --output-on-failure || status=1
 tail -n 30 "$out/tests.log"
 grep -h "device under test\|perplexity .*mean KL\|QDEBUG\|QINFO.*cuda" build/pip/Testing/Temporary/LastTest.log 2>/dev/null | head -20
-bench bench-calibration "${QS_GPU_BENCH_S:-170}" 2,3
+bench bench-calibration "${QS_GPU_BENCH_S:-170}" "${QS_GPU_BENCH_SECTIONS:-2,3}"
 exit $status
