@@ -8,6 +8,8 @@ packages=(
   qt6-base-dev qt6-base-dev-tools libqt6opengl6-dev libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   libtorch-dev nlohmann-json3-dev
+  # Gloo's headers: LibTorch's c10d::ProcessGroupGloo includes them (distributed runs, core/dist).
+  libgloo-dev
   libsentencepiece-dev
   # LibTorch's float matmuls go through the BLAS alternative: netlib's reference BLAS is ~30x
   # slower than OpenBLAS on the same machine (docs/pitfalls.md). The OpenMP build, selected

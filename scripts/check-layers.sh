@@ -21,6 +21,7 @@ FLOORS = {
     "util": 0,      # errors, files, threads, host tensors: needed by everything
     "quant": 1,     # schemes, numerics, observers
     "tokenize": 1,  # tokenizers
+    "dist": 1,      # the processes of a distributed run (c10d's store and Gloo group)
     "io": 2,        # safetensors, GGUF, GGML types, checkpoints on disk
     "recipe": 3,    # recipes as data: patterns, Quark configs, algorithm catalog, evaluation spec
     "model": 4,     # families, configs, the block-by-block decoder, opening quantized exports

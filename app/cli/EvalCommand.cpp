@@ -1,8 +1,10 @@
 #include "CliCommon.h"
 
 #include "QuantOptions.h"
+#include "dist/RankGroup.h"
 #include "run/Run.h"
 
+#include <chrono>
 #include <cstdio>
 
 namespace qs::cli {
@@ -17,6 +19,10 @@ int runEval(const QStringList& args) {
     parser.addOption({"json", "Machine-readable output."});
     addQuantOptions(parser);
     addRunOptions(parser);
+    parser.addOption({"dist-timeout",
+                      "Seconds a rank of a distributed run waits for the others (joining, "
+                      "gathering) before it gives up with an error (default 300).",
+                      "SECONDS", "300"});
     parser.addOption({"no-fidelity",
                       "Skip the comparison with the full-precision model (KL divergence, Δp, "
                       "top-1 agreement) that an evaluation of a quantized model prints."});
@@ -38,8 +44,22 @@ int runEval(const QStringList& args) {
     q.recipe.evaluation = evaluationFromOptions(parser, "data");
     q.evaluate = true;
     q.fidelity = !parser.isSet("no-fidelity");
-    saveRecipeIfAsked(parser, q.recipe);
-    const RunOutcome out = runJob(q, progressFor(parser, "eval"));
+    // Launched as one rank of several (--nproc, torchrun, srun): join the others; rank 0
+    // alone prints (every rank computes the same figures).
+    const LaunchEnvironment launch = LaunchEnvironment::fromEnvironment();
+    if (launch.distributed()) {
+        bool ok = false;
+        const int timeout = parser.value("dist-timeout").toInt(&ok);
+        if (!ok || timeout < 1)
+            throw UsageError{"--dist-timeout must be a whole number of seconds, at least 1"};
+        q.ranks = RankGroup::join(launch, std::chrono::seconds(timeout));
+    }
+    const bool speaks = launch.rank == 0;
+    if (speaks)
+        saveRecipeIfAsked(parser, q.recipe);
+    const RunOutcome out = runJob(q, speaks ? progressFor(parser, "eval") : nullptr);
+    if (!speaks)
+        return 0;
     printWarnings("eval", out.warnings);
     const PerplexityResult& r = *out.perplexity;
     if (parser.isSet("json")) {

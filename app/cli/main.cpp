@@ -1,6 +1,9 @@
 // quantscope-cli: the headless front end. Each subcommand lives in its own file; this only
 // dispatches and turns errors into messages and exit codes.
 #include "CliCommon.h"
+#include "RankLauncher.h"
+
+#include "dist/LaunchEnvironment.h"
 
 #include "engine/Runtime.h"
 #include "util/Error.h"
@@ -13,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 
 namespace {
 
@@ -34,7 +38,12 @@ const char* kUsage =
     "MODEL_DIR may also be a llama GGUF file: it is dequantized to fp32 once into a cached\n"
     "checkpoint folder, which the command then opens.\n"
     "Run 'quantscope-cli <command> --help' for a command's options.\n"
-    "Global: --help, --version.\n";
+    "Global: --help, --version.\n"
+    "\n"
+    "Distributed (eval): '--nproc N' runs N ranks on this machine; under torchrun (RANK,\n"
+    "WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, SLURM_NTASKS) each process\n"
+    "joins the group. The windows are split by scoring batch; every world size gives the same\n"
+    "figures.\n";
 
 } // namespace
 
@@ -67,6 +76,10 @@ int main(int argc, char** argv) {
     }
     args.removeAt(0); // QCommandLineParser expects the program name first: use the command's
     try {
+        if (const std::optional<int> launched = qs::cli::launchRanksIfAsked(args))
+            return *launched;
+        if (qs::LaunchEnvironment::fromEnvironment().distributed())
+            qs::cli::refuseUnsplitCommandUnderLauncher(name);
         const int code = it->second(args);
         // A report cut short by a full disk or a closed pipe is a failure, not a success.
         if (std::fflush(stdout) != 0 || std::ferror(stdout)) {

@@ -190,7 +190,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
                                            std::to_string(all));
                 return true;
             },
-            m_options.onEvalLogits);
+            m_options.onEvalLogits, &result.evalBatchNll);
         result.evalPredicted = evaluation.size(0) * (evaluation.size(1) - 1);
     }
     return result;

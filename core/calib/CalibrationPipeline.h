@@ -51,6 +51,7 @@ struct PipelineResult {
     std::vector<std::vector<LayerPlan>> plans; // per block, every linear's plan (keepPlans only)
     std::vector<std::string> skipped;          // left unquantized by the unfit policy, with reason
     double evalNllSum = 0.0;                   // over the evaluation windows, if any were given
+    std::vector<double> evalBatchNll;          // its addends: each scored batch's sum, in order
     int64_t evalPredicted = 0;
     at::Tensor evalHidden; // the last block's outputs of the evaluation windows [W, L', H]
     std::vector<double> blockSeconds; // calibration + quantization time per block

@@ -61,13 +61,13 @@ QS_VEC_MULTIVERSION void rowNll(const float* logits, const int64_t* targets, int
 
 double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Tensor& ids,
                     int64_t maxBatchTokens, const std::function<bool(int64_t, int64_t)>& progress,
-                    const LogitsObserver& onLogits) {
+                    const LogitsObserver& onLogits, std::vector<double>* batchSums) {
     const int64_t W = ids.size(0), T = ids.size(1);
     if (T < limits::kMinWindowTokens) // recipes cannot ask for less (RecipeLimits.h)
         throw Error("evaluation", "seq_len", "must be at least 2");
     const int64_t batch = std::max<int64_t>(1, maxBatchTokens / T);
-    double total = 0.0;
-    at::Tensor deviceSums; // on an accelerator the sum stays there until the end
+    std::vector<double> sums;
+    std::vector<at::Tensor> deviceSums; // on an accelerator the sums stay there until the end
     for (int64_t b = 0; b < W; b += batch) {
         if (progress && !progress(b, W))
             throw Cancelled();
@@ -92,19 +92,29 @@ double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Ten
                 rowNll(x, t, begin, end, V, nll.data());
             });
             // Summed in order, so the total does not depend on the thread count.
+            double batchTotal = 0.0;
             for (const double v : nll)
-                total += v;
+                batchTotal += v;
+            sums.push_back(batchTotal);
         } else {
             const at::Tensor logp = at::log_softmax(logits, -1);
-            const at::Tensor s = -logp.gather(-1, target.unsqueeze(-1)).to(at::kDouble).sum();
-            deviceSums = deviceSums.defined() ? deviceSums + s : s;
+            deviceSums.push_back(-logp.gather(-1, target.unsqueeze(-1)).to(at::kDouble).sum());
         }
         if (onLogits)
             onLogits(b, logits);
     }
     if (progress)
         progress(W, W);
-    return total + (deviceSums.defined() ? hostScalar(deviceSums) : 0.0);
+    if (!deviceSums.empty()) {
+        const at::Tensor host = at::stack(deviceSums).to(at::kCPU).contiguous();
+        sums.assign(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
+    }
+    double total = 0.0;
+    for (const double s : sums)
+        total += s;
+    if (batchSums)
+        *batchSums = std::move(sums);
+    return total;
 }
 
 std::vector<int32_t> generateGreedy(ModelRunner& runner, std::vector<int32_t> ids,

@@ -16,10 +16,13 @@ namespace qs {
 // `onLogits`, when given, sees each batch's logits once scored (what the fidelity comparison
 // reads instead of running the LM head again).
 using LogitsObserver = std::function<void(int64_t firstWindow, const at::Tensor& logits)>;
+// The total is the sum, in batch order, of each batch's own sum (its rows in order, float64):
+// `batchSums`, when given, receives those. A run split over ranks by whole batches
+// (eval/WindowShards.h) adds the same numbers in the same order whatever the number of ranks.
 double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Tensor& ids,
                     int64_t maxBatchTokens,
                     const std::function<bool(int64_t, int64_t)>& progress = {},
-                    const LogitsObserver& onLogits = {});
+                    const LogitsObserver& onLogits = {}, std::vector<double>* batchSums = nullptr);
 
 // Greedy decoding without sampling; stops at `eosId` (when >= 0) or after maxNewTokens. The whole
 // prefix is recomputed per step (no KV cache): fine for the short continuations it serves.

@@ -1,6 +1,8 @@
 #include "run/QuantizationRun.h"
 
+#include "dist/RankGroup.h"
 #include "eval/FidelityComparison.h"
+#include "eval/WindowShards.h"
 #include "export/FormatWriter.h"
 #include "export/TransformedOuterTensors.h"
 #include "run/FullPrecisionReference.h"
@@ -41,6 +43,11 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     // The request's recipe, not the prepared one: over a checkpoint stored quantized, a recipe
     // without schemes runs the stored quantization, and that model is the reference itself.
     const bool fidelity = req.evaluate && req.fidelity && req.recipe.quantizesAnything();
+    const bool split = req.ranks && req.ranks->size() > 1;
+    if (split && fidelity)
+        throw Error("distributed run", "fidelity",
+                    "the fidelity report is not gathered across ranks yet: evaluate with "
+                    "--no-fidelity, or in one process");
     if (fidelity)
         reference =
             FullPrecisionReference::obtain(req, prep, [&progress](double f, const std::string& m) {
@@ -129,10 +136,37 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
                 e->writeBlock(index, block, plans);
         };
 
+    // A distributed evaluation runs this rank's shards only (eval/WindowShards.h).
+    std::vector<int64_t> myShards;
+    at::Tensor myWindows = prep.evaluation;
+    const WindowShards shards(
+        prep.evaluation.defined() ? prep.evaluation.size(0) : 0,
+        prep.evaluation.defined() ? options.maxBatchTokens / prep.evaluation.size(1) : 1);
+    if (split && prep.evaluation.defined()) {
+        myShards = shards.shardsOf(req.ranks->rank(), req.ranks->size());
+        const std::vector<int64_t> rows = shards.windowsOf(req.ranks->rank(), req.ranks->size());
+        myWindows = rows.empty() ? at::Tensor()
+                                 : prep.evaluation.index_select(
+                                       0, at::tensor(at::ArrayRef<int64_t>(rows), at::kLong));
+    }
+
     const auto runStart = std::chrono::steady_clock::now();
-    PipelineResult result = pipeline.run(prep.calibration, prep.evaluation, runProgress, sink);
-    const double seconds =
+    PipelineResult result = pipeline.run(prep.calibration, myWindows, runProgress, sink);
+    double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
+    if (split && prep.evaluation.defined()) {
+        // Every shard's sum lands in its own slot (the others add zeros: exact), then the slots
+        // add up in shard order, as one process adds its batches.
+        std::vector<double> perShard(size_t(shards.count()), 0.0);
+        for (size_t j = 0; j < myShards.size() && j < result.evalBatchNll.size(); ++j)
+            perShard[size_t(myShards[j])] = result.evalBatchNll[j];
+        perShard = req.ranks->sum(perShard);
+        result.evalNllSum = 0.0;
+        for (const double v : perShard)
+            result.evalNllSum += v;
+        result.evalPredicted = prep.evaluation.size(0) * (prep.evaluation.size(1) - 1);
+        seconds = req.ranks->max(seconds); // the run's time is its slowest rank's
+    }
     for (auto& e : exporters)
         e->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
 

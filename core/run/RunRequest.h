@@ -9,11 +9,14 @@
 #include "tokenize/TokenizerLoader.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace qs {
+
+class RankGroup; // dist/RankGroup.h
 
 // One run over a recipe, as the CLI's commands and the GUI's jobs ask for it: the only request
 // type of the run layer (core/run/Run.h). Torch-free, so the GUI and its views hold it. What the
@@ -53,6 +56,12 @@ struct RunRequest {
     // Write layouts the format holds but its consumers cannot load (as Quark itself does),
     // with a warning per layer instead of a refusal.
     bool allowUnloadable = false;
+
+    // The processes of a distributed run (dist/RankGroup.h), or none: one process. An
+    // evaluation then runs each rank's shards of the windows (eval/WindowShards.h) and gathers
+    // the sums, so every rank reports the same perplexity, equal at any number of ranks.
+    // Calibration is still run whole by every rank, and a fidelity report is refused.
+    std::shared_ptr<RankGroup> ranks;
 
     // Warnings (patterns matching no layer, fewer windows than asked) are errors, raised before
     // any block runs (--strict).

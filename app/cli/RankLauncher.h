@@ -1,0 +1,21 @@
+#pragma once
+
+#include <QStringList>
+
+#include <optional>
+
+namespace qs::cli {
+
+// `quantscope-cli <command> ... --nproc N`: starts N copies of this command as the ranks of one
+// distributed run on this machine, as torchrun --nproc-per-node would (torchrun's variables,
+// loopback master, a free port), and waits for them. Rank 0's output is the command's; the
+// others' progress is dropped and their errors print prefixed with their rank. When a rank
+// fails the others are stopped and the exit status is the failed rank's. Returns nothing when
+// `args` (the command and its options) has no --nproc.
+std::optional<int> launchRanksIfAsked(const QStringList& args);
+
+// Refuses (qs::cli::UsageError) a distributed launch of a command that does not split its work
+// across ranks yet: N copies of it would only repeat the same work and write the same files.
+void refuseUnsplitCommandUnderLauncher(const QString& command);
+
+} // namespace qs::cli

@@ -1,0 +1,46 @@
+#pragma once
+
+#include "dist/LaunchEnvironment.h"
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace qs {
+
+// The processes of one distributed run, joined through PyTorch's c10d: a TCPStore at rank 0's
+// address for the rendezvous and a Gloo process group for the collectives (what torchrun, DDP
+// and FSDP use). Torch-free header: run requests hold it.
+class RankGroup {
+public:
+    // Joins the group `env` describes; every rank must call it. Throws qs::Error naming the
+    // master address and port when the rendezvous fails or times out (a rank that never comes,
+    // an unreachable master, a port another run holds), or when this build has no Gloo.
+    static std::shared_ptr<RankGroup> join(const LaunchEnvironment& env,
+                                           std::chrono::seconds timeout);
+    ~RankGroup();
+    RankGroup(const RankGroup&) = delete;
+    RankGroup& operator=(const RankGroup&) = delete;
+
+    int rank() const { return m_env.rank; }
+    int size() const { return m_env.worldSize; }
+
+    // Element-wise sum over the ranks, in float64; every rank gets the result. Exact where at
+    // most one rank holds a non-zero in each element (x + 0 is x), which is how the runs use it
+    // to gather per-shard figures.
+    std::vector<double> sum(const std::vector<double>& values);
+    // The largest value over the ranks.
+    double max(double value);
+
+    // Whether this build can join a group of more than one process.
+    static bool available();
+
+private:
+    struct Impl;
+    RankGroup(LaunchEnvironment env, std::unique_ptr<Impl> impl);
+
+    LaunchEnvironment m_env;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace qs

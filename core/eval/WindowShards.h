@@ -1,0 +1,28 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace qs {
+
+// Evaluation windows cut into shards for a run spread over ranks. A shard is one scoring batch
+// of the single-process run (`batch` windows, the last one shorter), so every rank forwards and
+// scores exactly the batches one process would (same shapes, same dynamic activation scales,
+// same bits), and the per-batch NLL sums (sumWindowNll) add up in shard order to the same total
+// at any number of ranks. Shard s goes to rank s mod ranks.
+class WindowShards {
+public:
+    WindowShards(int64_t windows, int64_t batch);
+
+    int64_t count() const;
+    // The shards of `rank` out of `ranks`, in order.
+    std::vector<int64_t> shardsOf(int rank, int ranks) const;
+    // Their windows, in order: the rows of the evaluation tensor that rank runs.
+    std::vector<int64_t> windowsOf(int rank, int ranks) const;
+
+private:
+    int64_t m_windows;
+    int64_t m_batch;
+};
+
+} // namespace qs
