@@ -52,21 +52,6 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 
 namespace {
 
-at::Tensor rotateHalf(const at::Tensor& x) {
-    const int64_t half = x.size(-1) / 2;
-    return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
-// RoPE on the first cos.size(-1) dimensions of each head (all of them unless
-// partial_rotary_factor < 1); the rest pass through.
-at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    const int64_t rot = cos.size(-1);
-    if (rot == x.size(-1))
-        return x * cos + rotateHalf(x) * sin;
-    const at::Tensor r = x.narrow(-1, 0, rot);
-    return at::cat({r * cos + rotateHalf(r) * sin, x.narrow(-1, rot, x.size(-1) - rot)}, -1);
-}
-
 class LlamaStyleBlock : public DecoderBlock {
 public:
     LlamaStyleBlock(int index, const LlamaStyleModel& model)
@@ -194,8 +179,8 @@ private:
         const bool ownRope = ctx.slidingCos.defined() && m_cfg.usesSlidingRope(index());
         const at::Tensor& cos = ownRope ? ctx.slidingCos : ctx.cos;
         const at::Tensor& sin = ownRope ? ctx.slidingSin : ctx.sin;
-        q = rotate(q, cos, sin);
-        k = rotate(k, cos, sin);
+        q = applyRotary(q, cos, sin, m_cfg.layout.ropeInterleaved);
+        k = applyRotary(k, cos, sin, m_cfg.layout.ropeInterleaved);
         const double scale =
             m_cfg.layout.attnScale > 0 ? m_cfg.layout.attnScale : 1.0 / std::sqrt(double(hd));
         const at::Tensor& mask = slides ? ctx.slidingMask : ctx.mask;
@@ -236,7 +221,8 @@ void rotaryTables(const ModelConfig& c, const RopeParameters& rope, int64_t seqL
         rotaryFrequencies(rope, c.headDim, c.maxPositions, seqLen, c.source);
     const at::Tensor positions = at::arange(seqLen, at::kLong).to(at::kFloat);
     const at::Tensor freqs = at::outer(positions, f.inverse);
-    const at::Tensor emb = at::cat({freqs, freqs}, -1);
+    const at::Tensor emb =
+        c.layout.ropeInterleaved ? freqs.repeat_interleave(2, -1) : at::cat({freqs, freqs}, -1);
     at::Tensor cos = emb.cos(), sin = emb.sin();
     if (f.attentionScaling != 1.0) {
         cos = cos * f.attentionScaling;
