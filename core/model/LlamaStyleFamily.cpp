@@ -79,6 +79,20 @@ ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::stri
         experts.children.push_back(std::move(expert));
     }
     moe.children.push_back(std::move(experts));
+    if (m.sharedIntermediate > 0) {
+        // Qwen1.5-MoE: one more SwiGLU every token goes through, scaled by a one-output gate
+        // that, like the router, stays in full precision.
+        const int64_t S = m.sharedIntermediate;
+        const std::string x = base + "." + m.sharedName;
+        ModuleNode shared = inner(x, "mlp", i);
+        shared.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {S, H}, i),
+                           weightLeaf(ckpt, x + "." + m.upName, "linear", {S, H}, i),
+                           weightLeaf(ckpt, x + "." + m.downName, "linear", {H, S}, i)};
+        moe.children.push_back(std::move(shared));
+        if (!m.sharedGateName.empty())
+            moe.children.push_back(
+                weightLeaf(ckpt, base + "." + m.sharedGateName, "router", {1, H}, i));
+    }
     return moe;
 }
 

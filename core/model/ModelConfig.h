@@ -53,7 +53,8 @@ struct DecoderLayout {
     double logitScale = 1.0;      // logits times this (Cohere's logit_scale)
 };
 
-// A sparse mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router picks top-k experts per token.
+// A sparse mixture-of-experts MLP (Mixtral, Qwen3-MoE, Qwen1.5-MoE): a router picks top-k
+// experts per token.
 struct MoeConfig {
     int64_t numExperts = 0; // 0: a dense model
     int64_t topK = 0;
@@ -63,6 +64,11 @@ struct MoeConfig {
     std::string routerName; // "gate"
     std::string gateName, upName, downName; // "w1","w3","w2" or "gate_proj","up_proj","down_proj"
     std::vector<bool> sparseLayer; // per layer: MoE (true) or a dense MLP (Qwen3-MoE mlp_only)
+    // A shared expert every token goes through, added to the routed sum (Qwen1.5-MoE:
+    // mlp.shared_expert, SwiGLU with the experts' linear names); 0: none.
+    int64_t sharedIntermediate = 0;
+    std::string sharedName;     // "shared_expert"
+    std::string sharedGateName; // "shared_expert_gate": output x sigmoid(x . w); empty: ungated
 };
 
 // The typed subset of config.json the model families use. Parsed strictly by the family that

@@ -66,6 +66,11 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
                                         std::to_string(c.moe.topK) + " (" + std::to_string(sparse) +
                                         " MoE layers)");
         out.emplace_back("expert_intermediate_size", std::to_string(c.moe.expertIntermediate));
+        out.emplace_back("top-k renormalised", c.moe.normTopK ? "yes" : "no");
+        if (c.moe.sharedIntermediate > 0)
+            out.emplace_back("shared expert",
+                             std::to_string(c.moe.sharedIntermediate) +
+                                 (c.moe.sharedGateName.empty() ? "" : ", sigmoid-gated"));
     }
     if (c.layout.attnSoftcap > 0)
         out.emplace_back("attn_logit_softcapping", number(c.layout.attnSoftcap));

@@ -7,22 +7,34 @@ namespace qs {
 MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg(model.config()) {
     const MoeConfig& m = m_cfg.moe;
     m_router = model.loadWeight(prefix + "." + m.routerName + ".weight");
-    auto make = [&](const std::string& name, const std::string& kind) {
+    auto make = [&](const std::string& name, const std::string& kind, bool routed) {
         LinearLayer l;
         l.name = name;
         l.kind = kind;
         l.weight = model.loadWeight(name + ".weight");
-        l.routed = true;
+        l.routed = routed;
         return l;
     };
-    for (int64_t e = 0; e < m.numExperts; ++e) {
+    auto expert = [&](const std::string& name, bool routed) {
         Expert x;
-        x.name = prefix + ".experts." + std::to_string(e);
-        x.gate = make(x.name + "." + m.gateName, m.gateName);
-        x.up = make(x.name + "." + m.upName, m.upName);
-        x.down = make(x.name + "." + m.downName, m.downName);
-        m_experts.push_back(std::move(x));
+        x.name = name;
+        x.gate = make(x.name + "." + m.gateName, m.gateName, routed);
+        x.up = make(x.name + "." + m.upName, m.upName, routed);
+        x.down = make(x.name + "." + m.downName, m.downName, routed);
+        return x;
+    };
+    for (int64_t e = 0; e < m.numExperts; ++e)
+        m_experts.push_back(expert(prefix + ".experts." + std::to_string(e), true));
+    if (m.sharedIntermediate > 0) {
+        m_shared = expert(prefix + "." + m.sharedName, false);
+        if (!m.sharedGateName.empty())
+            m_sharedGate = model.loadWeight(prefix + "." + m.sharedGateName + ".weight");
     }
+}
+
+at::Tensor MoeLayer::swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const {
+    const at::Tensor g = activation(m_cfg.hiddenAct, runLinear(ex.gate, x, ctx));
+    return runLinear(ex.down, g * runLinear(ex.up, x, ctx), ctx);
 }
 
 at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
@@ -49,9 +61,14 @@ at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
         const at::Tensor xe = flat.index_select(0, rows);
         const at::Tensor we =
             (weights * hit.to(weights.scalar_type())).sum(-1).index_select(0, rows);
-        const at::Tensor g = activation(m_cfg.hiddenAct, runLinear(ex.gate, xe, ctx));
-        const at::Tensor ye = runLinear(ex.down, g * runLinear(ex.up, xe, ctx), ctx);
-        out.index_add_(0, rows, ye * we.unsqueeze(1));
+        out.index_add_(0, rows, swiglu(ex, xe, ctx) * we.unsqueeze(1));
+    }
+    if (m_shared) {
+        // transformers: routed sum + sigmoid(gate(x)) * shared_expert(x), one scalar per token
+        at::Tensor shared = swiglu(*m_shared, flat, ctx);
+        if (m_sharedGate.defined())
+            shared = at::sigmoid(at::linear(flat, m_sharedGate)) * shared;
+        out = out + shared;
     }
     return out.view(x.sizes());
 }
@@ -62,6 +79,8 @@ void MoeLayer::appendLinears(std::vector<LinearLayer*>& out) {
         out.push_back(&e.up);
         out.push_back(&e.down);
     }
+    if (m_shared)
+        out.insert(out.end(), {&m_shared->gate, &m_shared->up, &m_shared->down});
 }
 
 std::vector<std::pair<std::string, int64_t>> MoeLayer::routedTokens() const {

@@ -165,6 +165,34 @@ private Q_SLOTS:
         QVERIFY(!c.moe.normTopK); // transformers' default
     }
 
+    // Qwen1.5-MoE: Qwen's MoE layers plus a gated shared expert of its own width; q/k/v biases
+    // as qkv_bias says (true when absent, as older transformers always had them).
+    void qwen2MoeSharedExpert() {
+        json j = llama();
+        j["model_type"] = "qwen2_moe";
+        j["num_hidden_layers"] = 3;
+        j["num_experts"] = 4;
+        j["num_experts_per_tok"] = 2;
+        j["moe_intermediate_size"] = 32;
+        j["shared_expert_intermediate_size"] = 96;
+        j["mlp_only_layers"] = {1};
+        qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QVERIFY(c.isMoeLayer(0) && !c.isMoeLayer(1) && c.isMoeLayer(2));
+        QCOMPARE(c.moe.sharedIntermediate, int64_t(96));
+        QCOMPARE(c.moe.sharedGateName, std::string("shared_expert_gate"));
+        QVERIFY(c.attentionBias && !c.outputBias && !c.moe.normTopK);
+        j["qkv_bias"] = false;
+        c = qs::parseModelConfig(j.dump(), "config.json");
+        QVERIFY(!c.attentionBias);
+        j.erase("shared_expert_intermediate_size");
+        try {
+            qs::parseModelConfig(j.dump(), "/m/config.json");
+            QFAIL("accepted qwen2_moe without the shared expert's width");
+        } catch (const qs::Error& e) {
+            QCOMPARE(e.field(), std::string("shared_expert_intermediate_size"));
+        }
+    }
+
     void optConfig() {
         const json j = {{"model_type", "opt"},       {"hidden_size", 768},
                         {"ffn_dim", 3072},           {"num_hidden_layers", 12},
@@ -320,6 +348,10 @@ private Q_SLOTS:
                                       << ""
                                       << "model_type"
                                       << "unsupported model type";
+        QTest::newRow("recognised type") << R"({"model_type":"dbrx"})"
+                                         << ""
+                                         << "model_type"
+                                         << "recognised but not supported yet: DBRX stores";
         QTest::newRow("bad act") << R"({"hidden_act":"swiglu9"})"
                                  << ""
                                  << "hidden_act"
