@@ -2,6 +2,7 @@
 
 #include "model/CausalAttention.h"
 #include "model/ForwardThreads.h"
+#include "model/MlaAttention.h"
 #include "model/MoeLayer.h"
 #include "model/Rope.h"
 #include "util/Error.h"
@@ -67,7 +68,9 @@ public:
                 l.bias = model.loadWeight(l.name + ".bias");
             return l;
         };
-        if (L.fusedQkv) {
+        if (m_cfg.mla.kvLoraRank > 0) {
+            m_mla = std::make_unique<MlaAttention>(model, p + "self_attn");
+        } else if (L.fusedQkv) {
             m_qkv = make("self_attn.qkv_proj", "qkv_proj", m_cfg.attentionBias);
             const int64_t hd = m_cfg.headDim;
             m_qkv.parts = {{"q", m_cfg.numHeads * hd},
@@ -78,7 +81,8 @@ public:
             m_k = make("self_attn.k_proj", "k_proj", m_cfg.attentionBias);
             m_v = make("self_attn.v_proj", "v_proj", m_cfg.attentionBias);
         }
-        m_o = make("self_attn.o_proj", "o_proj", m_cfg.outputBias);
+        if (!m_mla)
+            m_o = make("self_attn.o_proj", "o_proj", m_cfg.outputBias);
         if (L.qkNorm) {
             m_qNorm = model.loadWeight(p + "self_attn.q_norm.weight");
             m_kNorm = model.loadWeight(p + "self_attn.k_norm.weight");
@@ -117,7 +121,9 @@ public:
 
     std::vector<LinearLayer*> linears() override {
         std::vector<LinearLayer*> out;
-        if (m_cfg.layout.fusedQkv)
+        if (m_mla)
+            m_mla->appendLinears(out);
+        else if (m_cfg.layout.fusedQkv)
             out = {&m_qkv, &m_o};
         else
             out = {&m_q, &m_k, &m_v, &m_o};
@@ -151,6 +157,8 @@ public:
 
 private:
     at::Tensor attend(const at::Tensor& h, const ForwardContext& ctx) {
+        if (m_mla)
+            return m_mla->forward(h, ctx);
         const int64_t B = h.size(0), T = h.size(1);
         const int64_t nh = m_cfg.numHeads, nkv = m_cfg.numKvHeads, hd = m_cfg.headDim;
         at::Tensor q, k, v;
@@ -211,6 +219,7 @@ private:
     const ModelConfig& m_cfg;
     LinearLayer m_q, m_k, m_v, m_qkv, m_o, m_gate, m_up, m_gateUp, m_down;
     std::unique_ptr<MoeLayer> m_moe;
+    std::unique_ptr<MlaAttention> m_mla; // DeepSeek-V3's attention instead of q/k/v/o
     at::Tensor m_qNorm, m_kNorm;
     at::Tensor m_inputNorm, m_postAttnNorm, m_preFfnNorm, m_postFfnNorm;
 };

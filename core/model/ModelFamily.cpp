@@ -14,6 +14,7 @@ const ModelFamily& optFamily();
 const ModelFamily& qwen3Family();
 const ModelFamily& qwen3MoeFamily();
 const ModelFamily& qwen2MoeFamily();
+const ModelFamily& deepseekV3Family();
 const ModelFamily& mixtralFamily();
 const ModelFamily& gemma2Family();
 const ModelFamily& gemma3TextFamily();
@@ -24,10 +25,10 @@ const ModelFamily& cohereFamily();
 
 const std::vector<const ModelFamily*>& modelFamilies() {
     static const std::vector<const ModelFamily*> families{
-        &llamaFamily(),    &mistralFamily(), &qwen2Family(),  &qwen3Family(),
-        &qwen3MoeFamily(), &mixtralFamily(), &gemma2Family(), &gemma3TextFamily(),
-        &phi3Family(),     &optFamily(),     &phiFamily(),    &gptjFamily(),
-        &cohereFamily(),   &qwen2MoeFamily()};
+        &llamaFamily(),    &mistralFamily(),  &qwen2Family(),     &qwen3Family(),
+        &qwen3MoeFamily(), &mixtralFamily(),  &gemma2Family(),    &gemma3TextFamily(),
+        &phi3Family(),     &optFamily(),      &phiFamily(),       &gptjFamily(),
+        &cohereFamily(),   &qwen2MoeFamily(), &deepseekV3Family()};
     return families;
 }
 
@@ -67,10 +68,7 @@ const char* notSupportedYet(const std::string& modelType) {
                         "attention, NoPE layers with temperature tuning and L2 qk-norm are not "
                         "implemented"},
         {"gpt_oss", "gpt-oss stores its experts fused in 3-D tensors with biases (interleaved "
-                    "gate/up, clamped SwiGLU), and its attention sinks are not implemented"},
-        {"deepseek_v3", "DeepSeek-V3's multi-head latent attention (q/kv low-rank projections, "
-                        "rope/nope split) and its group-limited sigmoid routing with "
-                        "e_score_correction_bias are not implemented"}};
+                    "gate/up, clamped SwiGLU), and its attention sinks are not implemented"}};
     const auto it = reasons.find(modelType);
     return it == reasons.end() ? nullptr : it->second;
 }
