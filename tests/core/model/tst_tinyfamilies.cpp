@@ -333,6 +333,38 @@ private Q_SLOTS:
         }
     }
 
+    // What DeepSeek-V3's layout rules out is refused before any work, naming why: an fp8 KV
+    // cache (MLA caches a latent; k and v come out of one kv_b_proj) and the scaling algorithms
+    // (no template).
+    void deepseekRefusals() {
+        const std::string dir = (root() + "/deepseek_v3").toStdString();
+        qs::QuantFlags flags;
+        flags.quantScheme = "uint4_wo_32";
+        flags.kvCacheDtype = "fp8";
+        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
+        flags.numCalibData = 1;
+        flags.seqLen = 16;
+        qs::RunRequest req;
+        req.modelDir = dir;
+        req.recipe = qs::recipeFromFlags(flags);
+        req.recipe.unfitPolicy = "skip";
+        try {
+            qs::runQuantization(req);
+            QFAIL("quantized a KV cache of multi-head latent attention");
+        } catch (const qs::Error& e) {
+            QCOMPARE(e.field(), std::string("kv_cache"));
+            QVERIFY2(std::string(e.what()).find("multi-head latent") != std::string::npos,
+                     e.what());
+        }
+        const qs::ModelHandle h = qs::openModelHandle(dir);
+        try {
+            h.family->scalingTemplate(h.config);
+            QFAIL("declared a scaling template for MLA with experts");
+        } catch (const qs::Error& e) {
+            QVERIFY2(e.field().find("kv_b_proj") != std::string::npos, e.what());
+        }
+    }
+
     // A mixture-of-experts forward counts the tokens routed to each expert: top-k per token.
     // Qwen1.5-MoE's and DeepSeek-V3's shared experts see every token: their linears are
     // quantizable but not routed, and Qwen's shared-expert gate, like the router, is not among
