@@ -141,11 +141,9 @@ void excludeFloatHead(nlohmann::json& qc) {
     exclude.push_back(kHeadName);
 }
 
-// Linears written in float that no exclusion reaches yet, named exactly: block linears the
-// recipe left unquantized as unfit (unfit_policy "skip"), and the routers (and Qwen1.5-MoE's
-// shared-expert gates), which are Linear modules in transformers too. Without them in
-// `exclude`, Quark's loaders would look for scales they do not have. (Quark's templates write
-// "*.gate", "*.shared_expert_gate"; vLLM's Quark loader matches exclusions exactly or by "re:".)
+// Float Linears no exclusion reaches yet, by exact name (vLLM's Quark loader matches exactly or
+// by "re:"): unfit block linears left unquantized, MoE routers and shared-expert gates (Quark's
+// "*.gate", "*.shared_expert_gate"). Else Quark's loaders look for scales they do not have.
 void excludeFloatLinears(nlohmann::json& qc, const std::vector<std::string>& names) {
     nlohmann::json& exclude = qc["exclude"];
     if (!exclude.is_array())
