@@ -40,6 +40,14 @@ SyntheticModelOptions preset(const QString& name) {
         o.numKvHeads = 4, o.headDim = 128, o.vocabSize = 151936, o.maxPositions = 40960,
         o.dtype = "BF16", o.numExperts = 128, o.expertsPerToken = 8, o.expertIntermediateSize = 768,
         o.shardBytes = int64_t(5) << 30;
+    } else if (name == "qwen1.5-moe-a2.7b") {
+        // Qwen1.5-MoE-A2.7B's shape: 14.3B parameters, 60 experts of which 4 run per token,
+        // and a shared expert of 5632.
+        o.arch = "qwen2_moe";
+        o.hiddenSize = 2048, o.intermediateSize = 5632, o.numLayers = 24, o.numHeads = 16,
+        o.numKvHeads = 16, o.vocabSize = 151936, o.maxPositions = 8192, o.dtype = "BF16",
+        o.numExperts = 60, o.expertsPerToken = 4, o.expertIntermediateSize = 1408,
+        o.sharedExpertIntermediateSize = 5632, o.shardBytes = int64_t(5) << 30;
     } else if (name == "phi-2") {
         // Phi-2's shape: 2.78B parameters, head 80 of which 32 rotate.
         o.arch = "phi";
@@ -60,7 +68,8 @@ SyntheticModelOptions preset(const QString& name) {
         o.tieWordEmbeddings = true, o.shardBytes = int64_t(5) << 30;
     } else {
         throw UsageError{"--preset: unknown preset '" + name.toStdString() +
-                         "' (tiny, 100m, 7b, 70b, mixtral-8x7b, qwen3-30b-a3b, phi-2, "
+                         "' (tiny, 100m, 7b, 70b, mixtral-8x7b, qwen3-30b-a3b, "
+                         "qwen1.5-moe-a2.7b, phi-2, "
                          "gpt-j-6b, command-r)"};
     }
     return o;
@@ -81,7 +90,8 @@ int runSynth(const QStringList& args) {
     parser.addOption({"out", "Output folder.", "DIR"});
     parser.addOption({"preset",
                       "Shape preset: tiny, 100m, 7b, 70b (any dense family), mixtral-8x7b, "
-                      "qwen3-30b-a3b (mixture of experts), phi-2, gpt-j-6b or command-r "
+                      "qwen3-30b-a3b, qwen1.5-moe-a2.7b (mixture of experts), phi-2, gpt-j-6b or "
+                      "command-r "
                       "(parallel attention); the named models' presets set --arch.",
                       "NAME", "tiny"});
     parser.addOption({"hidden", "hidden_size.", "N"});
@@ -90,10 +100,14 @@ int runSynth(const QStringList& args) {
     parser.addOption({"heads", "num_attention_heads.", "N"});
     parser.addOption({"kv-heads", "num_key_value_heads (not opt).", "N"});
     parser.addOption({"head-dim", "head_dim when it is not hidden / heads (not opt).", "N"});
-    parser.addOption({"experts", "Experts per MoE layer (mixtral, qwen3_moe).", "N"});
+    parser.addOption({"experts", "Experts per MoE layer (mixtral, qwen3_moe, qwen2_moe).", "N"});
     parser.addOption({"experts-per-token", "Experts each token is routed to.", "N"});
     parser.addOption({"expert-intermediate",
-                      "Each expert's intermediate size (qwen3_moe; mixtral uses "
+                      "Each expert's intermediate size (qwen3_moe, qwen2_moe; mixtral uses "
+                      "--intermediate).",
+                      "N"});
+    parser.addOption({"shared-expert-intermediate",
+                      "The shared expert's intermediate size (qwen2_moe; default "
                       "--intermediate).",
                       "N"});
     parser.addOption({"vocab", "vocab_size.", "N"});
@@ -146,6 +160,7 @@ int runSynth(const QStringList& args) {
     setInt("experts", o.numExperts, 1 << 12);
     setInt("experts-per-token", o.expertsPerToken, 1 << 12);
     setInt("expert-intermediate", o.expertIntermediateSize, 1 << 18);
+    setInt("shared-expert-intermediate", o.sharedExpertIntermediateSize, 1 << 18);
     setInt("shard-size", o.shardBytes, int64_t(1) << 50);
     if (o.arch == "opt" || !parser.isSet("kv-heads"))
         o.numKvHeads = std::min(o.numKvHeads, o.numHeads);

@@ -23,6 +23,10 @@ struct ExportContext {
     int numBlocks = 0;
     const Recipe* recipe = nullptr;
     std::vector<std::string> layerNames; // every block linear, model order
+    // Linear modules the engine never quantizes (mixture-of-experts routers and Qwen1.5-MoE's
+    // shared-expert gates: the tree's "router" nodes), model order. Formats whose loaders
+    // quantize every Linear they are not told to skip name them (Quark's `exclude`).
+    std::vector<std::string> fullPrecisionLinears;
     // The run's format options (ExportFormat.h: option name -> value); each exporter reads the
     // options its format declares, the declared default where the map has none.
     ExportOptions options;

@@ -141,6 +141,22 @@ void excludeFloatHead(nlohmann::json& qc) {
     exclude.push_back(kHeadName);
 }
 
+// Float Linears no exclusion reaches yet, by exact name (vLLM's Quark loader matches exactly or
+// by "re:"): unfit block linears left unquantized, MoE routers and shared-expert gates (Quark's
+// "*.gate", "*.shared_expert_gate"). Else Quark's loaders look for scales they do not have.
+void excludeFloatLinears(nlohmann::json& qc, const std::vector<std::string>& names) {
+    nlohmann::json& exclude = qc["exclude"];
+    if (!exclude.is_array())
+        exclude = nlohmann::json::array();
+    for (const std::string& name : names) {
+        const bool covered = std::any_of(exclude.begin(), exclude.end(), [&](const auto& p) {
+            return p.is_string() && matchesLayerPattern(p.template get<std::string>(), name);
+        });
+        if (!covered)
+            exclude.push_back(name);
+    }
+}
+
 void addQuark013FieldsToConfig(nlohmann::json& layerConfig) {
     for (const char* role : {"weight", "input_tensors", "output_tensors", "bias"})
         if (layerConfig.contains(role))
@@ -430,6 +446,8 @@ void QuarkHfExporter::writeBlock(int index, DecoderBlock& block,
             continue;
         }
         const LayerPlan& p = *it->second;
+        if (!p.scheme)
+            m_floatLinears.push_back(p.name);
         if (p.scheme && p.weight.codes) {
             writeLinear(p);
         } else if (!p.transforms.empty()) { // float weight a transform changed
@@ -476,7 +494,9 @@ void QuarkHfExporter::commit(const std::string& recipeJson) {
     options.packMethod = m_order;
     options.quarkVersion = "0.13";
     nlohmann::json qc = quarkConfigFromRecipe(*m_context.recipe, m_context.layerNames, options);
+    excludeFloatLinears(qc, m_floatLinears);
     excludeFloatHead(qc);
+    excludeFloatLinears(qc, m_context.fullPrecisionLinears);
     addQuark013FieldsToConfig(qc["global_quant_config"]);
     for (const char* table :
          {"layer_quant_config", "layer_type_quant_config", "kv_cache_quant_config"})

@@ -112,6 +112,9 @@ private:
     size_t m_next = 0;
     QFile m_spool;
     std::vector<TensorInfo> m_written; // begin/end: offsets in the spool file
+    // Block linears written in float (excluded by the recipe or left unquantized as unfit):
+    // each must be in `exclude`, or Quark's loaders would look for their scales
+    std::vector<std::string> m_floatLinears;
 };
 
 } // namespace qs

@@ -31,6 +31,25 @@ ModuleNode attentionNode(const ModelConfig& c, const Checkpoint& ckpt, const std
     const int64_t qOut = c.numHeads * c.headDim, kvOut = c.numKvHeads * c.headDim;
     ModuleNode attn = inner(p + ".self_attn", "attention", i);
     const std::string a = p + ".self_attn.";
+    if (c.mla.kvLoraRank > 0) {
+        // DeepSeek-V3's multi-head latent attention (MlaAttention.h)
+        const MlaConfig& m = c.mla;
+        const int64_t qk = c.numHeads * (m.nopeDim + m.ropeDim);
+        if (m.qLoraRank > 0)
+            attn.children = {weightLeaf(ckpt, a + "q_a_proj", "linear", {m.qLoraRank, H}, i),
+                             weightLeaf(ckpt, a + "q_a_layernorm", "norm", {m.qLoraRank}, i),
+                             weightLeaf(ckpt, a + "q_b_proj", "linear", {qk, m.qLoraRank}, i)};
+        else
+            attn.children = {weightLeaf(ckpt, a + "q_proj", "linear", {qk, H}, i)};
+        const int64_t kv = c.numHeads * (m.nopeDim + m.vHeadDim);
+        attn.children.push_back(
+            weightLeaf(ckpt, a + "kv_a_proj_with_mqa", "linear", {m.kvLoraRank + m.ropeDim, H}, i));
+        attn.children.push_back(weightLeaf(ckpt, a + "kv_a_layernorm", "norm", {m.kvLoraRank}, i));
+        attn.children.push_back(weightLeaf(ckpt, a + "kv_b_proj", "linear", {kv, m.kvLoraRank}, i));
+        attn.children.push_back(
+            weightLeaf(ckpt, a + "o_proj", "linear", {H, c.numHeads * m.vHeadDim}, i));
+        return attn;
+    }
     if (c.layout.fusedQkv) {
         attn.children.push_back(
             weightLeaf(ckpt, a + "qkv_proj", "linear", {qOut + 2 * kvOut, H}, i, c.attentionBias));
@@ -69,6 +88,16 @@ ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::stri
     ModuleNode moe = inner(base, "moe", i);
     moe.children.push_back(
         weightLeaf(ckpt, base + "." + m.routerName, "router", {m.numExperts, H}, i));
+    if (m.correctionBias) {
+        // a buffer, not a parameter: checked here, not counted
+        const std::string b = base + "." + m.routerName + ".e_score_correction_bias";
+        const TensorInfo* t = ckpt.find(b);
+        if (!t || t->shape != std::vector<int64_t>{m.numExperts})
+            throw Error(ckpt.directory(), b,
+                        t ? "shape " + shapeText(t->shape) + " but expected [" +
+                                std::to_string(m.numExperts) + "]"
+                          : std::string("tensor missing from the checkpoint"));
+    }
     ModuleNode experts = inner(base + ".experts", "experts", i);
     for (int64_t e = 0; e < m.numExperts; ++e) {
         const std::string x = base + ".experts." + std::to_string(e);
@@ -79,6 +108,20 @@ ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::stri
         experts.children.push_back(std::move(expert));
     }
     moe.children.push_back(std::move(experts));
+    if (m.sharedIntermediate > 0) {
+        // Qwen1.5-MoE: one more SwiGLU every token goes through, scaled by a one-output gate
+        // that, like the router, stays in full precision.
+        const int64_t S = m.sharedIntermediate;
+        const std::string x = base + "." + m.sharedName;
+        ModuleNode shared = inner(x, "mlp", i);
+        shared.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {S, H}, i),
+                           weightLeaf(ckpt, x + "." + m.upName, "linear", {S, H}, i),
+                           weightLeaf(ckpt, x + "." + m.downName, "linear", {H, S}, i)};
+        moe.children.push_back(std::move(shared));
+        if (!m.sharedGateName.empty())
+            moe.children.push_back(
+                weightLeaf(ckpt, base + "." + m.sharedGateName, "router", {1, H}, i));
+    }
     return moe;
 }
 
@@ -90,6 +133,11 @@ ScalingTemplate LlamaStyleFamily::scalingTemplate(const ModelConfig& c) const {
                     "Gemma's RMSNorm scales by (1 + w) and its sandwich norms differ from "
                     "Llama's; no scaling template yet, so SmoothQuant, AWQ and AutoSmoothQuant "
                     "cannot run on it");
+    if (c.mla.kvLoraRank > 0)
+        throw Error(c.source, "model.layers.0.self_attn.kv_b_proj",
+                    "multi-head latent attention has no scaling template yet (v comes out of "
+                    "kv_b_proj with k's nope part); SmoothQuant, AWQ and AutoSmoothQuant cannot "
+                    "run on this model");
     // v_proj -> o_proj and up_proj -> down_proj would scale a slice of a fused projection's
     // rows, which no group here expresses yet.
     if (c.layout.fusedQkv || c.layout.fusedGateUp)
@@ -252,6 +300,11 @@ void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& c, const Ch
             (c.tieWordEmbeddings && name == "lm_head.weight"))
             continue;
         if (endsWith(name, invFreq))
+            continue;
+        // DeepSeek-V3's router bias is a buffer (transformers' parameter count leaves it out,
+        // so the tree does too); the router reads it (MoeLayer)
+        if (c.moe.correctionBias &&
+            endsWith(name, "." + c.moe.routerName + ".e_score_correction_bias"))
             continue;
         // GPT-J's causal-mask buffers, which transformers before 4.30 saved with the weights
         // (GPT-J's attention has no biases: these are masks, not parameters)

@@ -47,5 +47,13 @@ void parseLayerTypes(const JsonFields& fields, ModelConfig& config);
 void parseQwenSlidingWindow(const JsonFields& fields, ModelConfig& config);
 // The keys parseQwenSlidingWindow reads, appended to `keys`.
 std::vector<std::string> withQwenSlidingKeys(std::vector<std::string> keys);
+// The Qwen sparse MoE (Qwen3-MoE, Qwen1.5-MoE): mlp.gate router over num_experts,
+// mlp.experts.{e}.gate_proj/up_proj/down_proj of moe_intermediate_size on layer i when i is not
+// in mlp_only_layers and (i + 1) % decoder_sparse_step == 0, a dense MLP of intermediate_size
+// elsewhere; the top-k probabilities renormalised only with norm_topk_prob
+// (families/Qwen3MoeFamily.cpp).
+void parseQwenMoe(const JsonFields& fields, ModelConfig& config);
+// The keys parseQwenMoe reads, appended to `keys`.
+std::vector<std::string> withQwenMoeKeys(std::vector<std::string> keys);
 
 } // namespace qs

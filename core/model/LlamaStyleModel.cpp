@@ -2,6 +2,7 @@
 
 #include "model/CausalAttention.h"
 #include "model/ForwardThreads.h"
+#include "model/MlaAttention.h"
 #include "model/MoeLayer.h"
 #include "model/Rope.h"
 #include "util/Error.h"
@@ -52,21 +53,6 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 
 namespace {
 
-at::Tensor rotateHalf(const at::Tensor& x) {
-    const int64_t half = x.size(-1) / 2;
-    return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
-// RoPE on the first cos.size(-1) dimensions of each head (all of them unless
-// partial_rotary_factor < 1); the rest pass through.
-at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    const int64_t rot = cos.size(-1);
-    if (rot == x.size(-1))
-        return x * cos + rotateHalf(x) * sin;
-    const at::Tensor r = x.narrow(-1, 0, rot);
-    return at::cat({r * cos + rotateHalf(r) * sin, x.narrow(-1, rot, x.size(-1) - rot)}, -1);
-}
-
 class LlamaStyleBlock : public DecoderBlock {
 public:
     LlamaStyleBlock(int index, const LlamaStyleModel& model)
@@ -82,7 +68,9 @@ public:
                 l.bias = model.loadWeight(l.name + ".bias");
             return l;
         };
-        if (L.fusedQkv) {
+        if (m_cfg.mla.kvLoraRank > 0) {
+            m_mla = std::make_unique<MlaAttention>(model, p + "self_attn");
+        } else if (L.fusedQkv) {
             m_qkv = make("self_attn.qkv_proj", "qkv_proj", m_cfg.attentionBias);
             const int64_t hd = m_cfg.headDim;
             m_qkv.parts = {{"q", m_cfg.numHeads * hd},
@@ -93,7 +81,8 @@ public:
             m_k = make("self_attn.k_proj", "k_proj", m_cfg.attentionBias);
             m_v = make("self_attn.v_proj", "v_proj", m_cfg.attentionBias);
         }
-        m_o = make("self_attn.o_proj", "o_proj", m_cfg.outputBias);
+        if (!m_mla)
+            m_o = make("self_attn.o_proj", "o_proj", m_cfg.outputBias);
         if (L.qkNorm) {
             m_qNorm = model.loadWeight(p + "self_attn.q_norm.weight");
             m_kNorm = model.loadWeight(p + "self_attn.k_norm.weight");
@@ -132,7 +121,9 @@ public:
 
     std::vector<LinearLayer*> linears() override {
         std::vector<LinearLayer*> out;
-        if (m_cfg.layout.fusedQkv)
+        if (m_mla)
+            m_mla->appendLinears(out);
+        else if (m_cfg.layout.fusedQkv)
             out = {&m_qkv, &m_o};
         else
             out = {&m_q, &m_k, &m_v, &m_o};
@@ -166,6 +157,8 @@ public:
 
 private:
     at::Tensor attend(const at::Tensor& h, const ForwardContext& ctx) {
+        if (m_mla)
+            return m_mla->forward(h, ctx);
         const int64_t B = h.size(0), T = h.size(1);
         const int64_t nh = m_cfg.numHeads, nkv = m_cfg.numKvHeads, hd = m_cfg.headDim;
         at::Tensor q, k, v;
@@ -194,8 +187,8 @@ private:
         const bool ownRope = ctx.slidingCos.defined() && m_cfg.usesSlidingRope(index());
         const at::Tensor& cos = ownRope ? ctx.slidingCos : ctx.cos;
         const at::Tensor& sin = ownRope ? ctx.slidingSin : ctx.sin;
-        q = rotate(q, cos, sin);
-        k = rotate(k, cos, sin);
+        q = applyRotary(q, cos, sin, m_cfg.layout.ropeInterleaved);
+        k = applyRotary(k, cos, sin, m_cfg.layout.ropeInterleaved);
         const double scale =
             m_cfg.layout.attnScale > 0 ? m_cfg.layout.attnScale : 1.0 / std::sqrt(double(hd));
         const at::Tensor& mask = slides ? ctx.slidingMask : ctx.mask;
@@ -226,6 +219,7 @@ private:
     const ModelConfig& m_cfg;
     LinearLayer m_q, m_k, m_v, m_qkv, m_o, m_gate, m_up, m_gateUp, m_down;
     std::unique_ptr<MoeLayer> m_moe;
+    std::unique_ptr<MlaAttention> m_mla; // DeepSeek-V3's attention instead of q/k/v/o
     at::Tensor m_qNorm, m_kNorm;
     at::Tensor m_inputNorm, m_postAttnNorm, m_preFfnNorm, m_postFfnNorm;
 };
@@ -236,7 +230,8 @@ void rotaryTables(const ModelConfig& c, const RopeParameters& rope, int64_t seqL
         rotaryFrequencies(rope, c.headDim, c.maxPositions, seqLen, c.source);
     const at::Tensor positions = at::arange(seqLen, at::kLong).to(at::kFloat);
     const at::Tensor freqs = at::outer(positions, f.inverse);
-    const at::Tensor emb = at::cat({freqs, freqs}, -1);
+    const at::Tensor emb =
+        c.layout.ropeInterleaved ? freqs.repeat_interleave(2, -1) : at::cat({freqs, freqs}, -1);
     at::Tensor cos = emb.cos(), sin = emb.sin();
     if (f.attentionScaling != 1.0) {
         cos = cos * f.attentionScaling;

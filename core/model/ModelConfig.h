@@ -53,7 +53,8 @@ struct DecoderLayout {
     double logitScale = 1.0;      // logits times this (Cohere's logit_scale)
 };
 
-// A sparse mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router picks top-k experts per token.
+// A sparse mixture-of-experts MLP (Mixtral, Qwen3-MoE, Qwen1.5-MoE): a router picks top-k
+// experts per token.
 struct MoeConfig {
     int64_t numExperts = 0; // 0: a dense model
     int64_t topK = 0;
@@ -63,6 +64,33 @@ struct MoeConfig {
     std::string routerName; // "gate"
     std::string gateName, upName, downName; // "w1","w3","w2" or "gate_proj","up_proj","down_proj"
     std::vector<bool> sparseLayer; // per layer: MoE (true) or a dense MLP (Qwen3-MoE mlp_only)
+    // A shared expert every token goes through, added to the routed sum (Qwen1.5-MoE:
+    // mlp.shared_expert, SwiGLU with the experts' linear names); 0: none.
+    int64_t sharedIntermediate = 0;
+    std::string sharedName;     // "shared_expert"
+    std::string sharedGateName; // "shared_expert_gate": output x sigmoid(x . w); empty: ungated
+    // DeepSeek-V3's routing: sigmoid scores instead of a softmax; the router's
+    // e_score_correction_bias added to them for the choice only; the experts in numGroups equal
+    // groups of which the topKGroups best (by the sum of each group's two best scores) are
+    // eligible; the chosen scores (renormalised with normTopK) times routedScaling.
+    bool sigmoidScores = false;
+    bool correctionBias = false;
+    int64_t numGroups = 1;
+    int64_t topKGroups = 1;
+    double routedScaling = 1.0;
+};
+
+// Multi-head latent attention (DeepSeek-V3): q through a low-rank q_a_proj -> q_a_layernorm ->
+// q_b_proj (or q_proj when qLoraRank is 0), k and v from one latent (kv_a_proj_with_mqa ->
+// kv_a_layernorm -> kv_b_proj); each head's q and k are [nope | rope], the rope part of k one
+// per position shared by every head; v has a width of its own.
+struct MlaConfig {
+    int64_t qLoraRank = 0;
+    int64_t kvLoraRank = 0; // 0: not MLA
+    int64_t nopeDim = 0;
+    int64_t ropeDim = 0;
+    int64_t vHeadDim = 0;
+    double scale = 0.0; // softmax scale: (nope + rope)^-0.5, times yarn's mscale^2 where it has one
 };
 
 // The typed subset of config.json the model families use. Parsed strictly by the family that
@@ -94,6 +122,7 @@ struct ModelConfig {
     std::string torchDtype = "float32"; // `dtype` (transformers 5) or `torch_dtype`
     DecoderLayout layout;
     MoeConfig moe;
+    MlaConfig mla;
     // OPT
     bool doLayerNormBefore = true;
     int64_t wordEmbedProjDim = 0;

@@ -53,8 +53,13 @@ public:
 
 // The families compiled in; explicit so static-library linking cannot drop one.
 const std::vector<const ModelFamily*>& modelFamilies();
-// The family for a config's model_type; qs::Error listing the supported types when unknown.
+// The family for a config's model_type; qs::Error listing the supported types when unknown,
+// and saying what is missing for a type Quantscope knows but does not open yet
+// (notSupportedYet).
 const ModelFamily& familyFor(const std::string& modelType, const std::string& source);
+// What is missing for a model type that Quantscope recognises but no family reads yet (issue
+// 31's dbrx, llama4_text, gpt_oss); nullptr for any other type.
+const char* notSupportedYet(const std::string& modelType);
 // The family for a model_type; nullptr when no family reads it.
 const ModelFamily* findFamily(const std::string& modelType);
 // The model types of the families that declare `capability`, in registry order (for messages

@@ -58,6 +58,15 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
                                                std::to_string(sliding) + " of " +
                                                std::to_string(c.numLayers) + " layers)");
     }
+    if (c.mla.kvLoraRank > 0) {
+        const MlaConfig& m = c.mla;
+        out.emplace_back("attention",
+                         "multi-head latent: q rank " +
+                             (m.qLoraRank > 0 ? std::to_string(m.qLoraRank) : std::string("full")) +
+                             ", kv latent " + std::to_string(m.kvLoraRank) + ", q/k per head " +
+                             std::to_string(m.nopeDim) + " + rope " + std::to_string(m.ropeDim) +
+                             ", v " + std::to_string(m.vHeadDim));
+    }
     if (c.moe.numExperts > 0) {
         int64_t sparse = 0;
         for (int64_t i = 0; i < c.numLayers; ++i)
@@ -66,6 +75,16 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
                                         std::to_string(c.moe.topK) + " (" + std::to_string(sparse) +
                                         " MoE layers)");
         out.emplace_back("expert_intermediate_size", std::to_string(c.moe.expertIntermediate));
+        out.emplace_back("top-k renormalised", c.moe.normTopK ? "yes" : "no");
+        if (c.moe.sigmoidScores)
+            out.emplace_back("routing", "sigmoid, correction bias, " +
+                                            std::to_string(c.moe.topKGroups) + " of " +
+                                            std::to_string(c.moe.numGroups) + " groups, x " +
+                                            number(c.moe.routedScaling));
+        if (c.moe.sharedIntermediate > 0)
+            out.emplace_back("shared expert",
+                             std::to_string(c.moe.sharedIntermediate) +
+                                 (c.moe.sharedGateName.empty() ? "" : ", sigmoid-gated"));
     }
     if (c.layout.attnSoftcap > 0)
         out.emplace_back("attn_logit_softcapping", number(c.layout.attnSoftcap));

@@ -2,38 +2,81 @@
 
 #include "model/LlamaStyleModel.h"
 
+#include <tuple>
+
 namespace qs {
 
 MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg(model.config()) {
     const MoeConfig& m = m_cfg.moe;
     m_router = model.loadWeight(prefix + "." + m.routerName + ".weight");
-    auto make = [&](const std::string& name, const std::string& kind) {
+    if (m.correctionBias)
+        m_correction = model.loadWeight(prefix + "." + m.routerName + ".e_score_correction_bias");
+    auto make = [&](const std::string& name, const std::string& kind, bool routed) {
         LinearLayer l;
         l.name = name;
         l.kind = kind;
         l.weight = model.loadWeight(name + ".weight");
-        l.routed = true;
+        l.routed = routed;
         return l;
     };
-    for (int64_t e = 0; e < m.numExperts; ++e) {
+    auto expert = [&](const std::string& name, bool routed) {
         Expert x;
-        x.name = prefix + ".experts." + std::to_string(e);
-        x.gate = make(x.name + "." + m.gateName, m.gateName);
-        x.up = make(x.name + "." + m.upName, m.upName);
-        x.down = make(x.name + "." + m.downName, m.downName);
-        m_experts.push_back(std::move(x));
+        x.name = name;
+        x.gate = make(x.name + "." + m.gateName, m.gateName, routed);
+        x.up = make(x.name + "." + m.upName, m.upName, routed);
+        x.down = make(x.name + "." + m.downName, m.downName, routed);
+        return x;
+    };
+    for (int64_t e = 0; e < m.numExperts; ++e)
+        m_experts.push_back(expert(prefix + ".experts." + std::to_string(e), true));
+    if (m.sharedIntermediate > 0) {
+        m_shared = expert(prefix + "." + m.sharedName, false);
+        if (!m.sharedGateName.empty())
+            m_sharedGate = model.loadWeight(prefix + "." + m.sharedGateName + ".weight");
     }
+}
+
+void MoeLayer::route(const at::Tensor& flat, at::Tensor& weights, at::Tensor& chosen) const {
+    // DeepSeek-V3's router (transformers' DeepseekV3TopkRouter), in float32 as there
+    const MoeConfig& m = m_cfg.moe;
+    const at::Tensor scores = at::sigmoid(at::linear(flat.to(at::kFloat), m_router.to(at::kFloat)));
+    at::Tensor choice = m_correction.defined() ? scores + m_correction.to(at::kFloat) : scores;
+    if (m.numGroups > 1) {
+        // a group's score is the sum of its two best; experts outside the topKGroups best
+        // groups get 0 (not -inf, as transformers masks them)
+        const int64_t per = m.numExperts / m.numGroups;
+        const at::Tensor grouped = choice.view({-1, m.numGroups, per});
+        const at::Tensor groupScores = std::get<0>(grouped.topk(2, -1)).sum(-1);
+        const at::Tensor best = std::get<1>(groupScores.topk(m.topKGroups, -1));
+        const at::Tensor keep = at::zeros_like(groupScores).scatter_(1, best, 1.0);
+        const at::Tensor mask =
+            keep.unsqueeze(-1).expand({-1, m.numGroups, per}).reshape({-1, m.numExperts});
+        choice = choice.masked_fill(mask.eq(0), 0.0);
+    }
+    chosen = std::get<1>(choice.topk(m.topK, -1));
+    weights = scores.gather(1, chosen); // the scores themselves: the bias only chooses
+    if (m.normTopK)
+        weights = weights / (weights.sum(-1, /*keepdim=*/true) + 1e-20);
+    weights = weights * m.routedScaling;
+}
+
+at::Tensor MoeLayer::swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const {
+    const at::Tensor g = activation(m_cfg.hiddenAct, runLinear(ex.gate, x, ctx));
+    return runLinear(ex.down, g * runLinear(ex.up, x, ctx), ctx);
 }
 
 at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
     const int64_t H = x.size(-1);
     const at::Tensor flat = x.reshape({-1, H});
-    const at::Tensor probs = at::softmax(at::linear(flat, m_router), -1, at::kFloat);
-    const auto top = probs.topk(m_cfg.moe.topK, -1);
-    at::Tensor weights = std::get<0>(top);
-    const at::Tensor chosen = std::get<1>(top); // [N, k]
-    if (m_cfg.moe.normTopK)
-        weights = weights / weights.sum(-1, /*keepdim=*/true);
+    at::Tensor weights, chosen; // [N, k]
+    if (m_cfg.moe.sigmoidScores) {
+        route(flat, weights, chosen);
+    } else {
+        const at::Tensor probs = at::softmax(at::linear(flat, m_router), -1, at::kFloat);
+        std::tie(weights, chosen) = probs.topk(m_cfg.moe.topK, -1);
+        if (m_cfg.moe.normTopK)
+            weights = weights / weights.sum(-1, /*keepdim=*/true);
+    }
     weights = weights.to(x.scalar_type());
     at::Tensor out = at::zeros_like(flat);
     for (size_t e = 0; e < m_experts.size(); ++e) {
@@ -49,9 +92,14 @@ at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
         const at::Tensor xe = flat.index_select(0, rows);
         const at::Tensor we =
             (weights * hit.to(weights.scalar_type())).sum(-1).index_select(0, rows);
-        const at::Tensor g = activation(m_cfg.hiddenAct, runLinear(ex.gate, xe, ctx));
-        const at::Tensor ye = runLinear(ex.down, g * runLinear(ex.up, xe, ctx), ctx);
-        out.index_add_(0, rows, ye * we.unsqueeze(1));
+        out.index_add_(0, rows, swiglu(ex, xe, ctx) * we.unsqueeze(1));
+    }
+    if (m_shared) {
+        // transformers: routed sum + sigmoid(gate(x)) * shared_expert(x), one scalar per token
+        at::Tensor shared = swiglu(*m_shared, flat, ctx);
+        if (m_sharedGate.defined())
+            shared = at::sigmoid(at::linear(flat, m_sharedGate)) * shared;
+        out = out + shared;
     }
     return out.view(x.sizes());
 }
@@ -62,6 +110,8 @@ void MoeLayer::appendLinears(std::vector<LinearLayer*>& out) {
         out.push_back(&e.up);
         out.push_back(&e.down);
     }
+    if (m_shared)
+        out.insert(out.end(), {&m_shared->gate, &m_shared->up, &m_shared->down});
 }
 
 std::vector<std::pair<std::string, int64_t>> MoeLayer::routedTokens() const {

@@ -2,18 +2,21 @@
 
 #include "model/DecoderModel.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace qs {
 
-// The sparse mixture-of-experts MLP of Mixtral and Qwen3-MoE, as transformers computes it: the
-// router's logits (a bias-free linear, kept in full precision), a float32 softmax over all
-// experts, the top-k, optionally renormalised to sum to one, then for each expert the SwiGLU
-// MLP on the tokens routed to it, weighted and summed in expert order. Each expert's linears
-// go through the hook like any other linear, on only the tokens routed to them: calibration
-// observes what the expert really sees.
+// The sparse mixture-of-experts MLP of Mixtral, Qwen3-MoE, Qwen1.5-MoE and DeepSeek-V3, as
+// transformers computes it: the router's logits (a bias-free linear, kept in full precision), a
+// float32 softmax over all experts, the top-k, optionally renormalised to sum to one (DeepSeek:
+// sigmoid scores, chosen by group with a correction bias, MoeConfig), then for each
+// expert the SwiGLU MLP on the tokens routed to it, weighted and summed in expert order; plus,
+// where the config has one, a shared expert on every token, scaled by sigmoid of its gate (also
+// kept in full precision). Each expert's linears go through the hook like any other linear, on
+// only the tokens routed to them: calibration observes what the expert really sees.
 class MoeLayer {
 public:
     // `prefix`: the MoE module, e.g. "model.layers.0.block_sparse_moe".
@@ -31,9 +34,16 @@ private:
         LinearLayer gate, up, down;
         int64_t routed = 0;
     };
+    // Sigmoid routing with correction bias and groups (MoeConfig): weights and chosen [N, k].
+    void route(const at::Tensor& flat, at::Tensor& weights, at::Tensor& chosen) const;
+    // down(act(gate(x)) * up(x)) through the hook
+    at::Tensor swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const;
     const ModelConfig& m_cfg;
-    at::Tensor m_router; // [experts, H]
+    at::Tensor m_router;     // [experts, H]
+    at::Tensor m_correction; // [experts]: e_score_correction_bias; undefined without
     std::vector<Expert> m_experts;
+    std::optional<Expert> m_shared; // sees every token: not marked routed
+    at::Tensor m_sharedGate;        // [1, H]; undefined when the shared expert is ungated
 };
 
 } // namespace qs

@@ -12,30 +12,6 @@ namespace qs {
 
 namespace {
 
-// (i, i + d/2) pairs: the NeoX / Hugging Face Llama layout (Phi-2).
-at::Tensor rotateHalf(const at::Tensor& x) {
-    const int64_t half = x.size(-1) / 2;
-    return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-}
-
-// (2i, 2i + 1) pairs: GPT-J's rotate_every_two, Cohere's rotate_half.
-at::Tensor rotateEveryTwo(const at::Tensor& x) {
-    const int64_t n = x.size(-1);
-    const at::Tensor even = x.slice(-1, 0, n, 2), odd = x.slice(-1, 1, n, 2);
-    return at::stack({-odd, even}, -1).flatten(-2);
-}
-
-// RoPE on the first cos.size(-1) dimensions of each head; the rest pass through.
-at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                  bool interleaved) {
-    const int64_t rot = cos.size(-1);
-    const at::Tensor r = rot == x.size(-1) ? x : x.narrow(-1, 0, rot);
-    const at::Tensor out = r * cos + (interleaved ? rotateEveryTwo(r) : rotateHalf(r)) * sin;
-    if (rot == x.size(-1))
-        return out;
-    return at::cat({out, x.narrow(-1, rot, x.size(-1) - rot)}, -1);
-}
-
 class ParallelBlock : public DecoderBlock {
 public:
     ParallelBlock(int index, const ParallelModel& model)
@@ -95,8 +71,8 @@ private:
         at::Tensor k = applyLinear(m_k, h, ctx).reshape({B, T, nkv, hd}).transpose(1, 2);
         const at::Tensor v = applyLinear(m_v, h, ctx).reshape({B, T, nkv, hd}).transpose(1, 2);
         const bool interleaved = m_cfg.layout.ropeInterleaved;
-        q = rotate(q, ctx.cos, ctx.sin, interleaved);
-        k = rotate(k, ctx.cos, ctx.sin, interleaved);
+        q = applyRotary(q, ctx.cos, ctx.sin, interleaved);
+        k = applyRotary(k, ctx.cos, ctx.sin, interleaved);
         const double scale = 1.0 / std::sqrt(double(hd));
         at::Tensor a = fusedCausalAttention(q, k, v, scale, 0, ctx.mask);
         if (!a.defined())

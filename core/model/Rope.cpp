@@ -104,4 +104,30 @@ RotaryFrequencies rotaryFrequencies(const RopeParameters& r, int64_t headDim, in
     return out;
 }
 
+namespace {
+
+at::Tensor rotateHalf(const at::Tensor& x) {
+    const int64_t half = x.size(-1) / 2;
+    return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+// GPT-J's rotate_every_two, Cohere's rotate_half
+at::Tensor rotateEveryTwo(const at::Tensor& x) {
+    const int64_t n = x.size(-1);
+    const at::Tensor even = x.slice(-1, 0, n, 2), odd = x.slice(-1, 1, n, 2);
+    return at::stack({-odd, even}, -1).flatten(-2);
+}
+
+} // namespace
+
+at::Tensor applyRotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                       bool interleaved) {
+    const int64_t rot = cos.size(-1);
+    const at::Tensor r = rot == x.size(-1) ? x : x.narrow(-1, 0, rot);
+    const at::Tensor out = r * cos + (interleaved ? rotateEveryTwo(r) : rotateHalf(r)) * sin;
+    if (rot == x.size(-1))
+        return out;
+    return at::cat({out, x.narrow(-1, rot, x.size(-1) - rot)}, -1);
+}
+
 } // namespace qs

@@ -19,4 +19,11 @@ RotaryFrequencies rotaryFrequencies(const RopeParameters& rope, int64_t headDim,
                                     int64_t maxPositions, int64_t seqLen,
                                     const std::string& source);
 
+// RoPE on the first cos.size(-1) dimensions of each head of x (the rest pass through). Pairs
+// (i, i + d/2), rotate_half (the NeoX / Hugging Face Llama layout), whose tables repeat the
+// frequency list (f0 f1 .. f0 f1 ..); or `interleaved` pairs (2i, 2i + 1) (GPT-J, Cohere,
+// DeepSeek-V3), whose tables repeat each frequency in place (f0 f0 f1 f1 ..).
+at::Tensor applyRotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                       bool interleaved);
+
 } // namespace qs

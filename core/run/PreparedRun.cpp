@@ -173,6 +173,13 @@ PreparedRun prepareRun(const RunRequest& req, const PipelineProgress& progress) 
         throw Error("recipe", "kv_cache",
                     "KV-cache quantization is not supported on '" + handle.config.modelType +
                         "': k and v come out of one fused qkv_proj");
+    // DeepSeek-V3: k's nope part and v come out of one kv_b_proj, k's rope part out of
+    // kv_a_proj_with_mqa and RoPE; no output of one projection is the cache.
+    if (recipe.kvCache && handle.config.mla.kvLoraRank > 0)
+        throw Error("recipe", "kv_cache",
+                    "KV-cache quantization is not supported on '" + handle.config.modelType +
+                        "': multi-head latent attention caches a latent, not k_proj/v_proj "
+                        "outputs (k and v come out of one kv_b_proj)");
     for (const auto& t : prep.transforms)
         t->checkModel(handle.config);
     prep.planner = std::make_unique<LayerPlanner>(LayerPlanner::forRecipe(recipe));

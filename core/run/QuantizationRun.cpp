@@ -116,6 +116,10 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
         for (const ModuleNode* n : linears)
             if (n->blockIndex >= 0)
                 context.layerNames.push_back(n->name);
+        std::vector<const ModuleNode*> routers;
+        tree.collect("router", routers);
+        for (const ModuleNode* n : routers)
+            context.fullPrecisionLinears.push_back(n->name);
     }
     for (const std::string& f : prep.exportFormats) {
         context.outDir = prep.exportFormats.size() == 1 ? req.outDir

@@ -79,11 +79,12 @@ at::Tensor materialize(const TensorPlan& p, const SyntheticModelOptions& o) {
 // What a synthetic family's decoder looks like (mirrors model/families/).
 struct FamilyShape {
     std::string architecture;
-    bool fused = false;    // phi3: qkv_proj, gate_up_proj
-    bool qkNorm = false;   // qwen3, qwen3_moe, gemma3_text
-    bool gemma = false;    // (1 + w) norms, four per layer
-    bool moe = false;      // mixtral, qwen3_moe
-    bool parallel = false; // phi, gptj, cohere: one norm feeds attention and MLP side by side
+    bool fused = false;        // phi3: qkv_proj, gate_up_proj
+    bool qkNorm = false;       // qwen3, qwen3_moe, gemma3_text
+    bool gemma = false;        // (1 + w) norms, four per layer
+    bool moe = false;          // mixtral, qwen3_moe, qwen2_moe
+    bool sharedExpert = false; // qwen2_moe: mlp.shared_expert and its sigmoid gate
+    bool parallel = false;     // phi, gptj, cohere: one norm feeds attention and MLP side by side
     std::string moePrefix, gateName, upName, downName;
 };
 
@@ -100,6 +101,10 @@ FamilyShape shapeOf(const std::string& arch) {
     else if (arch == "qwen3_moe")
         f.architecture = "Qwen3MoeForCausalLM", f.qkNorm = true, f.moe = true, f.moePrefix = "mlp",
         f.gateName = "gate_proj", f.upName = "up_proj", f.downName = "down_proj";
+    else if (arch == "qwen2_moe")
+        f.architecture = "Qwen2MoeForCausalLM", f.moe = true, f.sharedExpert = true,
+        f.moePrefix = "mlp", f.gateName = "gate_proj", f.upName = "up_proj",
+        f.downName = "down_proj";
     else if (arch == "mixtral")
         f.architecture = "MixtralForCausalLM", f.moe = true, f.moePrefix = "block_sparse_moe",
         f.gateName = "w1", f.upName = "w3", f.downName = "w2";
@@ -129,6 +134,10 @@ int64_t expertWidth(const SyntheticModelOptions& o) {
     return o.expertIntermediateSize;
 }
 
+int64_t sharedWidth(const SyntheticModelOptions& o) {
+    return o.sharedExpertIntermediateSize > 0 ? o.sharedExpertIntermediateSize : o.intermediateSize;
+}
+
 // config.json as transformers 5 writes it for the family (rope_parameters, layer_types).
 nlohmann::json decoderConfig(const SyntheticModelOptions& o) {
     const std::string& a = o.arch;
@@ -156,7 +165,7 @@ nlohmann::json decoderConfig(const SyntheticModelOptions& o) {
         c["hidden_act"] = "silu";
     if (a == "mistral" || a == "mixtral" || a == "phi3")
         c["sliding_window"] = nullptr;
-    if (a == "qwen2" || a == "qwen3" || a == "qwen3_moe") {
+    if (a == "qwen2" || a == "qwen3" || a == "qwen3_moe" || a == "qwen2_moe") {
         c["use_sliding_window"] = false;
         c["layer_types"] = std::vector<std::string>(size_t(o.numLayers), "full_attention");
     }
@@ -167,6 +176,13 @@ nlohmann::json decoderConfig(const SyntheticModelOptions& o) {
     if (a == "qwen3_moe")
         c.update({{"moe_intermediate_size", expertWidth(o)},
                   {"norm_topk_prob", true},
+                  {"decoder_sparse_step", 1},
+                  {"mlp_only_layers", nlohmann::json::array()}});
+    if (a == "qwen2_moe")
+        c.update({{"moe_intermediate_size", expertWidth(o)},
+                  {"shared_expert_intermediate_size", sharedWidth(o)},
+                  {"norm_topk_prob", false},
+                  {"qkv_bias", true},
                   {"decoder_sparse_step", 1},
                   {"mlp_only_layers", nlohmann::json::array()}});
     if (f.gemma) {
@@ -214,7 +230,7 @@ void planDecoder(Planner& p, const SyntheticModelOptions& o) {
     const int64_t H = o.hiddenSize, I = o.intermediateSize, hd = headDimOf(o);
     const int64_t qOut = o.numHeads * hd, kvOut = o.numKvHeads * hd;
     const double residual = 1.0 / std::sqrt(2.0 * double(o.numLayers));
-    const bool qkvBias = o.arch == "qwen2";
+    const bool qkvBias = o.arch == "qwen2" || o.arch == "qwen2_moe";
     auto norm = [&](const std::string& name, int64_t width, bool outliers) {
         p.add(name, {width}, 1.0, outliers ? 0.1 : 0.05, outliers, f.gemma);
     };
@@ -246,6 +262,13 @@ void planDecoder(Planner& p, const SyntheticModelOptions& o) {
                 p.linear(x + f.gateName, E, H);
                 p.linear(x + f.upName, E, H);
                 p.linear(x + f.downName, H, E, residual);
+            }
+            if (f.sharedExpert) {
+                const int64_t S = sharedWidth(o);
+                p.linear(m + "shared_expert." + f.gateName, S, H);
+                p.linear(m + "shared_expert." + f.upName, S, H);
+                p.linear(m + "shared_expert." + f.downName, H, S, residual);
+                p.linear(m + "shared_expert_gate", 1, H);
             }
         } else if (f.fused) {
             p.linear(b + "mlp.gate_up_proj", 2 * I, H);
@@ -429,8 +452,8 @@ void validate(const SyntheticModelOptions& o) {
 
 const std::vector<std::string>& syntheticArchitectures() {
     static const std::vector<std::string> archs{
-        "llama",       "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma2",
-        "gemma3_text", "phi3",    "opt",   "phi",   "gptj",      "cohere"};
+        "llama",  "mistral",     "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral",
+        "gemma2", "gemma3_text", "phi3",  "opt",   "phi",       "gptj",      "cohere"};
     return archs;
 }
 

@@ -12,7 +12,8 @@ namespace qs {
 // on fixed hidden channels, as real LLMs show) and a small byte-level tokenizer. Used by tests,
 // benchmarks at any scale and as the GUI's built-in demo model.
 struct SyntheticModelOptions {
-    // "llama", "opt", or a newer family: "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral",
+    // "llama", "opt", or a newer family: "mistral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe",
+    // "mixtral",
     // "gemma2", "gemma3_text", "phi3", and the parallel "phi", "gptj", "cohere"
     // (syntheticArchitectures()).
     std::string arch = "llama";
@@ -28,6 +29,8 @@ struct SyntheticModelOptions {
     int64_t numExperts = 8;
     int64_t expertsPerToken = 2;
     int64_t expertIntermediateSize = 0; // 0: intermediateSize
+    // qwen2_moe: the shared expert's intermediate size (0: intermediateSize)
+    int64_t sharedExpertIntermediateSize = 0;
     int64_t vocabSize = 512;
     int64_t maxPositions = 1024;
     bool tieWordEmbeddings = false;

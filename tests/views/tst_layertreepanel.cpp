@@ -140,26 +140,57 @@ private Q_SLOTS:
         QCOMPARE(summary.value(QStringLiteral("hidden_size")), QStringLiteral("64"));
     }
 
-    // A mixture-of-experts checkpoint: router and experts in the tree, the experts collapsed.
+    // A mixture-of-experts checkpoint: router and experts in the tree, the experts collapsed;
+    // a shared expert (Qwen1.5-MoE, DeepSeek-V3) shown beside them, and Qwen1.5-MoE's
+    // shared-expert gate as a node of its own.
+    void expertsStartCollapsed_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QString>("moe");    // the first MoE layer's module
+        QTest::addColumn<QString>("shared"); // its shared expert ("": none)
+        QTest::addColumn<QString>("sharedGate");
+        QTest::newRow("qwen3_moe") << "qwen3_moe"
+                                   << "model.layers.0.mlp"
+                                   << ""
+                                   << "";
+        QTest::newRow("qwen2_moe") << "qwen2_moe"
+                                   << "model.layers.0.mlp"
+                                   << "model.layers.0.mlp.shared_expert"
+                                   << "model.layers.0.mlp.shared_expert_gate";
+        QTest::newRow("deepseek_v3") << "deepseek_v3"
+                                     << "model.layers.1.mlp"
+                                     << "model.layers.1.mlp.shared_experts"
+                                     << "";
+    }
+
     void expertsStartCollapsed() {
+        QFETCH(QString, folder);
+        QFETCH(QString, moe);
+        QFETCH(QString, shared);
+        QFETCH(QString, sharedGate);
         qs::Engine engine;
         qs::Job* open = engine.openModel(
-            qs::test::sharedPath(QStringLiteral("models/tiny-families/qwen3_moe")));
+            qs::test::sharedPath(QStringLiteral("models/tiny-families/") + folder));
         QSignalSpy opened(open, &qs::Job::modelOpened);
         QSignalSpy failed(open, &qs::Job::failed);
         QTRY_VERIFY_WITH_TIMEOUT(opened.count() == 1 || failed.count() == 1, 60000);
         QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
         qs::LayerTreePanel panel;
         panel.setTree(opened[0][0].value<qs::ModelInfo>().tree);
-        const auto shown = [&](const char* name) {
+        const auto shown = [&](const QString& name) {
             return panel.filterModel()->mapFromSource(panel.model()->indexOf(name));
         };
-        QVERIFY(panel.treeView()->isExpanded(shown("model.layers.0.mlp")));
-        QVERIFY(shown("model.layers.0.mlp.gate").isValid());
-        QVERIFY(!panel.treeView()->isExpanded(shown("model.layers.0.mlp.experts")));
-        QCOMPARE(cell(panel.model()->indexOf(QStringLiteral("model.layers.0.mlp.experts")),
-                      ModuleTreeModel::ShapeColumn),
+        // the first block opens whole (DeepSeek-V3's is dense: its MoE block stays closed)
+        QCOMPARE(panel.treeView()->isExpanded(shown(moe)),
+                 moe.startsWith(QStringLiteral("model.layers.0.")));
+        QVERIFY(shown(moe + ".gate").isValid());
+        QVERIFY(!panel.treeView()->isExpanded(shown(moe + ".experts")));
+        // 4 experts of gate, up and down at 64 x 64
+        QCOMPARE(cell(panel.model()->indexOf(moe + ".experts"), ModuleTreeModel::ShapeColumn),
                  QStringLiteral("4 \u00d7 12,288"));
+        if (!shared.isEmpty())
+            QVERIFY(shown(shared + ".down_proj").isValid());
+        if (!sharedGate.isEmpty())
+            QVERIFY(shown(sharedGate).isValid());
     }
 
 private:

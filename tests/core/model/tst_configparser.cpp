@@ -6,6 +6,9 @@
 
 #include <QtTest>
 
+#include <cmath>
+#include <map>
+
 using nlohmann::json;
 
 class TestConfigParser : public QObject {
@@ -165,6 +168,82 @@ private Q_SLOTS:
         QVERIFY(!c.moe.normTopK); // transformers' default
     }
 
+    // Qwen1.5-MoE: Qwen's MoE layers plus a gated shared expert of its own width; q/k/v biases
+    // as qkv_bias says (true when absent, as older transformers always had them).
+    void qwen2MoeSharedExpert() {
+        json j = llama();
+        j["model_type"] = "qwen2_moe";
+        j["num_hidden_layers"] = 3;
+        j["num_experts"] = 4;
+        j["num_experts_per_tok"] = 2;
+        j["moe_intermediate_size"] = 32;
+        j["shared_expert_intermediate_size"] = 96;
+        j["mlp_only_layers"] = {1};
+        qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QVERIFY(c.isMoeLayer(0) && !c.isMoeLayer(1) && c.isMoeLayer(2));
+        QCOMPARE(c.moe.sharedIntermediate, int64_t(96));
+        QCOMPARE(c.moe.sharedGateName, std::string("shared_expert_gate"));
+        QVERIFY(c.attentionBias && !c.outputBias && !c.moe.normTopK);
+        j["qkv_bias"] = false;
+        c = qs::parseModelConfig(j.dump(), "config.json");
+        QVERIFY(!c.attentionBias);
+        j.erase("shared_expert_intermediate_size");
+        try {
+            qs::parseModelConfig(j.dump(), "/m/config.json");
+            QFAIL("accepted qwen2_moe without the shared expert's width");
+        } catch (const qs::Error& e) {
+            QCOMPARE(e.field(), std::string("shared_expert_intermediate_size"));
+        }
+    }
+
+    // DeepSeek-V3: MLA dims, the softmax scale with yarn's mscale^2, the dense first layers and
+    // the routing; what it cannot compute is refused by field.
+    void deepseekV3Config() {
+        json j = llama();
+        j["model_type"] = "deepseek_v3";
+        j["num_hidden_layers"] = 3;
+        j["num_key_value_heads"] = 8;
+        for (const auto& [k, v] : std::map<std::string, int>{{"q_lora_rank", 40},
+                                                             {"kv_lora_rank", 24},
+                                                             {"qk_nope_head_dim", 20},
+                                                             {"qk_rope_head_dim", 8},
+                                                             {"v_head_dim", 12},
+                                                             {"moe_intermediate_size", 32},
+                                                             {"n_routed_experts", 8},
+                                                             {"num_experts_per_tok", 2},
+                                                             {"n_group", 4},
+                                                             {"topk_group", 2},
+                                                             {"n_shared_experts", 2},
+                                                             {"first_k_dense_replace", 1}})
+            j[k] = v;
+        j["rope_parameters"] = {{"rope_type", "yarn"},   {"rope_theta", 10000.0},
+                                {"factor", 40.0},        {"mscale", 1.0},
+                                {"mscale_all_dim", 1.0}, {"original_max_position_embeddings", 64}};
+        const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.headDim, int64_t(8));
+        const double m = 0.1 * std::log(40.0) + 1.0;
+        QVERIFY(std::fabs(c.mla.scale - m * m / std::sqrt(28.0)) < 1e-12);
+        QVERIFY(!c.isMoeLayer(0) && c.isMoeLayer(1) && c.isMoeLayer(2));
+        QVERIFY(c.moe.sigmoidScores && c.moe.correctionBias && c.moe.normTopK);
+        QCOMPARE(c.moe.sharedIntermediate, int64_t(64));
+        QVERIFY(c.layout.ropeInterleaved);
+        for (const auto& [patch, field] : std::vector<std::pair<json, std::string>>{
+                 {{{"attention_bias", true}}, "attention_bias"},
+                 {{{"scoring_func", "softmax"}}, "scoring_func"},
+                 {{{"n_group", 3}}, "n_group"},
+                 {{{"qk_head_dim", 30}}, "qk_head_dim"},
+                 {{{"num_key_value_heads", 4}}, "num_key_value_heads"}}) {
+            json bad = j;
+            bad.merge_patch(patch);
+            try {
+                qs::parseModelConfig(bad.dump(), "/m/config.json");
+                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
+            } catch (const qs::Error& e) {
+                QCOMPARE(e.field(), field);
+            }
+        }
+    }
+
     void optConfig() {
         const json j = {{"model_type", "opt"},       {"hidden_size", 768},
                         {"ffn_dim", 3072},           {"num_hidden_layers", 12},
@@ -320,6 +399,10 @@ private Q_SLOTS:
                                       << ""
                                       << "model_type"
                                       << "unsupported model type";
+        QTest::newRow("recognised type") << R"({"model_type":"dbrx"})"
+                                         << ""
+                                         << "model_type"
+                                         << "recognised but not supported yet: DBRX stores";
         QTest::newRow("bad act") << R"({"hidden_act":"swiglu9"})"
                                  << ""
                                  << "hidden_act"

@@ -95,6 +95,24 @@ private Q_SLOTS:
         QCOMPARE(int(experts.size()), 48 * 128);
         QCOMPARE(experts.front()->parameters, int64_t(3 * 768 * 2048));
     }
+
+    // Qwen1.5-MoE-A2.7B's shape (the CLI's qwen1.5-moe-a2.7b preset), headers only: 14.3B
+    // parameters as published (60 experts of 1408, a shared expert of 5632 and its gate, q/k/v
+    // biases, untied head).
+    void qwen2MoePresetShape() {
+        qs::SyntheticModelOptions o;
+        o.arch = "qwen2_moe";
+        o.hiddenSize = 2048, o.intermediateSize = 5632, o.numLayers = 24, o.numHeads = 16,
+        o.numKvHeads = 16, o.vocabSize = 151936, o.maxPositions = 8192, o.dtype = "BF16",
+        o.numExperts = 60, o.expertsPerToken = 4, o.expertIntermediateSize = 1408,
+        o.sharedExpertIntermediateSize = 5632, o.sparse = true;
+        o.outDir = qs::test::tempDir("qwen15-moe").toStdString() + "/m";
+        qs::writeSyntheticModel(o);
+        const qs::ModelHandle h = qs::openModelHandle(o.outDir);
+        QCOMPARE(h.moduleTree().parameters, int64_t(14315784192));
+        QCOMPARE(h.config.moe.sharedIntermediate, int64_t(5632));
+        QVERIFY(h.config.attentionBias && !h.config.moe.normTopK);
+    }
 };
 
 QS_TEST_APPLESS_MAIN(TestSyntheticModel)
