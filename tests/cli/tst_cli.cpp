@@ -263,6 +263,14 @@ private Q_SLOTS:
                  "--quant-scheme", "int5_magic"});
         QCOMPARE(r.exitCode, 2); // a bad command line, as the README reserves exit 2 for
         QVERIFY2(r.err.contains("int5_magic") && r.err.contains("int4_wo_128"), r.err.constData());
+        // Issue 28: a name a few letters off gets the names it is near, not ~80 names.
+        const Run near =
+            cli({"eval", m_model, "--data", qs::test::sharedPath("data/tinystories-eval.txt"),
+                 "--quant-scheme", "w_int8_a_int8_per_tensor"});
+        QCOMPARE(near.exitCode, 2);
+        QVERIFY2(near.err.contains("did you mean 'w_int8_a_int8_per_tensor_sym'"),
+                 near.err.constData());
+        QVERIFY2(!near.err.contains("int4_wo_128"), near.err.constData());
     }
 
     // An unknown flag value is a bad command line (exit 2), named with its flag.
