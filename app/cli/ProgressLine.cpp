@@ -24,7 +24,8 @@ std::string formatProgressLine(const std::string& what, double fraction, const s
     char head[64];
     std::snprintf(head, sizeof head, "%s %3d%%", what.c_str(), int(fraction * 100.0));
     std::string line = head;
-    if (fraction >= 0.02 && elapsedSeconds > 0.0) {
+    // A rate over less than a second is noise ("963.3%/s" for a run that takes a tenth of one).
+    if (fraction >= 0.02 && elapsedSeconds >= 1.0) {
         // Percent per second, or per minute for runs slower than 0.1%/s (large models).
         const double perSecond = 100.0 * fraction / elapsedSeconds;
         char rate[32];
