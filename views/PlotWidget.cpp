@@ -122,7 +122,8 @@ int PlotWidget::addSeries(Series series) {
 }
 
 int PlotWidget::addLineSeries(const QString& name, const QVector<double>& x,
-                              const QVector<double>& y, const QColor& colour, bool markers) {
+                              const QVector<double>& y, const QColor& colour, bool markers,
+                              Qt::PenStyle style) {
     const int id = addSeries({SeriesType::Line, name, x, y, {}});
     const std::vector<int> order = sortedPoints(x, y, m_logY);
     QVector<double> xs, ys;
@@ -132,7 +133,7 @@ int PlotWidget::addLineSeries(const QString& name, const QVector<double>& x,
     }
     QCPGraph* graph = m_plot->addGraph();
     graph->setName(name);
-    graph->setPen(QPen(colour, 1.5));
+    graph->setPen(QPen(colour, 1.5, style));
     if (markers)
         graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, colour, colour, 6));
     graph->setData(xs, ys, true);

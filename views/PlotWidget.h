@@ -44,8 +44,10 @@ public:
     void setIntegerX(bool integer);
 
     // Each add* returns the series id (its position in series()).
+    // `style`: Qt::DashLine for a series drawn for comparison (another run's values).
     int addLineSeries(const QString& name, const QVector<double>& x, const QVector<double>& y,
-                      const QColor& colour, bool markers = false);
+                      const QColor& colour, bool markers = false,
+                      Qt::PenStyle style = Qt::SolidLine);
     int addScatter(const QString& name, const QVector<double>& x, const QVector<double>& y,
                    const QColor& colour, double size = 6.0);
     // A filled band between lower and upper over x.
