@@ -93,7 +93,12 @@ void PlotWidget::setAxisLabels(const QString& x, const QString& y) {
 }
 
 void PlotWidget::setLegendVisible(bool visible) {
-    m_plot->legend->setVisible(visible);
+    m_legendWanted = visible;
+    m_plot->legend->setVisible(visible && m_plot->legend->itemCount() > 0);
+}
+
+bool PlotWidget::isLegendShown() const {
+    return m_plot->legend->visible();
 }
 
 void PlotWidget::setLogY(bool logY) {
@@ -237,6 +242,8 @@ void PlotWidget::setNote(const QString& text) {
 }
 
 void PlotWidget::rescaleAndReplot() {
+    // An empty plot shows no legend: an empty legend box is a stray frame over the note.
+    m_plot->legend->setVisible(m_legendWanted && m_plot->legend->itemCount() > 0);
     m_plot->rescaleAxes();
     // A little room around the data so points on the edge stay clickable and visible.
     QCPRange x = m_plot->xAxis->range();

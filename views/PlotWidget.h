@@ -36,7 +36,9 @@ public:
     void clear();
     void setTitle(const QString& title);
     void setAxisLabels(const QString& x, const QString& y);
+    // The legend, shown only while some series is in it.
     void setLegendVisible(bool visible);
+    bool isLegendShown() const;
     // Logarithmic y axis; values <= 0 are not drawn in log mode.
     void setLogY(bool logY);
     bool isLogY() const { return m_logY; }
@@ -86,6 +88,7 @@ private:
     QString m_note;
     QString m_title;
     bool m_logY = false;
+    bool m_legendWanted = false; // setLegendVisible; shown only when something is in it
 };
 
 } // namespace qs

@@ -135,6 +135,10 @@ RunPanel::RunPanel(QWidget* parent)
     // scroll, so the panel never sets a minimum height on the window it docks into.
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
+    // With the results it chooses between, in the scrolled part: outside it, every fixed row
+    // adds to the minimum height the dock sets on the window (at 1366x768 it was taller than the
+    // screen).
+    layout->addLayout(compareRow);
     layout->addWidget(perplexity);
     layout->addWidget(sensitivity, 1);
     auto* scroll = new QScrollArea(this);
@@ -144,7 +148,6 @@ RunPanel::RunPanel(QWidget* parent)
     auto* outer = new QVBoxLayout(this);
     outer->addLayout(buttons);
     outer->addLayout(progressRow);
-    outer->addLayout(compareRow);
     outer->addWidget(m_time);
     outer->addWidget(m_status);
     outer->addWidget(scroll, 1);
@@ -178,7 +181,7 @@ void RunPanel::setIdle(const QString& status) {
 }
 
 void RunPanel::setStatus(const QString& text) {
-    const QString shown = display::statusLines(text);
+    const QString shown = display::statusLines(text, 2);
     m_status->setText(shown);
     m_status->setToolTip(shown == text ? QString() : text);
 }

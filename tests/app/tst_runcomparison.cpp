@@ -74,8 +74,10 @@ private Q_SLOTS:
         QVERIFY(!window.recipeDocument()->undoStack()->canUndo()); // proposed, not an edit
         shrinkCalibration(window);
 
-        analyze(window); // the first click, nothing else chosen
         qs::WorkbenchPage* page = window.workbenchPage();
+        // Nothing to plot yet: the note, and no empty legend box over it.
+        QVERIFY(!page->depthChart()->plot()->isLegendShown());
+        analyze(window); // the first click, nothing else chosen
         for (int column :
              {qs::LayerTreeModel::WeightSqnrColumn, qs::LayerTreeModel::OutputSqnrLocalColumn,
               qs::LayerTreeModel::OutputSqnrAccumulatedColumn})
@@ -83,6 +85,7 @@ private Q_SLOTS:
                      qPrintable(QString::number(column)));
         QVERIFY(page->depthChart()->plot()->seriesCount() > 0);
         QVERIFY(page->depthChart()->plot()->note().isEmpty());
+        QVERIFY(page->depthChart()->plot()->isLegendShown());
         page->selectLayer(kGate);
         QVERIFY2(page->layerDetail()->headerText().contains(QStringLiteral("int8")),
                  qPrintable(page->layerDetail()->headerText()));
