@@ -135,9 +135,10 @@ RunPanel::RunPanel(QWidget* parent)
     // scroll, so the panel never sets a minimum height on the window it docks into.
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
-    // With the results it chooses between, in the scrolled part: outside it, every fixed row
-    // adds to the minimum height the dock sets on the window (at 1366x768 it was taller than the
-    // screen).
+    // The status and the run to compare with scroll with the results: outside the scroll, every
+    // fixed row adds to the minimum height the dock sets on the window (at 1366x768 it stood
+    // taller than the screen), and a squeezed wrapped status was cut at both ends.
+    layout->addWidget(m_status);
     layout->addLayout(compareRow);
     layout->addWidget(perplexity);
     layout->addWidget(sensitivity, 1);
@@ -149,7 +150,6 @@ RunPanel::RunPanel(QWidget* parent)
     outer->addLayout(buttons);
     outer->addLayout(progressRow);
     outer->addWidget(m_time);
-    outer->addWidget(m_status);
     outer->addWidget(scroll, 1);
     updateButtons();
 }
@@ -181,7 +181,7 @@ void RunPanel::setIdle(const QString& status) {
 }
 
 void RunPanel::setStatus(const QString& text) {
-    const QString shown = display::statusLines(text, 2);
+    const QString shown = display::statusLines(text);
     m_status->setText(shown);
     m_status->setToolTip(shown == text ? QString() : text);
 }
