@@ -8,8 +8,13 @@
 # docs/walkthrough.md, the layer detail after Analyze with SmoothQuant (--grab detail), and the
 # recipe panel on its own (--grab recipe), and the Design Recipe dock after a search (--design).
 # Settings and the demo model go to a temporary home, so the user's own are neither used nor
-# changed and every run starts from the default 1400x900 layout.
+# changed and every run starts from the default 1400x900 layout (the whole screen where it is
+# smaller).
+#   QS_SCREEN=WxH (default 1600x1000): the virtual screen; QS_SCALE=F (default 1): the device
+#   pixel ratio (QT_SCALE_FACTOR). Issue 28's three: 1366x768, 1920x1080, 2560x1440 with 2.
 set -euo pipefail
+screen_size=${QS_SCREEN:-1600x1000}
+scale=${QS_SCALE:-1}
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
   echo "usage: $0 BUILD_DIR [OUT_DIR]" >&2
@@ -38,7 +43,7 @@ shoot() { # NAME ARGS...: one screenshot, docs/screenshots/NAME.png
   local name=$1
   shift
   XDG_CONFIG_HOME="$home/config" XDG_DATA_HOME="$home/data" XDG_RUNTIME_DIR="$home/runtime" \
-    QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1600x1000x24" \
+    QT_QPA_PLATFORM=xcb QT_SCALE_FACTOR="$scale" xvfb-run -a -s "-screen 0 ${screen_size}x24" \
     "$gui" "$@" --screenshot "$out_dir/$name.png"
 }
 

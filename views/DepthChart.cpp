@@ -142,21 +142,49 @@ void DepthChart::refresh() {
             }
         }
     }
+    // The compared run (LayerTreeModel::setComparison), per kind as well.
+    std::map<std::string, KindSeries> compared;
+    if (m_source && m_source->isComparing()) {
+        for (const LayerReport* r : m_source->comparisonReports()) {
+            const double v = LayerTreeModel::metricOf(*r, column);
+            if (r->block < 0 || !std::isfinite(v))
+                continue;
+            KindSeries& k = compared[r->kind];
+            k.x.push_back(r->block);
+            k.y.push_back(v);
+            k.names.push_back(QString::fromStdString(r->name));
+        }
+    }
     std::vector<std::pair<int, std::string>> order;
     for (const auto& [kind, s] : byKind)
         order.emplace_back(s.firstSeen, kind);
     std::sort(order.begin(), order.end());
+    for (const auto& [kind, s] : compared) // kinds only the compared run has go last
+        if (!byKind.count(kind))
+            order.emplace_back(static_cast<int>(order.size()) + 1, kind);
     for (size_t i = 0; i < order.size(); ++i) {
         KindSeries& s = byKind[order[i].second];
+        if (s.x.isEmpty())
+            continue;
         m_plot->addLineSeries(QString::fromStdString(order[i].second), s.x, s.y,
                               kindColour(static_cast<int>(i)), true);
         m_names.push_back(std::move(s.names));
+    }
+    // Dashed, in the kind's colour: the same projection in the other run, one glance apart.
+    for (size_t i = 0; i < order.size(); ++i) {
+        const auto it = compared.find(order[i].second);
+        if (it == compared.end())
+            continue;
+        m_plot->addLineSeries(
+            tr("%1 (%2)").arg(QString::fromStdString(it->first), m_source->comparisonLabel()),
+            it->second.x, it->second.y, kindColour(static_cast<int>(i)), false, Qt::DashLine);
+        m_names.push_back(std::move(it->second.names));
     }
     if (selectedShown) {
         m_plot->addScatter(tr("selected"), {selX}, {selY}, QColor(0, 0, 0), 11.0);
         m_names.emplace_back(); // the highlight selects nothing
     }
-    if (byKind.empty())
+    if (byKind.empty() && compared.empty())
         m_plot->setNote(tr("Run Analyze to see the metrics along the depth of the model"));
     else if (skippedInfinite > 0)
         m_plot->setNote(tr("%n point(s) with an exact (infinite SQNR) result not drawn", nullptr,

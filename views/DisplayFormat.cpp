@@ -60,4 +60,18 @@ QString compute(const std::string& device, const std::string& dtype) {
     return parts.join(QStringLiteral(" · "));
 }
 
+QString statusLines(const QString& message, int maxLines) {
+    constexpr int MaxLineChars = 200; // one long line wraps into as many rows as several short
+    const QStringList lines = message.split(QLatin1Char('\n'));
+    QStringList kept;
+    for (const QString& line : lines) {
+        if (kept.size() == maxLines)
+            break;
+        kept << (line.size() > MaxLineChars ? line.left(MaxLineChars) + QStringLiteral("…") : line);
+    }
+    if (lines.size() > kept.size())
+        kept.last() += QStringLiteral(" …");
+    return kept.join(QLatin1Char('\n'));
+}
+
 } // namespace qs::display

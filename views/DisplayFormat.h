@@ -21,5 +21,10 @@ QString shape(const std::vector<int64_t>& dims);
 QString bytes(uint64_t value);
 // ("cpu", "bfloat16") → "cpu · bfloat16": where a result was computed; "" when neither is known.
 QString compute(const std::string& device, const std::string& dtype);
+// The first `maxLines` lines of a status message (a run's refusal can name 35 layers, one a
+// line), "…" where more were cut: a word-wrapped status label grows with its text and would
+// raise the minimum height of its dock, and with it the window's. The whole text goes in a
+// tooltip.
+QString statusLines(const QString& message, int maxLines = 3);
 
 } // namespace qs::display

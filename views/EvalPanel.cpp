@@ -205,7 +205,11 @@ void EvalPanel::showResult(const PerplexityResult& result) {
 void EvalPanel::showFailure(const QString& message) {
     m_running = false;
     m_progress->setValue(0);
-    m_status->setText(tr("Failed: %1").arg(message));
+    // Cut to a few lines: a wrapped label as tall as a long refusal would raise the dock's, and
+    // the window's, minimum height.
+    const QString text = tr("Failed: %1").arg(message);
+    m_status->setText(display::statusLines(text));
+    m_status->setToolTip(text);
     updateButtons();
 }
 

@@ -17,6 +17,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
+#include <QStandardPaths>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -35,10 +36,29 @@ QString labelOf(const ExportFormat& f) {
         return ExportDialog::tr("GGUF (llama.cpp)");
     if (f.name == "onnx")
         return ExportDialog::tr("ONNX (QuantizeLinear/DequantizeLinear)");
+    if (f.name == "awq")
+        return ExportDialog::tr("AWQ checkpoint (Quark's awq mode: AutoAWQ GEMM, vLLM)");
     return QString::fromStdString(f.name);
 }
 
 const char* const GgufTarget = "gguf";
+
+bool quantizesActivations(const std::optional<quant::QuantScheme>& s) {
+    return s && (s->input || s->output);
+}
+
+// Whether any layer of the recipe quantizes its input or output (the KV cache included).
+bool quantizesActivations(const Recipe& recipe) {
+    if (recipe.kvCache || quantizesActivations(recipe.global))
+        return true;
+    for (const LayerOverride& o : recipe.layerOverrides)
+        if (quantizesActivations(o.scheme))
+            return true;
+    for (const auto& [kind, scheme] : recipe.layerTypeOverrides)
+        if (quantizesActivations(scheme))
+            return true;
+    return false;
+}
 
 } // namespace
 
@@ -47,6 +67,7 @@ ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, 
       m_outDir(new QLineEdit(this)), m_recipePath(new QLineEdit(this)),
       m_formats(new QListWidget(this)), m_ggufType(new QComboBox(this)),
       m_copy(new QPushButton(tr("Copy headless command"), this)), m_status(new QLabel(this)),
+      m_activationWarning(new QLabel(this)),
       m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this)) {
     setObjectName(QStringLiteral("exportDialog"));
     setWindowTitle(tr("Quantize and Export"));
@@ -91,7 +112,17 @@ ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, 
            "quantizers."));
     setExportTargets(recipe.exportTargets);
     connect(m_formats, &QListWidget::itemChanged, this, [this] { updateState(); });
-    m_formats->setMaximumHeight(m_formats->sizeHintForRow(0) * 4 + 2 * m_formats->frameWidth() + 4);
+    // Every format in view: a list that scrolls hides the last one (ONNX was cut in half).
+    m_formats->setFixedHeight(m_formats->sizeHintForRow(0) * m_formats->count() +
+                              2 * m_formats->frameWidth() + 4);
+    m_formats->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    m_activationWarning->setObjectName(QStringLiteral("activationWarning"));
+    m_activationWarning->setWordWrap(true);
+    m_activationWarning->setStyleSheet(QStringLiteral("color: #9a5b00"));
+    m_activationWarning->setText(
+        tr("The recipe quantizes activations, which the fake-quantized and GGUF files do not "
+           "store: loaded, they quantize the weights only, so their perplexity differs from this "
+           "run's (and from the Quark and ONNX files')."));
 
     auto* note = new QLabel(tr("The recipe is always written beside the weights as "
                                "<b>quantscope_recipe.json</b>."),
@@ -114,6 +145,7 @@ ExportDialog::ExportDialog(const QString& modelDirectory, const Recipe& recipe, 
     form->addRow(tr("GGUF weights:"), m_ggufType);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
+    layout->addWidget(m_activationWarning);
     layout->addWidget(note);
     auto* headless = new QFormLayout;
     headless->addRow(tr("Recipe file for the command:"), m_recipePath);
@@ -160,9 +192,15 @@ void ExportDialog::setCompute(const QString& device, const QString& dtype) {
 }
 
 QString ExportDialog::headlessCommand() const {
-    QString command = QStringLiteral("quantscope-cli quantize %1 --recipe %2 --out %3")
+    // The CLI by name where the shell finds it; from a build tree (not on PATH) the one beside
+    // this program, by its path, so the copied line runs as pasted.
+    QString cli = QStringLiteral("quantscope-cli");
+    const QString beside = QCoreApplication::applicationDirPath() + QLatin1Char('/') + cli;
+    if (QStandardPaths::findExecutable(cli).isEmpty() && QFileInfo(beside).isExecutable())
+        cli = shellQuote(beside);
+    QString command = QStringLiteral("%4 quantize %1 --recipe %2 --out %3")
                           .arg(shellQuote(m_modelDirectory), shellQuote(recipePath()),
-                               shellQuote(outputDirectory()));
+                               shellQuote(outputDirectory()), cli);
     if (!m_device.isEmpty())
         command += QStringLiteral(" --device ") + shellQuote(m_device);
     if (!m_dtype.isEmpty())
@@ -245,6 +283,10 @@ void ExportDialog::chooseDirectory() {
 void ExportDialog::updateState() {
     const std::vector<std::string> targets = exportTargets();
     m_ggufType->setEnabled(std::find(targets.begin(), targets.end(), GgufTarget) != targets.end());
+    const bool weightsOnlyFile = std::any_of(targets.begin(), targets.end(), [](const auto& t) {
+        return t == "hf_fake" || t == GgufTarget;
+    });
+    m_activationWarning->setVisible(weightsOnlyFile && quantizesActivations(m_recipe));
     const bool ready = !outputDirectory().isEmpty() && !targets.empty();
     m_buttons->button(QDialogButtonBox::Ok)->setEnabled(ready);
     m_copy->setEnabled(ready && !recipePath().isEmpty());

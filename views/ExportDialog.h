@@ -59,6 +59,9 @@ public:
     QComboBox* ggufTypeBox() const { return m_ggufType; }
     QPushButton* copyButton() const { return m_copy; }
     QLabel* statusLabel() const { return m_status; }
+    // Shown while a format that keeps only the weights' quantization (fake-quantized, GGUF) is
+    // checked and the recipe quantizes activations: those files compute otherwise than the run.
+    QLabel* activationWarning() const { return m_activationWarning; }
     QDialogButtonBox* buttonBox() const { return m_buttons; }
 
 private:
@@ -76,6 +79,7 @@ private:
     QComboBox* m_ggufType;
     QPushButton* m_copy;
     QLabel* m_status;
+    QLabel* m_activationWarning;
     QDialogButtonBox* m_buttons;
 };
 

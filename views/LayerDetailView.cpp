@@ -180,6 +180,10 @@ LayerDetailView::Grid LayerDetailView::weightGrid(const Histogram& weight,
     return g;
 }
 
+QString LayerDetailView::headerText() const {
+    return m_header->text();
+}
+
 void LayerDetailView::setLayer(const LayerReport& report,
                                const std::optional<quant::QuantScheme>& scheme) {
     m_report = report;

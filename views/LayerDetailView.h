@@ -39,6 +39,8 @@ public:
     void setLayer(const LayerReport& report, const std::optional<quant::QuantScheme>& scheme);
     void clear(const QString& message = {});
     QString layerName() const { return m_layer; }
+    // The line above the plots: name, shape, scheme or why the layer is not quantized.
+    QString headerText() const;
 
     void setLogScale(bool log);
     bool isLogScale() const;

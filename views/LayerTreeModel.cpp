@@ -117,6 +117,37 @@ void LayerTreeModel::updateStale() {
     Q_EMIT resultsStaleChanged(m_stale);
 }
 
+void LayerTreeModel::setComparison(const std::vector<LayerReport>& reports, const QString& label) {
+    m_compared.clear();
+    m_comparedOrder.clear();
+    for (const LayerReport& r : reports) {
+        const QString name = QString::fromStdString(r.name);
+        if (!m_compared.contains(name))
+            m_comparedOrder.push_back(name);
+        m_compared.insert(name, r);
+    }
+    m_comparedLabel = reports.empty() ? QString() : label;
+    announceColumns(kFirstMetricColumn, kFirstMetricColumn + kMetricCount - 1,
+                    {Qt::DisplayRole, Qt::ToolTipRole, DeltaRole});
+    Q_EMIT headerDataChanged(Qt::Horizontal, kFirstMetricColumn,
+                             kFirstMetricColumn + kMetricCount - 1);
+}
+
+std::vector<const LayerReport*> LayerTreeModel::comparisonReports() const {
+    std::vector<const LayerReport*> out;
+    for (const QString& name : m_comparedOrder)
+        out.push_back(&m_compared.find(name).value());
+    return out;
+}
+
+double LayerTreeModel::comparedValue(int e, int column) const {
+    const Entry& entry = entries()[size_t(e)];
+    if (m_compared.isEmpty() || !entry.children.empty())
+        return kNaN; // inner rows show the worst layer below, which may differ between runs
+    const auto it = m_compared.find(entry.fullName);
+    return it == m_compared.end() ? kNaN : metricOf(it.value(), column);
+}
+
 void LayerTreeModel::clearLayerReports() {
     m_reports.clear();
     m_reportOrder.clear();
@@ -432,9 +463,17 @@ QVariant LayerTreeModel::data(const QModelIndex& index, int role) const {
     }
     const int metric = column - kFirstMetricColumn;
     const double value = m_values[size_t(e)][size_t(metric)];
+    const double before = comparedValue(e, column);
+    const double delta = value - before; // NaN unless both runs report the layer
     switch (role) {
     case Qt::DisplayRole:
-        return metricText(column, value);
+        if (!std::isfinite(delta))
+            return metricText(column, value);
+        return tr("%1 (Δ %2%3)")
+            .arg(metricText(column, value), delta > 0 ? QStringLiteral("+") : QString(),
+                 metricText(column, delta));
+    case DeltaRole:
+        return delta;
     case ValueRole:
     case SortRole:
         return value;
@@ -458,6 +497,10 @@ QVariant LayerTreeModel::data(const QModelIndex& index, int role) const {
         if (m_stale && !std::isnan(value))
             tip += QStringLiteral("\n") +
                    tr("Stale: computed under an older recipe; run Analyze again");
+        if (!std::isnan(before))
+            tip += QStringLiteral("\n") +
+                   tr("This run: %1; %2: %3")
+                       .arg(metricText(column, value), m_comparedLabel, metricText(column, before));
         return tip;
     }
     case FullNameRole:
@@ -511,9 +554,12 @@ QVariant LayerTreeModel::headerData(int section, Qt::Orientation orientation, in
     if (role == Qt::DisplayRole)
         return staleColumn ? tr("%1 (stale)").arg(tr(titles[i])) : tr(titles[i]);
     if (role == Qt::ToolTipRole)
-        return tr(tips[i]) + (isMetricColumn(section)
-                                  ? tr("; blocks show the worst value of their layers")
-                                  : QString());
+        return tr(tips[i]) +
+               (isMetricColumn(section) ? tr("; blocks show the worst value of their layers")
+                                        : QString()) +
+               (isMetricColumn(section) && isComparing()
+                    ? tr("; Δ: this run minus %1").arg(m_comparedLabel)
+                    : QString());
     if (role == Qt::TextAlignmentRole && isMetricColumn(section))
         return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
     return {};

@@ -47,6 +47,9 @@ public:
     enum LayerRole {
         // double: the metric as reported, NaN when absent (also the SortRole of metric columns).
         ValueRole = ModuleTreeModel::SortRole + 1,
+        // double: metric columns of a reported layer while comparing, this run's value minus the
+        // compared run's; NaN where either has none.
+        DeltaRole,
     };
 
     explicit LayerTreeModel(QObject* parent = nullptr);
@@ -82,6 +85,15 @@ public:
     // row when a column's range moved).
     void addLayerReports(const std::vector<LayerReport>& layers);
     void setSensitivity(const SensitivityRow& row);
+
+    // Another run's reports to compare with ("Run 1: Analyze int8"): metric cells of a layer
+    // both runs report show the difference (this run minus that one) after the value, their
+    // tooltips both values, DeltaRole the number. An empty `reports` ends the comparison.
+    void setComparison(const std::vector<LayerReport>& reports, const QString& label);
+    bool isComparing() const { return !m_compared.isEmpty(); }
+    const QString& comparisonLabel() const { return m_comparedLabel; }
+    // The compared run's reports, in its order.
+    std::vector<const LayerReport*> comparisonReports() const;
 
     // The report of a layer, nullptr before its block arrived.
     const LayerReport* report(const QString& layerName) const;
@@ -147,6 +159,12 @@ private:
     std::string m_reportsRecipeHash;
     bool m_stale = false;
     bool m_resetting = false; // computing inside a reset or a bulk change: no per-row signals
+    // The compared run's value of a metric column for a leaf entry, NaN when none.
+    double comparedValue(int entryNumber, int column) const;
+
+    QHash<QString, LayerReport> m_compared; // the run compared with, by layer name
+    std::vector<QString> m_comparedOrder;
+    QString m_comparedLabel;
     QHash<QString, LayerReport> m_reports;
     std::vector<QString> m_reportOrder;
     std::vector<Values> m_values; // per entry; NaN = absent

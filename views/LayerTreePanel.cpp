@@ -1,6 +1,7 @@
 #include "LayerTreePanel.h"
 
 #include "DisplayFormat.h"
+#include "FrozenNameColumn.h"
 #include "LayerTreeModel.h"
 #include "ModuleFilterProxyModel.h"
 
@@ -70,9 +71,22 @@ LayerTreePanel::LayerTreePanel(QWidget* parent)
     int to = 1;
     for (int c = LayerTreeModel::SchemeColumn; c < LayerTreeModel::LayerColumnCount; ++c)
         header->moveSection(header->visualIndex(c), to++);
+    m_frozen = new FrozenNameColumn(m_view);
     connect(m_view->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& current) {
                 Q_EMIT currentModuleChanged(current.data(ModuleTreeModel::FullNameRole).toString());
+            });
+
+    connect(m_model, &QAbstractItemModel::dataChanged, this,
+            [this](const QModelIndex& topLeft, const QModelIndex& bottomRight) {
+                if (topLeft.column() <= LayerTreeModel::SchemeColumn &&
+                    bottomRight.column() >= LayerTreeModel::SchemeColumn)
+                    growColumns(LayerTreeModel::SchemeColumn, LayerTreeModel::SchemeColumn);
+            });
+    connect(m_model, &QAbstractItemModel::headerDataChanged, this,
+            [this](Qt::Orientation orientation, int first, int last) {
+                if (orientation == Qt::Horizontal && m_model->isComparing())
+                    growColumns(first, last);
             });
 
     auto* filterRow = new QHBoxLayout;
@@ -93,6 +107,10 @@ void LayerTreePanel::setTree(ModuleNode root) {
 void LayerTreePanel::clear() {
     m_model->clear();
     updateCountLabel();
+}
+
+QTreeView* LayerTreePanel::frozenNameView() const {
+    return m_frozen->overlay();
 }
 
 QString LayerTreePanel::currentModule() const {
@@ -143,6 +161,7 @@ void LayerTreePanel::applyFilter(const QString& pattern) {
         expandDefault();
     else
         m_view->expandAll();
+    m_frozen->syncExpansion(); // collapseAll and expandAll signal nothing per row
     fitColumns();
     updateCountLabel();
 }
@@ -184,6 +203,18 @@ void LayerTreePanel::fitColumns() {
     const int gap = fontMetrics().horizontalAdvance(QStringLiteral("0000"));
     for (int c = name + 1; c < columns; ++c)
         m_view->setColumnWidth(c, m_view->columnWidth(c) + gap);
+}
+
+void LayerTreePanel::growColumns(int first, int last) {
+    const int gap = fontMetrics().horizontalAdvance(QStringLiteral("0000"));
+    for (int c = first; c <= last; ++c) {
+        // Public in QAbstractItemView (QTreeView's override is protected).
+        const QAbstractItemView* view = m_view;
+        const int wanted =
+            qMax(m_view->header()->sectionSizeHint(c), view->sizeHintForColumn(c)) + gap;
+        if (wanted > m_view->columnWidth(c))
+            m_view->setColumnWidth(c, wanted);
+    }
 }
 
 void LayerTreePanel::updateCountLabel() {

@@ -12,6 +12,7 @@ class QTreeView;
 
 namespace qs {
 
+class FrozenNameColumn;
 class ModuleFilterProxyModel;
 
 // The workbench's centre: the module tree of the open model with a name filter above it, the
@@ -27,6 +28,8 @@ public:
     LayerTreeModel* model() const { return m_model; }
     ModuleFilterProxyModel* filterModel() const { return m_proxy; }
     QTreeView* treeView() const { return m_view; }
+    // The Name column laid over the tree's left edge, so names stay while the metrics scroll.
+    QTreeView* frozenNameView() const;
     QLineEdit* filterEdit() const { return m_filter; }
     // Full name of the current module, empty when none.
     QString currentModule() const;
@@ -46,6 +49,10 @@ private:
     void applyFilter(const QString& pattern);
     void expandDefault();
     void fitColumns();
+    // Widens columns [first, last] to their contents, never narrows them (a user's width stays):
+    // a scheme chosen after the tree was fitted ("w_int8_a_int8_per_token_dynamic" where "none"
+    // was) or the Δ of a comparison must not be cut.
+    void growColumns(int first, int last);
     void updateCountLabel();
 
     LayerTreeModel* m_model;
@@ -53,6 +60,7 @@ private:
     QLineEdit* m_filter;
     QLabel* m_count;
     QTreeView* m_view;
+    FrozenNameColumn* m_frozen;
 };
 
 } // namespace qs

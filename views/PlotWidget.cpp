@@ -93,7 +93,12 @@ void PlotWidget::setAxisLabels(const QString& x, const QString& y) {
 }
 
 void PlotWidget::setLegendVisible(bool visible) {
-    m_plot->legend->setVisible(visible);
+    m_legendWanted = visible;
+    m_plot->legend->setVisible(visible && m_plot->legend->itemCount() > 0);
+}
+
+bool PlotWidget::isLegendShown() const {
+    return m_plot->legend->visible();
 }
 
 void PlotWidget::setLogY(bool logY) {
@@ -122,7 +127,8 @@ int PlotWidget::addSeries(Series series) {
 }
 
 int PlotWidget::addLineSeries(const QString& name, const QVector<double>& x,
-                              const QVector<double>& y, const QColor& colour, bool markers) {
+                              const QVector<double>& y, const QColor& colour, bool markers,
+                              Qt::PenStyle style) {
     const int id = addSeries({SeriesType::Line, name, x, y, {}});
     const std::vector<int> order = sortedPoints(x, y, m_logY);
     QVector<double> xs, ys;
@@ -132,7 +138,7 @@ int PlotWidget::addLineSeries(const QString& name, const QVector<double>& x,
     }
     QCPGraph* graph = m_plot->addGraph();
     graph->setName(name);
-    graph->setPen(QPen(colour, 1.5));
+    graph->setPen(QPen(colour, 1.5, style));
     if (markers)
         graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, colour, colour, 6));
     graph->setData(xs, ys, true);
@@ -236,6 +242,8 @@ void PlotWidget::setNote(const QString& text) {
 }
 
 void PlotWidget::rescaleAndReplot() {
+    // An empty plot shows no legend: an empty legend box is a stray frame over the note.
+    m_plot->legend->setVisible(m_legendWanted && m_plot->legend->itemCount() > 0);
     m_plot->rescaleAxes();
     // A little room around the data so points on the edge stay clickable and visible.
     QCPRange x = m_plot->xAxis->range();

@@ -36,7 +36,9 @@ public:
     void clear();
     void setTitle(const QString& title);
     void setAxisLabels(const QString& x, const QString& y);
+    // The legend, shown only while some series is in it.
     void setLegendVisible(bool visible);
+    bool isLegendShown() const;
     // Logarithmic y axis; values <= 0 are not drawn in log mode.
     void setLogY(bool logY);
     bool isLogY() const { return m_logY; }
@@ -44,8 +46,10 @@ public:
     void setIntegerX(bool integer);
 
     // Each add* returns the series id (its position in series()).
+    // `style`: Qt::DashLine for a series drawn for comparison (another run's values).
     int addLineSeries(const QString& name, const QVector<double>& x, const QVector<double>& y,
-                      const QColor& colour, bool markers = false);
+                      const QColor& colour, bool markers = false,
+                      Qt::PenStyle style = Qt::SolidLine);
     int addScatter(const QString& name, const QVector<double>& x, const QVector<double>& y,
                    const QColor& colour, double size = 6.0);
     // A filled band between lower and upper over x.
@@ -84,6 +88,7 @@ private:
     QString m_note;
     QString m_title;
     bool m_logY = false;
+    bool m_legendWanted = false; // setLegendVisible; shown only when something is in it
 };
 
 } // namespace qs

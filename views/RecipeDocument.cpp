@@ -149,6 +149,12 @@ void RecipeDocument::setRecipe(const Recipe& recipe, const QString& text) {
     push(recipe, text);
 }
 
+void RecipeDocument::startFrom(const Recipe& recipe) {
+    recipe.validate("recipe");
+    m_undo->clear();
+    apply(recipe);
+}
+
 void RecipeDocument::load(const QString& path) {
     const Recipe loaded = Recipe::load(path.toStdString());
     push(loaded, tr("open recipe %1").arg(path));

@@ -27,6 +27,9 @@ public:
 
     // Replaces the whole recipe (Open Recipe…, --recipe); undoable like any edit.
     void setRecipe(const Recipe& recipe, const QString& text);
+    // The recipe a freshly opened model starts from (proposed defaults): not an edit, so there
+    // is nothing to undo back to and the undo stack starts clean.
+    void startFrom(const Recipe& recipe);
     void load(const QString& path); // throws qs::Error; the recipe is unchanged then
     void save(const QString& path) const;
 

@@ -3,6 +3,7 @@
 #include "DisplayFormat.h"
 #include "RunSensitivityModel.h"
 
+#include <QComboBox>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -44,6 +45,7 @@ RunPanel::RunPanel(QWidget* parent)
       m_cancel(new QPushButton(tr("Cancel"), this)), m_progress(new QProgressBar(this)),
       m_status(new QLabel(this)), m_time(new QLabel(this)), m_fpPpl(makeValueLabel(this)),
       m_quantPpl(makeValueLabel(this)), m_kl(makeValueLabel(this)), m_sameTop(makeValueLabel(this)),
+      m_pplDelta(makeValueLabel(this)), m_compare(new QComboBox(this)),
       m_perplexityCompute(makeValueLabel(this)), m_sensitivityCompute(new QLabel(this)),
       m_sensitivityTotals(new QLabel(this)), m_sensitivityModel(new RunSensitivityModel(this)),
       m_sensitivityView(new QTableView(this)), m_clock(new QTimer(this)) {
@@ -75,6 +77,19 @@ RunPanel::RunPanel(QWidget* parent)
     buttons->addWidget(m_quantize, 0, 1);
     buttons->addWidget(m_evaluate, 1, 0);
     buttons->addWidget(m_sensitivity, 1, 1);
+    // Runs made since the model was opened: the tree and the depth chart show the one chosen
+    // here beside the current results.
+    m_compare->setObjectName(QStringLiteral("compareWithRun"));
+    m_compare->setToolTip(tr("Show another Analyze run of this model beside the current results: "
+                             "Δ in the layer tree, dashed curves in the depth chart"));
+    m_compare->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_compare->setMinimumContentsLength(16);
+    clearRuns();
+    connect(m_compare, &QComboBox::activated, this,
+            [this] { Q_EMIT compareRequested(comparedRun()); });
+    auto* compareRow = new QHBoxLayout;
+    compareRow->addWidget(new QLabel(tr("Compare with:"), this));
+    compareRow->addWidget(m_compare, 1);
     auto* progressRow = new QHBoxLayout;
     progressRow->addWidget(m_progress, 1);
     progressRow->addWidget(m_cancel);
@@ -84,6 +99,7 @@ RunPanel::RunPanel(QWidget* parent)
     // "Unquantized", not "fp32": the model computes in the precision chosen, named below.
     pplForm->addRow(tr("Unquantized:"), m_fpPpl);
     pplForm->addRow(tr("Quantized:"), m_quantPpl);
+    pplForm->addRow(tr("Difference:"), m_pplDelta);
     pplForm->addRow(tr("KL divergence:"), m_kl);
     pplForm->addRow(tr("Same top token:"), m_sameTop);
     pplForm->addRow(tr("Computed on:"), m_perplexityCompute);
@@ -119,6 +135,11 @@ RunPanel::RunPanel(QWidget* parent)
     // scroll, so the panel never sets a minimum height on the window it docks into.
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
+    // The status and the run to compare with scroll with the results: outside the scroll, every
+    // fixed row adds to the minimum height the dock sets on the window (at 1366x768 it stood
+    // taller than the screen), and a squeezed wrapped status was cut at both ends.
+    layout->addWidget(m_status);
+    layout->addLayout(compareRow);
     layout->addWidget(perplexity);
     layout->addWidget(sensitivity, 1);
     auto* scroll = new QScrollArea(this);
@@ -129,7 +150,6 @@ RunPanel::RunPanel(QWidget* parent)
     outer->addLayout(buttons);
     outer->addLayout(progressRow);
     outer->addWidget(m_time);
-    outer->addWidget(m_status);
     outer->addWidget(scroll, 1);
     updateButtons();
 }
@@ -143,7 +163,7 @@ void RunPanel::setRunning(const QString& title) {
     m_running = true;
     m_fraction = 0.0;
     m_progress->setValue(0);
-    m_status->setText(title + QStringLiteral("…"));
+    setStatus(title + QStringLiteral("…"));
     m_elapsed.start();
     m_clock->start();
     updateTime();
@@ -156,8 +176,14 @@ void RunPanel::setIdle(const QString& status) {
     if (m_elapsed.isValid())
         m_time->setText(tr("Took %1").arg(formatDuration(m_elapsed.elapsed() / 1000.0)));
     m_elapsed.invalidate();
-    m_status->setText(status);
+    setStatus(status);
     updateButtons();
+}
+
+void RunPanel::setStatus(const QString& text) {
+    const QString shown = display::statusLines(text);
+    m_status->setText(shown);
+    m_status->setToolTip(shown == text ? QString() : text);
 }
 
 void RunPanel::setProgress(double fraction, const QString& message) {
@@ -166,7 +192,7 @@ void RunPanel::setProgress(double fraction, const QString& message) {
         m_progress->setValue(static_cast<int>(m_fraction * 1000.0 + 0.5));
     }
     if (!message.isEmpty())
-        m_status->setText(message);
+        setStatus(message);
     updateTime();
 }
 
@@ -209,6 +235,14 @@ void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
     const std::optional<PerplexityResult>& any = quantized ? quantized : fp;
     const QString compute = any ? display::compute(any->device, any->dtype) : QString();
     m_perplexityCompute->setText(compute.isEmpty() ? QStringLiteral("–") : compute);
+    m_pplDelta->setText(QStringLiteral("–"));
+    if (fp && quantized && fp->perplexity > 0.0) {
+        const double delta = quantized->perplexity - fp->perplexity;
+        m_pplDelta->setText(QStringLiteral("%1%2 (%1%3 %)")
+                                .arg(delta >= 0.0 ? QStringLiteral("+") : QString(),
+                                     QString::number(delta, 'f', 4),
+                                     QString::number(100.0 * delta / fp->perplexity, 'f', 2)));
+    }
     if (fp && quantized && fp->perplexity > 0.0)
         m_quantPpl->setToolTip(
             tr("%1% above the unquantized model")
@@ -224,6 +258,25 @@ void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
     m_sameTop->setText(QStringLiteral("%1 ± %2 %")
                            .arg(QString::number(100.0 * fidelity->sameTop.value, 'f', 2),
                                 QString::number(100.0 * fidelity->sameTop.error, 'f', 2)));
+}
+
+void RunPanel::addRun(int id, const QString& label) {
+    m_compare->addItem(label, id);
+}
+
+void RunPanel::clearRuns() {
+    m_compare->clear();
+    m_compare->addItem(tr("no other run"), -1);
+}
+
+int RunPanel::comparedRun() const {
+    return m_compare->currentData().isValid() ? m_compare->currentData().toInt() : -1;
+}
+
+void RunPanel::setComparedRun(int id) {
+    const int i = m_compare->findData(id);
+    m_compare->setCurrentIndex(i < 0 ? 0 : i);
+    Q_EMIT compareRequested(comparedRun());
 }
 
 void RunPanel::clearSensitivity() {
@@ -243,6 +296,9 @@ void RunPanel::addSensitivityRow(const SensitivityRow& row) {
 }
 
 void RunPanel::showSensitivityTotals(const SensitivityResult& result) {
+    // The Δ column fills now; the costliest layer first, where the eye starts.
+    m_sensitivityModel->setFullPrecisionPerplexity(result.fpPerplexity);
+    m_sensitivityView->sortByColumn(RunSensitivityModel::DeltaAloneColumn, Qt::DescendingOrder);
     m_sensitivityTotals->setText(
         tr("Perplexity: unquantized %1, whole recipe %2; whole recipe against unquantized: KL %3, "
            "same top token %4 %")

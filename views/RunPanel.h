@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+class QComboBox;
 class QLabel;
 class QProgressBar;
 class QPushButton;
@@ -49,6 +50,14 @@ public:
     // it.
     void setSensitivityCompute(const std::string& device, const std::string& dtype);
 
+    // The runs made since the model was opened that can be compared with ("Compare with:"):
+    // `id` is what compareRequested gives back; clearRuns leaves only "no comparison".
+    void addRun(int id, const QString& label);
+    void clearRuns();
+    // The run chosen to compare with, -1 for none.
+    int comparedRun() const;
+    void setComparedRun(int id);
+
     // "1:05" / "12 s": how elapsed and remaining times are shown.
     static QString formatDuration(double seconds);
     // "about 1:05 left" at the average rate so far; empty before 2% and at the end.
@@ -66,6 +75,9 @@ public:
     QLabel* quantizedPerplexityLabel() const { return m_quantPpl; }
     QLabel* klLabel() const { return m_kl; }
     QLabel* sameTopLabel() const { return m_sameTop; }
+    // Quantized minus unquantized perplexity, absolute and relative.
+    QLabel* perplexityDifferenceLabel() const { return m_pplDelta; }
+    QComboBox* compareCombo() const { return m_compare; }
     // "cpu · float32": the device and precision of the perplexities shown, of the sensitivity rows.
     QLabel* perplexityComputeLabel() const { return m_perplexityCompute; }
     QLabel* sensitivityComputeLabel() const { return m_sensitivityCompute; }
@@ -78,10 +90,14 @@ Q_SIGNALS:
     void evaluateRequested();
     void sensitivityRequested();
     void cancelRequested();
+    // The user chose a run to compare with (-1: none).
+    void compareRequested(int id);
 
 private:
     void updateButtons();
     void updateTime();
+    // The status label's text, cut to a few lines (display::statusLines), the whole in a tooltip.
+    void setStatus(const QString& text);
 
     QPushButton* m_analyze;
     QPushButton* m_quantize;
@@ -95,6 +111,8 @@ private:
     QLabel* m_quantPpl;
     QLabel* m_kl;
     QLabel* m_sameTop;
+    QLabel* m_pplDelta;
+    QComboBox* m_compare;
     QLabel* m_perplexityCompute;
     QLabel* m_sensitivityCompute;
     QLabel* m_sensitivityTotals;

@@ -8,12 +8,14 @@ namespace qs {
 
 // Sensitivity rows as they stream in: layer, perplexity with only this layer quantized and with
 // everything but this layer quantized, and the same rows' fidelity to the full-precision model
-// (mean KL divergence, top-1 agreement). Sortable through a proxy (EditRole is the number).
+// (mean KL divergence, top-1 agreement), and what quantizing the layer alone costs over the
+// unquantized perplexity (Δ). Sortable through a proxy (EditRole is the number).
 class RunSensitivityModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     enum Column {
         LayerColumn,
+        DeltaAloneColumn, // PPL alone minus the unquantized perplexity, once the totals are in
         AloneColumn,
         AllButColumn,
         KlAloneColumn,
@@ -26,6 +28,9 @@ public:
 
     void clear();
     void addRow(const SensitivityRow& row);
+    // The unquantized perplexity of the same windows (SensitivityResult::fpPerplexity, known
+    // when the run ends): the Δ column shows each layer's cost against it. clear() forgets it.
+    void setFullPrecisionPerplexity(double perplexity);
     const std::vector<SensitivityRow>& rows() const { return m_rows; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -36,6 +41,7 @@ public:
 
 private:
     std::vector<SensitivityRow> m_rows;
+    double m_fpPerplexity;
 };
 
 } // namespace qs

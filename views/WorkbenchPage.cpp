@@ -10,6 +10,8 @@
 #include "quant/SchemeRegistry.h"
 
 #include <QDockWidget>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QShowEvent>
 
 #include <algorithm>
@@ -111,6 +113,11 @@ void WorkbenchPage::setSensitivity(const SensitivityRow& row) {
     m_layerTree->model()->setSensitivity(row);
 }
 
+void WorkbenchPage::setComparison(const std::vector<LayerReport>& reports, const QString& label) {
+    m_layerTree->model()->setComparison(reports, label);
+    m_depthChart->refresh();
+}
+
 QString WorkbenchPage::selectedLayer() const {
     return m_layerTree->currentModule();
 }
@@ -188,6 +195,43 @@ void WorkbenchPage::applyLayout(const QSize& windowSize) {
     resizeDocks({m_depthDock}, {height * 9 / 20}, Qt::Vertical);
     const int width = qMax(800, windowSize.width());
     resizeDocks({m_depthDock, m_detailDock}, {width * 2 / 5, width * 3 / 5}, Qt::Horizontal);
+}
+
+QString WorkbenchPage::layoutProblem() const {
+    // Readable sizes: a right-hand dock narrower than about 260 px cuts its tab titles ("M…")
+    // and its forms; bounded by a share of the page, so a window the user made small on purpose
+    // is not "broken" for docks the default layout would give the same size.
+    const int minDockWidth = qMin(260, width() / 5);
+    const int minDockHeight = qMin(150, height() / 6);
+    if (centralWidget()->width() < qMin(300, width() / 4) ||
+        centralWidget()->height() < qMin(200, height() / 5))
+        return tr("the layer tree is %1x%2 px")
+            .arg(centralWidget()->width())
+            .arg(centralWidget()->height());
+    for (QDockWidget* dock : findChildren<QDockWidget*>(QString(), Qt::FindDirectChildrenOnly)) {
+        // Closed, or a tab behind another (kept "visible" but moved out of the page's view):
+        // its size is its group's.
+        if (!dock->isVisible() || (!dock->isFloating() && dock->visibleRegion().isEmpty()))
+            continue;
+        if (dock->isFloating()) {
+            const bool onScreen =
+                std::any_of(QGuiApplication::screens().cbegin(), QGuiApplication::screens().cend(),
+                            [dock](const QScreen* s) {
+                                return s->availableGeometry().intersects(dock->frameGeometry());
+                            });
+            if (!onScreen)
+                return tr("the %1 dock floats off the screen").arg(dock->windowTitle());
+            continue;
+        }
+        const Qt::DockWidgetArea area = dockWidgetArea(dock);
+        const bool side = area == Qt::LeftDockWidgetArea || area == Qt::RightDockWidgetArea;
+        if (side ? dock->width() < minDockWidth : dock->height() < minDockHeight)
+            return tr("the %1 dock is %2 px %3")
+                .arg(dock->windowTitle())
+                .arg(side ? dock->width() : dock->height())
+                .arg(side ? tr("wide") : tr("tall"));
+    }
+    return {};
 }
 
 } // namespace qs

@@ -38,6 +38,12 @@ public:
     // Dock sizes for a window of the given size: tree about two thirds, docks one third. Applied
     // when the page is next shown if it is hidden now (hidden docks cannot be sized).
     void resetLayout(const QSize& windowSize);
+    // What is wrong with the docks as they are laid out now (empty when nothing is): a docked
+    // dock crushed below a width (left and right) or height (top and bottom) it can be read at,
+    // the layer tree squeezed likewise, a floating dock off every screen. A saved state restored
+    // into a window of another size can come out like that; the caller then resets the layout.
+    // Meaningful once the page is shown and laid out.
+    QString layoutProblem() const;
 
     // The Scheme and Excluded columns follow the recipe.
     void setRecipe(const Recipe& recipe);
@@ -45,6 +51,9 @@ public:
     // Analyze streams these per block; rows update as they arrive.
     void addLayerReports(const std::vector<LayerReport>& layers);
     void setSensitivity(const SensitivityRow& row);
+    // Another run's layer reports beside this one's: delta in the tree, dashed curves in the depth
+    // chart (LayerTreeModel::setComparison); empty `reports` ends the comparison.
+    void setComparison(const std::vector<LayerReport>& reports, const QString& label);
 
     // Full name of the current tree row, empty when none.
     QString selectedLayer() const;

@@ -25,14 +25,16 @@ std::string formatProgressLine(const std::string& what, double fraction, const s
     std::snprintf(head, sizeof head, "%s %3d%%", what.c_str(), int(fraction * 100.0));
     std::string line = head;
     if (fraction >= 0.02 && elapsedSeconds > 0.0) {
-        // Percent per second, or per minute for runs slower than 0.1%/s (large models).
+        // Percent per second, or per minute for runs slower than 0.1%/s (large models). Not
+        // before a second has passed: over a tenth of a second it reads "963.3%/s".
         const double perSecond = 100.0 * fraction / elapsedSeconds;
         char rate[32];
         if (perSecond >= 0.1)
             std::snprintf(rate, sizeof rate, "  %.1f%%/s", perSecond);
         else
             std::snprintf(rate, sizeof rate, "  %.1f%%/min", perSecond * 60.0);
-        line += rate;
+        if (elapsedSeconds >= 1.0)
+            line += rate;
         if (fraction < 1.0)
             line += "  ETA " + duration(elapsedSeconds * (1.0 - fraction) / fraction);
         else

@@ -6,6 +6,7 @@
 #include "JobStatusIndicator.h"
 #include "JsonView.h"
 #include "ModelComputeSettings.h"
+#include "RecipeDefaults.h"
 #include "RecipeDocument.h"
 #include "RecipePanel.h"
 #include "RecipeSearchController.h"
@@ -23,16 +24,22 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGuiApplication>
+#include <QLayout>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QScreen>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QTimer>
+#include <QUndoStack>
 
+#include <algorithm>
 #include <utility>
 
 namespace qs {
@@ -120,13 +127,20 @@ MainWindow::MainWindow(QWidget* parent)
     m_recipeActions->setLastFile(settings.value(QLatin1String(RecipeFileKey)).toString());
     setRecentModels(m_recent.entries());
     eval->setDataPath(settings.value(QLatin1String(EvalDataPathKey)).toString());
-    if (!restoreGeometry(settings.value(QLatin1String(GeometryKey)).toByteArray()))
-        resize(1400, 900);
-    restoreState(settings.value(QLatin1String(WindowStateKey)).toByteArray(), StateVersion);
-    if (m_workbench->restoreState(settings.value(QLatin1String(WorkbenchStateKey)).toByteArray(),
-                                  StateVersion))
-        m_docks->setLayoutPending(false);
-    else
+    // A saved layout is only as good as the screen it was saved on: a geometry larger than this
+    // screen gets the default size, and the dock states saved with it are dropped (sized for
+    // that window). Docks restored crushed are caught once the workbench is shown
+    // (checkRestoredLayout).
+    if (restoreGeometry(settings.value(QLatin1String(GeometryKey)).toByteArray()) && fitsScreen()) {
+        restoreState(settings.value(QLatin1String(WindowStateKey)).toByteArray(), StateVersion);
+        // Restored when the workbench is first shown, at its real size (showWorkbench).
+        m_savedWorkbenchState = settings.value(QLatin1String(WorkbenchStateKey)).toByteArray();
+        if (!m_savedWorkbenchState.isEmpty())
+            m_docks->setLayoutPending(false);
+    } else {
+        resize(defaultSize());
+    }
+    if (m_docks->isLayoutPending())
         m_workbench->resetLayout(size());
     statusBar()->showMessage(tr("Ready"));
 }
@@ -162,6 +176,12 @@ void MainWindow::createMenus() {
     view->addAction(tr("&Reset Layout"), this, &MainWindow::resetLayout);
 
     QMenu* recipe = m_recipeActions->addMenu(menuBar());
+    // The proposed defaults for the open model (scheme, calibration text), as one undo step.
+    auto* fresh = new QAction(tr("&New Recipe"), recipe);
+    connect(fresh, &QAction::triggered, this, [this] {
+        m_recipe->setRecipe(RecipeDefaults::propose(Recipe{}, m_modelDirectory), tr("new recipe"));
+    });
+    recipe->insertAction(recipe->actions().value(0), fresh);
     recipe->addSeparator();
     recipe->addAction(tr("&Design Recipe…"), m_search, &RecipeSearchController::showDock);
     recipe->addAction(tr("&Quantize and Export…"), m_runs, &RunController::openExportDialog);
@@ -281,18 +301,75 @@ void MainWindow::closeModel() {
 
 void MainWindow::showWorkbench(bool show) {
     m_pages->setCurrentWidget(show ? static_cast<QWidget*>(m_workbench) : m_startPage);
-    if (show && m_docks->isLayoutPending() && m_workbench->isVisible())
+    if (!show || !m_workbench->isVisible())
+        return;
+    if (m_docks->isLayoutPending()) {
+        m_savedWorkbenchState.clear();
         m_docks->applyLayout(size());
+    } else if (!m_savedWorkbenchState.isEmpty()) {
+        // Restored into the page hidden behind the start page, the docks came out at other
+        // sizes than saved (a 380 px chart at 135 px); restored now, at the page's real size.
+        if (m_workbench->restoreState(std::exchange(m_savedWorkbenchState, QByteArray()),
+                                      StateVersion)) {
+            m_checkRestoredLayout = true;
+            // After the page's layout pass: the docks have their restored sizes then.
+            QTimer::singleShot(0, this, &MainWindow::checkRestoredLayout);
+        } else {
+            m_docks->applyLayout(size());
+        }
+    }
 }
 
 bool MainWindow::isWorkbenchShown() const {
     return m_pages->currentWidget() == m_workbench;
 }
 
+QSize MainWindow::defaultSize() const {
+    // 1400x900, or the whole screen where it is smaller (1366x768): never larger than it.
+    const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+    return s ? QSize(1400, 900).boundedTo(s->availableGeometry().size()) : QSize(1400, 900);
+}
+
+bool MainWindow::fitsScreen() const {
+    const QRect frame = geometry();
+    const QList<QScreen*> screens = QGuiApplication::screens();
+    return screens.isEmpty() ||
+           std::any_of(screens.cbegin(), screens.cend(), [&frame](const QScreen* s) {
+               const QRect available = s->availableGeometry();
+               return frame.width() <= available.width() && frame.height() <= available.height() &&
+                      available.intersects(frame);
+           });
+}
+
+QString MainWindow::layoutProblem() const {
+    if (!fitsScreen())
+        return tr("the window is %1x%2 px, larger than the screen")
+            .arg(geometry().width())
+            .arg(geometry().height());
+    return isWorkbenchShown() && m_workbench->isVisible() ? m_workbench->layoutProblem()
+                                                          : QString();
+}
+
+void MainWindow::checkRestoredLayout() {
+    if (!m_checkRestoredLayout || !isWorkbenchShown() || !m_workbench->isVisible())
+        return;
+    m_checkRestoredLayout = false;
+    m_workbench->layout()->activate(); // the restored dock sizes, laid out now
+    const QString problem = m_workbench->layoutProblem();
+    if (problem.isEmpty())
+        return;
+    m_docks->applyLayout(size());
+    statusBar()->showMessage(
+        tr("The saved layout did not fit (%1): the default layout is back.").arg(problem),
+        StatusMessageMs);
+    Q_EMIT layoutReset(problem);
+}
+
 void MainWindow::resetLayout() {
     if (!isMaximized() && !isFullScreen())
-        resize(1400, 900);
+        resize(defaultSize());
     m_docks->setLayoutPending(true);
+    m_savedWorkbenchState.clear();
     if (m_workbench->isVisible())
         m_docks->applyLayout(size()); // sizes the page's docks too
     else
@@ -412,20 +489,80 @@ void MainWindow::onModelOpened(const ModelInfo& info) {
                                       display::compactCount(info.totalParameters)),
                              StatusMessageMs);
     updateStartPageBusy();
-    if (!m_recipeAfterOpen.isEmpty())
+    if (!m_recipeAfterOpen.isEmpty()) {
         loadRecipe(std::exchange(m_recipeAfterOpen, QString()));
+    } else if (RecipeDefaults::isUntouched(m_recipe->recipe())) {
+        // Nothing chosen yet: a scheme and a calibration text, so Analyze works at once.
+        const Recipe proposed = RecipeDefaults::propose(m_recipe->recipe(), m_modelDirectory);
+        m_recipe->startFrom(proposed);
+        statusBar()->showMessage(
+            proposed.calibration.dataPath.empty()
+                ? tr("Proposed the %1 scheme; choose a calibration text in the Recipe panel "
+                     "before Analyze")
+                      .arg(QLatin1String(RecipeDefaults::DefaultScheme))
+                : tr("Proposed the %1 scheme, calibrating on %2")
+                      .arg(QLatin1String(RecipeDefaults::DefaultScheme),
+                           QDir::toNativeSeparators(
+                               QString::fromStdString(proposed.calibration.dataPath))),
+            StatusMessageMs);
+    } else {
+        // Said, not silent: the recipe designed for the previous model applies to this one.
+        statusBar()->showMessage(
+            tr("Opened %1 with the recipe designed so far (Recipe > New Recipe starts afresh)")
+                .arg(QFileInfo(opened).fileName()),
+            StatusMessageMs);
+    }
     Q_EMIT modelShown(m_modelDirectory);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    // Recipe edits since it was opened, saved or proposed: asked about, not lost without a word.
+    if (!m_closeConfirmed && !m_recipe->undoStack()->isClean()) {
+        event->ignore();
+        askAboutUnsavedRecipe();
+        return;
+    }
     QSettings settings;
-    settings.setValue(QLatin1String(GeometryKey), saveGeometry());
-    settings.setValue(QLatin1String(WindowStateKey), saveState(StateVersion));
-    settings.setValue(QLatin1String(WorkbenchStateKey), m_workbench->saveState(StateVersion));
+    // A broken layout is not kept: the next start gets the default one instead.
+    const QString problem = layoutProblem();
+    if (problem.isEmpty()) {
+        settings.setValue(QLatin1String(GeometryKey), saveGeometry());
+        settings.setValue(QLatin1String(WindowStateKey), saveState(StateVersion));
+        // Never shown (closed from the start page): the saved state stays as it was.
+        settings.setValue(QLatin1String(WorkbenchStateKey),
+                          m_savedWorkbenchState.isEmpty() ? m_workbench->saveState(StateVersion)
+                                                          : m_savedWorkbenchState);
+    } else {
+        for (const char* key : {GeometryKey, WindowStateKey, WorkbenchStateKey})
+            settings.remove(QLatin1String(key));
+    }
     settings.setValue(QLatin1String(EvalDataPathKey), m_workbench->evalPanel()->dataPath());
     settings.setValue(QLatin1String(RecipeFileKey), m_recipeActions->lastFile());
     m_engine->cancelAll();
     event->accept();
+}
+
+void MainWindow::askAboutUnsavedRecipe() {
+    if (findChild<QMessageBox*>(QStringLiteral("unsavedRecipeBox")))
+        return; // already asking
+    auto* box =
+        new QMessageBox(QMessageBox::Question, tr("Quit Quantscope"),
+                        tr("The recipe has changes that are not saved."),
+                        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
+    box->setObjectName(QStringLiteral("unsavedRecipeBox"));
+    box->setInformativeText(tr("Save them to a recipe file before quitting?"));
+    box->setDefaultButton(QMessageBox::Save);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    connect(box, &QMessageBox::finished, this, [this, box] {
+        const QMessageBox::StandardButton answer = box->standardButton(box->clickedButton());
+        if (answer == QMessageBox::Discard) {
+            m_closeConfirmed = true;
+            close();
+        } else if (answer == QMessageBox::Save) {
+            m_recipeActions->chooseFileToSave(); // quit again once saved
+        }
+    });
+    box->open();
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

@@ -6,6 +6,7 @@
 #include "RunController.h"
 #include "run/RunRequest.h"
 
+#include <QByteArray>
 #include <QMainWindow>
 #include <QPointer>
 #include <QStringList>
@@ -56,6 +57,13 @@ public:
 
     // Default window size and dock sizes, ignoring the saved ones.
     void resetLayout();
+    // 1400x900, bounded by the available area of the window's screen.
+    QSize defaultSize() const;
+    // Whether the window fits (size and place) on one of the screens.
+    bool fitsScreen() const;
+    // What is wrong with the layout now (window larger than the screen, docks crushed, see
+    // WorkbenchPage::layoutProblem); empty when nothing is. Such a layout is not saved.
+    QString layoutProblem() const;
     QStringList recentModels() const;
 
     StartPage* startPage() const { return m_startPage; }
@@ -106,6 +114,8 @@ Q_SIGNALS:
     void runCancelled();
     // loadRecipe failed; the message was shown to the user.
     void recipeLoadFailed(const QString& message);
+    // The layout restored from the settings was broken (`problem`) and the default one applied.
+    void layoutReset(const QString& problem);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -126,6 +136,8 @@ private:
     void updateStartPageBusy();
     void onRecipeChanged();
     void onModelOpened(const ModelInfo& info);
+    void checkRestoredLayout();
+    void askAboutUnsavedRecipe();
 
     std::unique_ptr<Engine> m_engine;
     QStackedWidget* m_pages;
@@ -147,6 +159,11 @@ private:
     QString m_modelDirectory; // model shown in the workbench
     QString m_modelKey;       // its identity for per-model settings: the folder or .gguf opened
     QString m_recipeAfterOpen;
+    // The workbench's dock state from the settings, until the page is first shown.
+    QByteArray m_savedWorkbenchState;
+    // The dock state came from the settings: checked when the workbench is first shown.
+    bool m_checkRestoredLayout = false;
+    bool m_closeConfirmed = false; // the user chose to quit without saving the recipe
 };
 
 } // namespace qs

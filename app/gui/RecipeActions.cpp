@@ -50,6 +50,7 @@ bool RecipeActions::load(const QString& path) {
         return false;
     }
     m_lastFile = QFileInfo(path).absoluteFilePath();
+    m_recipe->undoStack()->setClean(); // as on disk: quitting has nothing to ask
     m_statusBar->showMessage(tr("Recipe %1 opened").arg(QDir::toNativeSeparators(path)),
                              StatusMessageMs);
     return true;
@@ -63,6 +64,7 @@ bool RecipeActions::save(const QString& path) {
         return false;
     }
     m_lastFile = QFileInfo(path).absoluteFilePath();
+    m_recipe->undoStack()->setClean();
     m_statusBar->showMessage(tr("Recipe saved to %1").arg(QDir::toNativeSeparators(path)),
                              StatusMessageMs);
     return true;

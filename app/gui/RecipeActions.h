@@ -35,13 +35,14 @@ public:
     void excludeLayer(const QString& layerName);
     // A dialog with the scheme names; choosing one adds an override for exactly this layer.
     void chooseLayerOverride(const QString& layerName);
+    // Save Recipe As…: the file dialog (non-blocking).
+    void chooseFileToSave();
 
 Q_SIGNALS:
     void loadFailed(const QString& message);
 
 private:
     void chooseFileToOpen();
-    void chooseFileToSave();
 
     RecipeDocument* m_recipe;
     QStatusBar* m_statusBar;

@@ -4,6 +4,7 @@
 #include "EvalPanel.h"
 #include "ExportDialog.h"
 #include "LayerTreeModel.h"
+#include "RecipeDefaults.h"
 #include "RecipeDocument.h"
 #include "RunPanel.h"
 #include "WorkbenchPage.h"
@@ -13,6 +14,8 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QStatusBar>
+#include <QStringList>
+#include <QTime>
 
 #include <utility>
 
@@ -34,6 +37,17 @@ RunController::RunController(Engine* engine, RecipeDocument* recipe, WorkbenchPa
     connect(m_runPanel, &RunPanel::sensitivityRequested, this,
             [this] { startRun(RunKind::Sensitivity); });
     connect(m_runPanel, &RunPanel::cancelRequested, this, &RunController::cancelRun);
+    connect(m_runPanel, &RunPanel::compareRequested, this, &RunController::compareWith);
+}
+
+void RunController::compareWith(int id) {
+    for (const RunRecord& r : m_history) {
+        if (r.id == id) {
+            m_workbench->setComparison(r.reports, r.shortLabel);
+            return;
+        }
+    }
+    m_workbench->setComparison({}, QString());
 }
 
 void RunController::setModelDirectory(const QString& directory) {
@@ -47,6 +61,10 @@ void RunController::setModelDirectory(const QString& directory) {
     m_reportsBeforeRun.clear();
     m_lastFp.reset();
     m_lastQuantized.reset();
+    // Runs are compared within one model.
+    m_history.clear();
+    m_runPanel->clearRuns();
+    m_workbench->setComparison({}, QString());
 }
 
 bool RunController::startRun(RunKind kind, const QString& outDir,
@@ -97,7 +115,11 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
         title = tr("Measuring sensitivity");
         break;
     }
+    // The next model opened proposes the calibration text this run used.
+    RecipeDefaults::rememberCalibration(
+        QString::fromStdString(request.recipe.calibration.dataPath));
     m_kind = kind;
+    m_runRecipe = request.recipe;
     Job* job = m_engine->run(request);
     m_job = job;
     connect(job, &Job::progress, m_runPanel, &RunPanel::setProgress);
@@ -142,9 +164,33 @@ void RunController::onRunFinished(const RunOutcome& summary) {
     m_job = nullptr;
     QString status;
     switch (m_kind) {
-    case RunKind::Analyze:
+    case RunKind::Analyze: {
         status = tr("Analysis done");
+        RunRecord record;
+        record.id = m_history.empty() ? 1 : m_history.back().id + 1;
+        record.recipe = m_runRecipe;
+        for (const LayerReport* r : m_workbench->layerTreeModel()->reports())
+            record.reports.push_back(*r);
+        QStringList what{RecipeDocument::schemeLabel(m_runRecipe.global)};
+        if (!m_runRecipe.layerOverrides.empty() || !m_runRecipe.layerTypeOverrides.empty())
+            what << tr("%n override(s)", nullptr,
+                       static_cast<int>(m_runRecipe.layerOverrides.size() +
+                                        m_runRecipe.layerTypeOverrides.size()));
+        if (!m_runRecipe.exclude.empty())
+            what << tr("%n excluded", nullptr, static_cast<int>(m_runRecipe.exclude.size()));
+        for (const AlgorithmSpec& a : m_runRecipe.algorithms)
+            what << QString::fromStdString(a.name);
+        record.label = tr("Run %1 · %2 · %3")
+                           .arg(record.id)
+                           .arg(what.join(QStringLiteral(", ")),
+                                QTime::currentTime().toString(QStringLiteral("HH:mm:ss")));
+        record.shortLabel = tr("run %1").arg(record.id);
+        m_runPanel->addRun(record.id, record.label);
+        m_history.push_back(std::move(record));
+        // The comparison chosen stays: the new results against the same earlier run.
+        compareWith(m_runPanel->comparedRun());
         break;
+    }
     case RunKind::Quantize:
         status = tr("Quantized model written to %1")
                      .arg(QDir::toNativeSeparators(QString::fromStdString(summary.outDir)));

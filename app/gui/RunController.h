@@ -1,6 +1,8 @@
 #pragma once
 
+#include "analysis/LayerReport.h"
 #include "eval/PerplexityResult.h"
+#include "recipe/Recipe.h"
 #include "run/RunRequest.h"
 
 #include <QObject>
@@ -52,6 +54,19 @@ public:
     // Quantize…: the export dialog (non-blocking); OK starts the Quantize run.
     ExportDialog* openExportDialog();
 
+    // An Analyze run made since the model was opened: its recipe and its layer reports, kept so
+    // that a later run can be compared with it (RunPanel's "Compare with:").
+    struct RunRecord {
+        int id = 0;
+        QString label;      // "Run 2 · int8, 1 excluded · 18:25", in the run panel's list
+        QString shortLabel; // "run 2", beside the values in the tree and the chart
+        Recipe recipe;
+        std::vector<LayerReport> reports;
+    };
+    const std::vector<RunRecord>& history() const { return m_history; }
+    // Shows run `id` beside the current results (-1 or an unknown id: no comparison).
+    void compareWith(int id);
+
 Q_SIGNALS:
     // The run's job, as it is started (before any of its signals).
     void runStarted(qs::Job* job);
@@ -80,6 +95,8 @@ private:
     std::string m_reportsRecipeHashBeforeRun;
     std::optional<PerplexityResult> m_lastFp, m_lastQuantized;
     std::optional<FidelityReport> m_lastFidelity;
+    std::vector<RunRecord> m_history; // this model's Analyze runs, oldest first
+    Recipe m_runRecipe;               // the recipe of the run going
 };
 
 } // namespace qs

@@ -8,20 +8,48 @@
 #include <QIcon>
 
 #include <cstdio>
+#include <memory>
+
+namespace {
+
+// --help and --version print and exit without a window: they must work without a display (over
+// ssh, in CI), where constructing QApplication aborts. QCommandLineParser::process() exits on
+// them before anything else is read.
+bool onlyPrints(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const QByteArray a(argv[i]);
+        if (a == "--") // what follows is a positional argument
+            return false;
+        if (a == "-h" || a == "--help" || a == "-?" || a == "--help-all" || a == "-v" ||
+            a == "--version")
+            return true;
+    }
+    return false;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName(QStringLiteral("Quantscope"));
-    QApplication::setApplicationName(QStringLiteral("quantscope"));
-    QApplication::setApplicationDisplayName(QStringLiteral("Quantscope"));
-    QApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+    std::unique_ptr<QCoreApplication> application;
+    if (onlyPrints(argc, argv))
+        application = std::make_unique<QCoreApplication>(argc, argv);
+    else
+        application = std::make_unique<QApplication>(argc, argv);
+    QCoreApplication& app = *application;
+    QCoreApplication::setOrganizationName(QStringLiteral("Quantscope"));
+    QCoreApplication::setApplicationName(QStringLiteral("quantscope"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+    if (qobject_cast<QApplication*>(&app))
+        QApplication::setApplicationDisplayName(QStringLiteral("Quantscope"));
     // The desktop entry's icon, embedded (resources/quantscope.qrc) for the window and About box;
     // Wayland compositors find the installed one by the desktop file name.
-    QIcon icon;
-    for (int size : {32, 64, 128, 256})
-        icon.addFile(QStringLiteral(":/quantscope/icon-%1.png").arg(size));
-    QApplication::setWindowIcon(icon);
-    QGuiApplication::setDesktopFileName(QStringLiteral("quantscope"));
+    if (qobject_cast<QApplication*>(&app)) {
+        QIcon icon;
+        for (int size : {32, 64, 128, 256})
+            icon.addFile(QStringLiteral(":/quantscope/icon-%1.png").arg(size));
+        QApplication::setWindowIcon(icon);
+        QGuiApplication::setDesktopFileName(QStringLiteral("quantscope"));
+    }
 
     QCommandLineParser parser;
     parser.setApplicationDescription(

@@ -17,10 +17,12 @@ LayerPlanner::LayerPlanner(SchemeFn schemeFor, OutputFn outputSpecFor, std::stri
 
 LayerPlanner LayerPlanner::forRecipe(const Recipe& recipe) {
     // The recipe is copied into the functions: a planner outlives no recipe it was made from.
-    return LayerPlanner(
+    LayerPlanner planner(
         [recipe](const std::string& n, const std::string& k) { return recipe.schemeFor(n, k); },
         [recipe](const std::string& n, const std::string& k) { return recipe.kvOutputFor(n, k); },
         recipe.unfitPolicy);
+    planner.m_isExcluded = [recipe](const std::string& n) { return recipe.isExcluded(n); };
+    return planner;
 }
 
 std::string LayerPlanner::unfitReason(const quant::QuantScheme& scheme, int64_t in) {
@@ -141,7 +143,7 @@ std::vector<LayerPlan> LayerPlanner::planBlock(DecoderBlock& block) {
             // The scheme's own output spec goes with it; a KV-cache spec stays.
             p.outputSpec = outputSpecFor(l->name, l->kind, p.scheme);
         } else if (!p.scheme && !p.outputSpec) {
-            p.note = "excluded";
+            p.note = m_isExcluded && m_isExcluded(l->name) ? "excluded" : "no scheme in the recipe";
         }
         plans.push_back(std::move(p));
     }

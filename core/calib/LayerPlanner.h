@@ -69,6 +69,9 @@ private:
 
     SchemeFn m_schemeFor;
     OutputFn m_outputSpecFor;
+    // Whether the recipe excludes a layer (forRecipe): a layer without a scheme is noted
+    // "excluded" only then, not when the recipe simply gives it none.
+    std::function<bool(const std::string&)> m_isExcluded;
     std::string m_unfitPolicy;
     std::map<std::string, std::string> m_unfit; // layer -> reason
     std::vector<std::string> m_skipped;

@@ -102,6 +102,9 @@ nlohmann::json parseJsonText(const std::string& text, const std::string& source)
                     "JSON document of " + std::to_string(text.size()) +
                         " bytes exceeds the limit of " + std::to_string(kMaxJsonDocumentBytes) +
                         " (kMaxJsonDocumentBytes)");
+    // An empty file (a failed save, a touch) is named as such, not as parser error 101.
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw Error(source, "", "the file is empty: expected a JSON document");
     // The depth is checked while parsing: every reader after this one (and nlohmann's own
     // dump(), used in error messages) recurses per level.
     const auto limitDepth = [&source](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {

@@ -278,10 +278,15 @@ void checkTiling(std::vector<TensorInfo>& tensors, uint64_t dataBytes, const std
             throw Error(source, "header",
                         "no tensors, but " + std::to_string(dataBytes) +
                             " data bytes follow the header");
+        // Short data is what an interrupted download or copy leaves: say so in plain words.
         throw Error(source, tensorField(tensors.back().name, "data_offsets"),
-                    "last tensor ends at " + std::to_string(cursor) + " but the data section " +
+                    std::string(cursor > dataBytes ? "file truncated: " : "") +
+                        "last tensor ends at " + std::to_string(cursor) + " but the data section " +
                         "holds " + std::to_string(dataBytes) + " bytes (file size - 8 - header " +
-                        "length)");
+                        "length)" +
+                        (cursor > dataBytes
+                             ? "; " + std::to_string(cursor - dataBytes) + " bytes are missing"
+                             : std::string()));
     }
 }
 
@@ -310,7 +315,8 @@ SafetensorsHeader parseSafetensorsHeader(const uint8_t* data, uint64_t size,
     if (headerBytes > size - 8)
         throw Error(source, "header length",
                     std::to_string(headerBytes) + " bytes exceeds the file (" +
-                        std::to_string(size - 8) + " bytes after the length)");
+                        std::to_string(size - 8) +
+                        " bytes after the length): the file is truncated or not safetensors");
 
     const char* jsonBegin = reinterpret_cast<const char*>(data + 8);
     const Json root = parseHeaderJson(jsonBegin, jsonBegin + headerBytes, source);

@@ -3,11 +3,50 @@
 #include "quant/TypeTraits.h"
 #include "util/Error.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace qs::quant {
 
 namespace {
+
+size_t editDistance(std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+// Up to three names within a few edits of `typed` (a quarter of its length, at least 2), nearest
+// first; else up to three that contain it or that it contains (a suffix left off or added).
+std::vector<std::string> closestNames(std::string_view typed,
+                                      const std::vector<std::string>& names) {
+    std::vector<std::pair<size_t, std::string>> near;
+    const size_t limit = std::max<size_t>(2, typed.size() / 4);
+    for (const std::string& n : names)
+        if (const size_t d = editDistance(typed, n); d <= limit)
+            near.emplace_back(d, n);
+    if (near.empty() && typed.size() >= 3)
+        for (const std::string& n : names)
+            if (n.find(typed) != std::string::npos ||
+                std::string_view(typed).find(n) != std::string_view::npos)
+                near.emplace_back(editDistance(typed, n), n);
+    std::stable_sort(near.begin(), near.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::string> out;
+    for (size_t i = 0; i < near.size() && i < 3; ++i)
+        out.push_back(near[i].second);
+    return out;
+}
 
 // ---- spec builders (each mirrors one Quark *Spec helper with the arguments the scheme uses) --
 
@@ -390,9 +429,23 @@ QuantScheme resolveScheme(std::string_view name, int groupSize) {
         throw Error("scheme", "name",
                     "Quark scheme '" + std::string(name) +
                         "' uses FP8 E5M3 scales, which are not implemented");
-    std::string valid;
+    // The names closest to what was typed first: a list of ~80 names hides the one meant.
+    std::vector<std::string> names;
     for (const Entry& e : entries())
-        valid += (valid.empty() ? "" : ", ") + e.info.name;
+        names.push_back(e.info.name);
+    const std::vector<std::string> close = closestNames(name, names);
+    if (!close.empty()) {
+        std::string list;
+        for (const std::string& n : close)
+            list += (list.empty() ? "'" : "', '") + n;
+        throw Error("scheme", "name",
+                    "unknown scheme '" + std::string(name) + "'; did you mean " + list + "'? (" +
+                        std::to_string(names.size()) +
+                        " names in all; the recipe panel's scheme box lists them)");
+    }
+    std::string valid;
+    for (const std::string& n : names)
+        valid += (valid.empty() ? "" : ", ") + n;
     throw Error("scheme", "name", "unknown scheme '" + std::string(name) + "'; valid: " + valid);
 }
 

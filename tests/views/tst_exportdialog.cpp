@@ -57,6 +57,25 @@ private Q_SLOTS:
         // No format checked: nothing to write.
         formats->item(0)->setCheckState(Qt::Unchecked);
         QVERIFY(!dialog.buttonBox()->button(QDialogButtonBox::Ok)->isEnabled());
+        // Issue 28: every format in view, none half hidden behind a scroll.
+        QVERIFY(formats->height() >= formats->count() * formats->sizeHintForRow(0));
+    }
+
+    // Issue 28: fake-quantized and GGUF files keep the weights' quantization only; with a recipe
+    // that quantizes activations the dialog says so while such a format is checked.
+    void weightOnlyFormatsWarnOfActivations() {
+        qs::Recipe w8a8;
+        w8a8.global = qs::quant::resolveScheme("int8");
+        qs::ExportDialog dialog(QStringLiteral("/models/m"), w8a8);
+        QVERIFY(dialog.activationWarning()->isVisibleTo(&dialog)); // hf_fake, the default
+        dialog.setExportTargets({"quark"});
+        QVERIFY(!dialog.activationWarning()->isVisibleTo(&dialog));
+        dialog.setExportTargets({"quark", "gguf"});
+        QVERIFY(dialog.activationWarning()->isVisibleTo(&dialog));
+        qs::Recipe weightOnly;
+        weightOnly.global = qs::quant::resolveScheme("uint4_wo_32");
+        qs::ExportDialog plain(QStringLiteral("/models/m"), weightOnly);
+        QVERIFY(!plain.activationWarning()->isVisibleTo(&plain));
     }
 
     void chosenFormatsGoIntoTheRecipeAndCommand() {

@@ -16,6 +16,7 @@
 #include <QJsonObject>
 #include <QLineEdit>
 #include <QLocale>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTreeView>
 #include <QtTest>
@@ -79,6 +80,41 @@ private Q_SLOTS:
         QCOMPARE(cell(k, ModuleTreeModel::ShapeColumn),
                  QStringLiteral("[%1, %2]").arg(hidden / heads * kvHeads).arg(hidden));
         QVERIFY(!model->indexOf(QStringLiteral("model.layers.5")).isValid());
+    }
+
+    // Issue 28: the names stay in view while the metric columns scroll sideways: the frozen
+    // Name column lies over the tree's left edge, as wide as the tree's, with the same rows
+    // open and in the same place.
+    void nameColumnStaysWhileMetricsScroll() {
+        qs::LayerTreePanel panel;
+        panel.resize(500, 400); // narrower than the columns: the tree scrolls sideways
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        panel.setTree(m_info.tree);
+        QTreeView* tree = panel.treeView();
+        QTreeView* names = panel.frozenNameView();
+        QVERIFY(names->isVisible());
+        QTRY_COMPARE(names->columnWidth(0), tree->columnWidth(0));
+        QScrollBar* sideways = tree->horizontalScrollBar();
+        QVERIFY(sideways->maximum() > 0);
+        sideways->setValue(sideways->maximum());
+        QCOMPARE(names->geometry().left(), tree->frameWidth()); // stays at the left edge
+        const QModelIndex q = panel.filterModel()->mapFromSource(
+            panel.model()->indexOf(QStringLiteral("model.layers.0.self_attn.q_proj")));
+        QVERIFY(q.isValid());
+        QCOMPARE(names->visualRect(q).top(), tree->visualRect(q).top());
+        QVERIFY(!names->visualRect(q).isEmpty());
+        // Filtering opens every branch (expandAll signals nothing per row): mirrored too.
+        panel.filterEdit()->setText(QStringLiteral("*down_proj"));
+        const QModelIndex down = panel.filterModel()->mapFromSource(
+            panel.model()->indexOf(QStringLiteral("model.layers.4.mlp.down_proj")));
+        QVERIFY(down.isValid());
+        QVERIFY(names->isExpanded(down.parent()));
+        tree->verticalScrollBar()->setValue(tree->verticalScrollBar()->maximum());
+        QCOMPARE(names->visualRect(down).top(), tree->visualRect(down).top());
+        // Selecting in the names selects the tree's row.
+        names->setCurrentIndex(down);
+        QCOMPARE(panel.currentModule(), QStringLiteral("model.layers.4.mlp.down_proj"));
     }
 
     void filterEditShowsOneProjectionPerLayer() {

@@ -96,6 +96,11 @@ private Q_SLOTS:
         // (6 / 5.74712 - 1) * 100 = 4.40 %
         QVERIFY2(panel.quantizedPerplexityLabel()->toolTip().contains(QStringLiteral("4.40%")),
                  qPrintable(panel.quantizedPerplexityLabel()->toolTip()));
+        // Issue 28: the difference beside both, absolute and relative.
+        QCOMPARE(panel.perplexityDifferenceLabel()->text(), QStringLiteral("+0.2529 (+4.40 %)"));
+        panel.showPerplexities(fp, std::nullopt);
+        QCOMPARE(panel.perplexityDifferenceLabel()->text(), QStringLiteral("–"));
+        panel.showPerplexities(fp, q);
         QCOMPARE(panel.klLabel()->text(), QStringLiteral("–")); // no fidelity measured
         qs::FidelityReport fidelity;
         fidelity.klMean = {0.0821119, 0.0014464};
@@ -142,7 +147,11 @@ private Q_SLOTS:
         panel.sensitivityView()->sortByColumn(qs::RunSensitivityModel::AloneColumn,
                                               Qt::DescendingOrder);
         QCOMPARE(view->index(0, 0).data().toString(), QStringLiteral("a.down_proj"));
-        QCOMPARE(view->index(0, 1).data().toString(), QStringLiteral("9.2500"));
+        QCOMPARE(view->index(0, qs::RunSensitivityModel::AloneColumn).data().toString(),
+                 QStringLiteral("9.2500"));
+        // Δ waits for the unquantized perplexity, which comes with the totals.
+        QCOMPARE(view->index(0, qs::RunSensitivityModel::DeltaAloneColumn).data().toString(),
+                 QStringLiteral("–"));
         QCOMPARE(view->index(2, 0).data().toString(), QStringLiteral("a.up_proj"));
         // Sorted by KL alone, the layer that moves the distribution most comes first, whatever
         // its perplexity says.
@@ -153,6 +162,18 @@ private Q_SLOTS:
                  QStringLiteral("0.125000"));
         QCOMPARE(view->index(0, qs::RunSensitivityModel::SameTopAloneColumn).data().toString(),
                  QStringLiteral("80.00"));
+        // Issue 28: the totals give each layer's cost over the unquantized model, and the table
+        // sorts by it, costliest first.
+        qs::SensitivityResult totals;
+        totals.fpPerplexity = 5.5;
+        totals.fullPerplexity = 9.5;
+        panel.showSensitivityTotals(totals);
+        QCOMPARE(view->index(0, 0).data().toString(), QStringLiteral("a.down_proj"));
+        QCOMPARE(view->index(0, qs::RunSensitivityModel::DeltaAloneColumn).data().toString(),
+                 QStringLiteral("3.7500"));
+        QCOMPARE(view->index(2, 0).data().toString(), QStringLiteral("a.up_proj"));
+        QCOMPARE(view->index(2, qs::RunSensitivityModel::DeltaAloneColumn).data().toString(),
+                 QStringLiteral("0.5000"));
         panel.clearSensitivity();
         QCOMPARE(panel.sensitivityModel()->rowCount(), 0);
     }

@@ -48,6 +48,9 @@ private Q_SLOTS:
             << "kMaxJsonDepth";
         QTest::newRow("number beyond double") << QByteArray("{\"x\": 1e400}") << "invalid JSON";
         QTest::newRow("syntax") << QByteArray("{\"x\": tru}") << "invalid JSON at byte";
+        // Issue 28: not nlohmann's "[json.exception.parse_error.101]".
+        QTest::newRow("empty") << QByteArray() << "the file is empty";
+        QTest::newRow("blank") << QByteArray(" \n\t\n") << "the file is empty";
         QTest::newRow("too large")
             << QByteArray(qsizetype(kMaxJsonDocumentBytes) + 1, ' ') << "kMaxJsonDocumentBytes";
     }

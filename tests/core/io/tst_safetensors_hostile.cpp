@@ -254,7 +254,8 @@ void TestSafetensorsHostile::refuses_data() {
     QTest::newRow("data longer than tensors") << image(obj(okW), 12) << "w.data_offsets"
                                               << "holds 12 bytes";
     QTest::newRow("data shorter than tensors") << image(obj(okW), 4) << "w.data_offsets"
-                                               << "holds 4 bytes";
+                                               << "file truncated: last tensor ends at 8 but "
+                                                  "the data section holds 4 bytes";
     QTest::newRow("no tensors but data") << image("{}", 8) << "header"
                                          << "no tensors";
     QTest::newRow("offset beyond u64")

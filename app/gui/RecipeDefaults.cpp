@@ -1,0 +1,63 @@
+#include "RecipeDefaults.h"
+
+#include "quant/SchemeRegistry.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QSettings>
+
+namespace qs {
+
+namespace {
+const char* const LastCalibrationKey = "recipe/lastCalibration";
+constexpr int ParentsSearched = 3;
+} // namespace
+
+bool RecipeDefaults::isUntouched(const Recipe& recipe) {
+    return recipe.toOrderedJson() == Recipe{}.toOrderedJson();
+}
+
+Recipe RecipeDefaults::propose(const Recipe& current, const QString& modelDirectory) {
+    if (!isUntouched(current))
+        return current;
+    Recipe proposed = current;
+    proposed.global = quant::resolveScheme(DefaultScheme);
+    proposed.calibration.dataPath = calibrationFor(modelDirectory).toStdString();
+    return proposed;
+}
+
+QString RecipeDefaults::calibrationFor(const QString& modelDirectory) {
+    const QString last = QSettings().value(QLatin1String(LastCalibrationKey)).toString();
+    if (!last.isEmpty() && QFileInfo(last).isFile())
+        return last;
+    return calibrationNear(modelDirectory);
+}
+
+QString RecipeDefaults::calibrationNear(const QString& modelDirectory) {
+    if (modelDirectory.isEmpty())
+        return {};
+    QDir dir(modelDirectory);
+    for (int up = 0; up <= ParentsSearched; ++up) {
+        const QDir data(dir.filePath(QStringLiteral("data")));
+        // The TinyStories sample first, as scripts/screenshots.sh takes it: 8 KB read at once,
+        // where the 2 MB general text costs a small model's Analyze seconds of tokenizing. Then
+        // any other, sorted by name so the choice does not depend on the file system's order.
+        QStringList texts =
+            data.entryList({QStringLiteral("*calib*.txt")}, QDir::Files, QDir::Name);
+        const QString preferred = QStringLiteral("tinystories-calib.txt");
+        if (texts.contains(preferred))
+            texts.prepend(preferred);
+        if (!texts.isEmpty())
+            return QDir::cleanPath(data.filePath(texts.constFirst()));
+        if (!dir.cdUp())
+            break;
+    }
+    return {};
+}
+
+void RecipeDefaults::rememberCalibration(const QString& path) {
+    if (!path.isEmpty())
+        QSettings().setValue(QLatin1String(LastCalibrationKey), QFileInfo(path).absoluteFilePath());
+}
+
+} // namespace qs
