@@ -478,6 +478,14 @@ private Q_SLOTS:
         bad.quantScheme = "int4_wo_100";
         QCOMPARE(errorField([&] { recipeFromFlags(bad); }, &message),
                  std::string("--quant_scheme"));
+        // A near miss names the scheme meant (SchemeRegistry's "did you mean"), not all ~80.
+        QVERIFY2(message.find("did you mean 'int4_wo_128'") != std::string::npos,
+                 message.c_str());
+        QVERIFY2(message.find("mxfp4") == std::string::npos, message.c_str());
+        // A name near none lists every valid one, Quark's legacy names among them.
+        bad.quantScheme = "zzzzzzzzzzzz";
+        QCOMPARE(errorField([&] { recipeFromFlags(bad); }, &message),
+                 std::string("--quant_scheme"));
         for (const char* valid : {"int4_wo_128", "fp8", "mxfp4", "w_int4_per_group_sym"})
             QVERIFY2(message.find(valid) != std::string::npos, message.c_str());
         bad = {};
