@@ -479,8 +479,7 @@ private Q_SLOTS:
         QCOMPARE(errorField([&] { recipeFromFlags(bad); }, &message),
                  std::string("--quant_scheme"));
         // A near miss names the scheme meant (SchemeRegistry's "did you mean"), not all ~80.
-        QVERIFY2(message.find("did you mean 'int4_wo_128'") != std::string::npos,
-                 message.c_str());
+        QVERIFY2(message.find("did you mean 'int4_wo_128'") != std::string::npos, message.c_str());
         QVERIFY2(message.find("mxfp4") == std::string::npos, message.c_str());
         // A name near none lists every valid one, Quark's legacy names among them.
         bad.quantScheme = "zzzzzzzzzzzz";
