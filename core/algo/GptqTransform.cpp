@@ -1,4 +1,5 @@
 #include "algo/GptqTransform.h"
+#include "eval/WindowShards.h"
 
 #include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
@@ -57,8 +58,7 @@ std::map<std::string, std::vector<at::Tensor>> captureBlockInputs(BlockTransform
     ForwardContext ctx = *input.context;
     ctx.hook = &hook;
     const at::Tensor& stream = input.stream;
-    const int64_t size =
-        std::max<int64_t>(1, input.maxBatchTokens / std::max<int64_t>(1, stream.size(1)));
+    const int64_t size = windowsPerBatch(input.maxBatchTokens, stream.size(1));
     for (int64_t b = 0; b < stream.size(0); b += size)
         input.block.forward(stream.narrow(0, b, std::min(size, stream.size(0) - b)), ctx);
     return std::move(hook.inputs);

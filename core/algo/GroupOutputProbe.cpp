@@ -1,4 +1,5 @@
 #include "algo/GroupOutputProbe.h"
+#include "eval/WindowShards.h"
 
 #include "quant/Observer.h"
 #include "quant/Quantize.h"
@@ -146,8 +147,7 @@ std::vector<at::Tensor> GroupOutputProbe::run(const at::Tensor& s, bool quantize
     ctx.hook = &hook;
     const at::Tensor& stream = m_input.stream;
     const int64_t rows = stream.size(0);
-    const int64_t size =
-        std::max<int64_t>(1, m_input.maxBatchTokens / std::max<int64_t>(1, stream.size(1)));
+    const int64_t size = windowsPerBatch(m_input.maxBatchTokens, stream.size(1));
     for (int64_t b = 0; b < rows; b += size) {
         hook.captured = at::Tensor();
         try {

@@ -1,4 +1,5 @@
 #include "calib/CalibrationPasses.h"
+#include "eval/WindowShards.h"
 
 #include "model/ForwardThreads.h"
 #include "util/Error.h"
@@ -35,7 +36,7 @@ namespace pass {
 namespace {
 
 int64_t batchRows(const BlockRun& run, const at::Tensor& stream) {
-    return std::max<int64_t>(1, run.maxBatchTokens / std::max<int64_t>(1, stream.size(1)));
+    return windowsPerBatch(run.maxBatchTokens, stream.size(1));
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "eval/FidelityComparison.h"
+#include "eval/WindowShards.h"
 
 #include "util/Error.h"
 #include "util/VectorExp.h"
@@ -142,7 +143,7 @@ template <typename F> void forEachChunk(int64_t begin, int64_t rows, int64_t chu
 at::Tensor computeBaseLogits(const BaseLogitRows& base, int64_t windows, int64_t seqLen,
                              int64_t maxBatchTokens, int64_t vocab) {
     const int64_t scored = seqLen - 1;
-    const int64_t batch = std::max<int64_t>(1, maxBatchTokens / seqLen);
+    const int64_t batch = windowsPerBatch(maxBatchTokens, seqLen);
     at::Tensor all;
     for (int64_t w = 0; w < windows; w += batch) {
         const int64_t n = std::min(batch, windows - w);

@@ -1,4 +1,5 @@
 #include "eval/Perplexity.h"
+#include "eval/WindowShards.h"
 
 #include "model/ForwardThreads.h"
 #include "recipe/RecipeLimits.h"
@@ -65,7 +66,7 @@ double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Ten
     const int64_t W = ids.size(0), T = ids.size(1);
     if (T < limits::kMinWindowTokens) // recipes cannot ask for less (RecipeLimits.h)
         throw Error("evaluation", "seq_len", "must be at least 2");
-    const int64_t batch = std::max<int64_t>(1, maxBatchTokens / T);
+    const int64_t batch = windowsPerBatch(maxBatchTokens, T);
     std::vector<double> sums;
     std::vector<at::Tensor> deviceSums; // on an accelerator the sums stay there until the end
     for (int64_t b = 0; b < W; b += batch) {

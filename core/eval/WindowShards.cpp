@@ -4,6 +4,10 @@
 
 namespace qs {
 
+int64_t windowsPerBatch(int64_t maxBatchTokens, int64_t seqLen) {
+    return std::max<int64_t>(1, maxBatchTokens / std::max<int64_t>(1, seqLen));
+}
+
 WindowShards::WindowShards(int64_t windows, int64_t batch)
     : m_windows(std::max<int64_t>(0, windows)), m_batch(std::max<int64_t>(1, batch)) {}
 

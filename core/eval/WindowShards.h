@@ -5,6 +5,11 @@
 
 namespace qs {
 
+// How many windows of `seqLen` tokens one batch of at most `maxBatchTokens` tokens holds (at
+// least one): the one rule every pass that batches windows follows (block forwards, scoring,
+// the algorithms' probes), so that the shards below are exactly the scored batches.
+int64_t windowsPerBatch(int64_t maxBatchTokens, int64_t seqLen);
+
 // Evaluation windows cut into shards for a run spread over ranks. A shard is one scoring batch
 // of the single-process run (`batch` windows, the last one shorter), so every rank forwards and
 // scores exactly the batches one process would (same shapes, same dynamic activation scales,

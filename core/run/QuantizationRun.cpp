@@ -143,9 +143,10 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     // A distributed evaluation runs this rank's shards only (eval/WindowShards.h).
     std::vector<int64_t> myShards;
     at::Tensor myWindows = prep.evaluation;
-    const WindowShards shards(
-        prep.evaluation.defined() ? prep.evaluation.size(0) : 0,
-        prep.evaluation.defined() ? options.maxBatchTokens / prep.evaluation.size(1) : 1);
+    const WindowShards shards(prep.evaluation.defined() ? prep.evaluation.size(0) : 0,
+                              prep.evaluation.defined()
+                                  ? windowsPerBatch(options.maxBatchTokens, prep.evaluation.size(1))
+                                  : 1);
     if (split && prep.evaluation.defined()) {
         myShards = shards.shardsOf(req.ranks->rank(), req.ranks->size());
         const std::vector<int64_t> rows = shards.windowsOf(req.ranks->rank(), req.ranks->size());
