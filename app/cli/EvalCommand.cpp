@@ -1,7 +1,7 @@
 #include "CliCommon.h"
 
 #include "QuantOptions.h"
-#include "dist/RankGroup.h"
+#include "RankLauncher.h"
 #include "run/Run.h"
 
 #include <chrono>
@@ -19,10 +19,7 @@ int runEval(const QStringList& args) {
     parser.addOption({"json", "Machine-readable output."});
     addQuantOptions(parser);
     addRunOptions(parser);
-    parser.addOption({"dist-timeout",
-                      "Seconds a rank of a distributed run waits for the others (joining, "
-                      "gathering) before it gives up with an error (default 300).",
-                      "SECONDS", "300"});
+    addDistributedOptions(parser);
     parser.addOption({"no-fidelity",
                       "Skip the comparison with the full-precision model (KL divergence, Δp, "
                       "top-1 agreement) that an evaluation of a quantized model prints."});
@@ -44,17 +41,9 @@ int runEval(const QStringList& args) {
     q.recipe.evaluation = evaluationFromOptions(parser, "data");
     q.evaluate = true;
     q.fidelity = !parser.isSet("no-fidelity");
-    // Launched as one rank of several (--nproc, torchrun, srun): join the others; rank 0
-    // alone prints (every rank computes the same figures).
-    const LaunchEnvironment launch = LaunchEnvironment::fromEnvironment();
-    if (launch.distributed()) {
-        bool ok = false;
-        const int timeout = parser.value("dist-timeout").toInt(&ok);
-        if (!ok || timeout < 1)
-            throw UsageError{"--dist-timeout must be a whole number of seconds, at least 1"};
-        q.ranks = RankGroup::join(launch, std::chrono::seconds(timeout));
-    }
-    const bool speaks = launch.rank == 0;
+    // Launched as one rank of several (--nproc, torchrun, srun): rank 0 alone prints (every
+    // rank computes the same figures).
+    const bool speaks = joinRanksIfLaunched(parser, q) == 0;
     if (speaks)
         saveRecipeIfAsked(parser, q.recipe);
     const RunOutcome out = runJob(q, speaks ? progressFor(parser, "eval") : nullptr);

@@ -1,5 +1,6 @@
 #include "CliCommon.h"
 #include "QuantOptions.h"
+#include "RankLauncher.h"
 
 #include "recipe/QuarkDatasets.h"
 #include "run/Run.h"
@@ -17,6 +18,7 @@ int runQuantize(const QStringList& args) {
     addQuarkEvaluationOptions(parser);
     parser.addOption({"json", "Machine-readable summary."});
     addRunOptions(parser);
+    addDistributedOptions(parser);
     if (!parseOrHelp(parser, expandMultiValueFlags(args),
                      "Quantizes a model block by block and writes it in each --format (default: a "
                      "fake-quantized Hugging Face checkpoint) plus the recipe used "
@@ -44,8 +46,13 @@ int runQuantize(const QStringList& args) {
     }
     if (parser.isSet("gguf-type"))
         q.exportOptions["gguf_type"] = parser.value("gguf-type").toStdString();
-    saveRecipeIfAsked(parser, q.recipe);
-    const RunOutcome out = runJob(q, progressFor(parser, "quantize"));
+    // Launched as one rank of several (--nproc, torchrun, srun): rank 0 alone writes and prints.
+    const bool speaks = joinRanksIfLaunched(parser, q) == 0;
+    if (speaks)
+        saveRecipeIfAsked(parser, q.recipe);
+    const RunOutcome out = runJob(q, speaks ? progressFor(parser, "quantize") : nullptr);
+    if (!speaks)
+        return 0;
     printWarnings("quantize", out.warnings);
     const double seconds = std::accumulate(out.blockSeconds.begin(), out.blockSeconds.end(), 0.0);
     if (parser.isSet("json")) {

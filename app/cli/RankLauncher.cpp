@@ -4,6 +4,7 @@
 
 #include "dist/LaunchEnvironment.h"
 #include "dist/RankGroup.h"
+#include "run/RunRequest.h"
 
 #include <QCoreApplication>
 #include <QProcess>
@@ -115,12 +116,31 @@ std::optional<int> launchRanksIfAsked(const QStringList& args) {
     return 0;
 }
 
+void addDistributedOptions(QCommandLineParser& parser) {
+    parser.addOption({"dist-timeout",
+                      "Seconds a rank of a distributed run waits for the others (joining, "
+                      "gathering) before it gives up with an error (default 300).",
+                      "SECONDS", "300"});
+}
+
+int joinRanksIfLaunched(const QCommandLineParser& parser, RunRequest& request) {
+    const LaunchEnvironment launch = LaunchEnvironment::fromEnvironment();
+    if (!launch.distributed())
+        return 0;
+    bool ok = false;
+    const int timeout = parser.value("dist-timeout").toInt(&ok);
+    if (!ok || timeout < 1)
+        throw UsageError{"--dist-timeout must be a whole number of seconds, at least 1"};
+    request.ranks = RankGroup::join(launch, std::chrono::seconds(timeout));
+    return launch.rank;
+}
+
 void refuseUnsplitCommandUnderLauncher(const QString& command) {
-    if (command == "eval")
+    if (command == "eval" || command == "quantize")
         return;
     throw UsageError{"'" + command.toStdString() +
-                     "' does not split its work across ranks yet (only eval does): run it in "
-                     "one process, without --nproc, torchrun or srun tasks"};
+                     "' does not split its work across ranks yet (only eval and quantize do): "
+                     "run it in one process, without --nproc, torchrun or srun tasks"};
 }
 
 } // namespace qs::cli

@@ -1,8 +1,13 @@
 #pragma once
 
+#include <QCommandLineParser>
 #include <QStringList>
 
 #include <optional>
+
+namespace qs {
+struct RunRequest;
+}
 
 namespace qs::cli {
 
@@ -14,8 +19,17 @@ namespace qs::cli {
 // `args` (the command and its options) has no --nproc.
 std::optional<int> launchRanksIfAsked(const QStringList& args);
 
+// --dist-timeout, for the commands that split their work across ranks.
+void addDistributedOptions(QCommandLineParser& parser);
+
+// Launched as one rank of several (--nproc, torchrun, srun): joins the others into
+// `request.ranks`. Returns this process's rank (0 when not distributed): rank 0 alone prints
+// and writes.
+int joinRanksIfLaunched(const QCommandLineParser& parser, RunRequest& request);
+
 // Refuses (qs::cli::UsageError) a distributed launch of a command that does not split its work
-// across ranks yet: N copies of it would only repeat the same work and write the same files.
+// across ranks yet (only eval and quantize do): N copies of it would only repeat the same work
+// and write the same files.
 void refuseUnsplitCommandUnderLauncher(const QString& command);
 
 } // namespace qs::cli

@@ -40,10 +40,10 @@ const char* kUsage =
     "Run 'quantscope-cli <command> --help' for a command's options.\n"
     "Global: --help, --version.\n"
     "\n"
-    "Distributed (eval): '--nproc N' runs N ranks on this machine; under torchrun (RANK,\n"
-    "WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, SLURM_NTASKS) each process\n"
-    "joins the group. The windows are split by scoring batch; every world size gives the same\n"
-    "figures.\n";
+    "Distributed (eval, quantize): '--nproc N' runs N ranks on this machine; under torchrun\n"
+    "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, SLURM_NTASKS) each\n"
+    "process joins the group. Evaluation and calibration windows are split by batch; every\n"
+    "world size gives the same figures and files; rank 0 writes them.\n";
 
 } // namespace
 

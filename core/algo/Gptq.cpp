@@ -112,6 +112,21 @@ void checkGptqSpec(const quant::QuantSpec& spec, const std::string& layer) {
         throw Error(layer, "weight.ch_axis", "GPTQ per-channel grids are per output channel");
 }
 
+at::Tensor gptqHessianPart(const at::Tensor& x, int64_t inFeatures, const std::string& layer) {
+    if (x.dim() != 2 || x.size(1) != inFeatures)
+        throw Error(layer, "inputs",
+                    "captured inputs of width " + std::to_string(x.size(-1)) + ", expected " +
+                        std::to_string(inFeatures));
+    const at::Tensor xd = x.to(at::kDouble);
+    return at::matmul(xd.t(), xd);
+}
+
+at::Tensor gptqHessianFromSum(const at::Tensor& sum, int64_t rows, const std::string& layer) {
+    if (rows == 0)
+        throw Error(layer, "inputs", "GPTQ needs calibration inputs (zero rows captured)");
+    return (sum * (2.0 / double(rows))).to(at::kFloat);
+}
+
 at::Tensor gptqHessian(const std::vector<at::Tensor>& inputs, int64_t inFeatures,
                        const std::string& layer) {
     if (inputs.empty())
@@ -119,18 +134,11 @@ at::Tensor gptqHessian(const std::vector<at::Tensor>& inputs, int64_t inFeatures
     at::Tensor h;
     int64_t rows = 0;
     for (const at::Tensor& x : inputs) {
-        if (x.dim() != 2 || x.size(1) != inFeatures)
-            throw Error(layer, "inputs",
-                        "captured inputs of width " + std::to_string(x.size(-1)) + ", expected " +
-                            std::to_string(inFeatures));
-        const at::Tensor xd = x.to(at::kDouble);
-        const at::Tensor part = at::matmul(xd.t(), xd);
+        const at::Tensor part = gptqHessianPart(x, inFeatures, layer);
         h = h.defined() ? h + part : part;
         rows += x.size(0);
     }
-    if (rows == 0)
-        throw Error(layer, "inputs", "GPTQ needs calibration inputs (zero rows captured)");
-    return (h * (2.0 / double(rows))).to(at::kFloat);
+    return gptqHessianFromSum(h, rows, layer);
 }
 
 GptqResult gptqQuantize(const at::Tensor& weight, const at::Tensor& hessian,

@@ -36,6 +36,10 @@ void checkGptqSpec(const quant::QuantSpec& spec, const std::string& layer);
 // when there are no rows or their width differs from `inFeatures`.
 at::Tensor gptqHessian(const std::vector<at::Tensor>& inputs, int64_t inFeatures,
                        const std::string& layer);
+// Its two halves, for a run that adds the batches' partial sums across ranks: one batch's
+// x^T x in float64 (checked as above), and 2/rows times the sum of every batch's, as float32.
+at::Tensor gptqHessianPart(const at::Tensor& input, int64_t inFeatures, const std::string& layer);
+at::Tensor gptqHessianFromSum(const at::Tensor& sum, int64_t rows, const std::string& layer);
 
 // Quantizes `weight` ([out, in], any float dtype, any device) with `spec` (an integer type per
 // group along the input axis, or per output channel). If H + damping is not positive definite

@@ -1,6 +1,7 @@
 #include "algo/GptqTransform.h"
-#include "eval/WindowShards.h"
 
+#include "calib/CalibrationShards.h"
+#include "eval/WindowShards.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
 
@@ -62,6 +63,20 @@ std::map<std::string, std::vector<at::Tensor>> captureBlockInputs(BlockTransform
     for (int64_t b = 0; b < stream.size(0); b += size)
         input.block.forward(stream.narrow(0, b, std::min(size, stream.size(0) - b)), ctx);
     return std::move(hook.inputs);
+}
+
+// The Hessian of every rank's batches: each batch's partial sum, added in shard order (what
+// gptqHessian does with one process's batches, so the bits are the same).
+at::Tensor hessianOverRanks(const CalibrationShards& shards, const std::vector<at::Tensor>& xs,
+                            int64_t inFeatures, const std::string& layer) {
+    std::vector<at::Tensor> parts;
+    int64_t rows = 0;
+    for (const at::Tensor& x : xs) {
+        parts.push_back(gptqHessianPart(x, inFeatures, layer));
+        rows += x.size(0);
+    }
+    return gptqHessianFromSum(sumInShardOrder(shards, parts, layer), sumOverRanks(shards, rows),
+                              layer);
 }
 
 bool sameInputs(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
@@ -127,7 +142,9 @@ void GptqTransform::apply(BlockTransformInput& input) {
         const std::vector<at::Tensor>& xs =
             recaptured != current.end() ? recaptured->second : found->second;
         const at::Tensor w = linear->weight;
-        const at::Tensor h = gptqHessian(xs, w.size(1), plan.name);
+        const at::Tensor h = input.shards
+                                 ? hessianOverRanks(*input.shards, xs, w.size(1), plan.name)
+                                 : gptqHessian(xs, w.size(1), plan.name);
         const GptqResult r = gptqQuantize(w, h, plan.scheme->weight, m_options, plan.name, report);
         plan.weight.reference = w;
         plan.weight.dequantized = r.dequantized.to(w.scalar_type());

@@ -27,6 +27,8 @@ public:
     // mode of the static observers.
     Stream stream() const override { return Stream::Quantized; }
     bool choosesCodes() const override { return true; }
+    // Its Hessians add every rank's batches in shard order (calib/CalibrationShards.h).
+    bool combinesAcrossRanks() const override { return true; }
     void checkLayer(const std::string& layer, const quant::QuantScheme& scheme) const override;
     void apply(BlockTransformInput& input) override;
 

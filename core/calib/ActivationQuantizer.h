@@ -33,6 +33,9 @@ public:
     void freezeWith(quant::QuantParams params);
     // Frozen parameters (static specs only; empty before freeze()).
     const quant::QuantParams& params() const { return m_params; }
+    // The observer of a static quantizer before freeze() (a distributed run merges the ranks'
+    // observations into it); null for dynamic specs and once frozen with stored parameters.
+    quant::Observer* observer() { return m_observer.get(); }
 
     at::Tensor apply(const at::Tensor& x) const;
 

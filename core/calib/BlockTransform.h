@@ -14,6 +14,7 @@
 namespace qs {
 
 struct AlgorithmSpec;
+struct CalibrationShards;
 
 // What a transform sees of one block: the block with its full-precision weights in place, the
 // plans of its linears, and (when it asked for them) each linear's inputs over the calibration
@@ -36,6 +37,11 @@ struct BlockTransformInput {
     std::function<void(double, const std::string&)> report;
     // The model's source checkpoint (what a model-level transform changed is read back from it).
     const Checkpoint* checkpoint = nullptr;
+    // Set when the calibration batches are spread over ranks (calib/CalibrationShards.h): the
+    // inputs and the stream are this rank's shards only, and a transform combines what it
+    // gathers from them with the other ranks'. Only transforms that say combinesAcrossRanks()
+    // see it set.
+    const CalibrationShards* shards = nullptr;
 };
 
 // A transform pass of the calibration pipeline: runs on each block after its inputs were
@@ -78,6 +84,11 @@ public:
     virtual void rangesBefore(const BlockTransformInput& input, const LinearLayer& layer,
                               const std::vector<at::Tensor>& captured, at::Tensor& inputAbsmax,
                               at::Tensor& weightAbsmax) const;
+    // Whether apply() gives the same result when the calibration batches are spread over ranks
+    // (BlockTransformInput::shards): it reads no calibration data, or combines what it reads
+    // across ranks (GPTQ's Hessians). A run with a transform that does not calibrates on every
+    // batch in every rank.
+    virtual bool combinesAcrossRanks() const { return !needsInputs(); }
     // Called by prepareRun for every quantized linear before any block is read: throws
     // qs::Error naming the layer and the field when the transform cannot treat its scheme.
     virtual void checkLayer(const std::string& /*layer*/,

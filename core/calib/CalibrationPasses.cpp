@@ -1,6 +1,7 @@
 #include "calib/CalibrationPasses.h"
-#include "eval/WindowShards.h"
 
+#include "calib/CalibrationShards.h"
+#include "eval/WindowShards.h"
 #include "model/ForwardThreads.h"
 #include "util/Error.h"
 
@@ -181,6 +182,7 @@ void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTrans
             progress->report(index, from + span * within, name + ": " + what);
         };
         in.checkpoint = checkpoint;
+        in.shards = run.shards;
         if (run.analyse)
             keepBefore(run, *t, in, captured, rangesTakenAt);
         t->apply(in);
@@ -223,6 +225,8 @@ at::Tensor observeActivations(BlockRun& run, const at::Tensor& stream, const For
 }
 
 void freeze(BlockRun& run) {
+    if (run.shards)
+        mergeObservers(*run.shards, *run.plans);
     for (LayerPlan& p : *run.plans)
         p.freeze();
 }

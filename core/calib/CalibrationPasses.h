@@ -17,6 +17,8 @@
 
 namespace qs {
 
+struct CalibrationShards;
+
 // fraction in [0, 1] and a message; returning false cancels (qs::Cancelled) within one batch.
 using PipelineProgress = std::function<bool(double, const std::string&)>;
 
@@ -64,6 +66,9 @@ struct BlockRun {
     // reads only codes): quantizeWeights releases each layer's float weights once its codes
     // exist, so a block's full-precision weights and their fake-quantized copy never coexist.
     bool releaseFloatWeights = false;
+    // Set when the calibration batches are spread over ranks: the streams hold this rank's
+    // shards, and the transforms and observers combine theirs with the other ranks'.
+    const CalibrationShards* shards = nullptr;
 };
 
 namespace pass {
@@ -116,7 +121,8 @@ void quantizeWeights(BlockRun& run);
 at::Tensor observeActivations(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx,
                               bool quantizedWeights, std::vector<BatchCapture>* captures = nullptr);
 
-// 5. Freeze: static quantizers take their parameters from what they observed.
+// 5. Freeze: static quantizers take their parameters from what they observed (in a run spread
+//    over ranks, from what every rank observed: mergeObservers).
 void freeze(BlockRun& run);
 
 // 6. Analysis: each batch runs through the quantized block (quantized stream) and, unless

@@ -94,6 +94,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         BlockQuantHook hook(plans);
         BlockRun run(*block, plans, hook, progress, m_options.maxBatchTokens);
         run.analyse = analyze && hasCalibration;
+        run.shards = m_options.shards;
         run.releaseFloatWeights = m_options.sinkReadsOnlyCodes && sink && !hasCalibration &&
                                   !evalStream.defined() && !analyze && !m_options.keepPlans;
         const at::Tensor& observed = floatCalibration ? ref : quant;

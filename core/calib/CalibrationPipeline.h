@@ -44,6 +44,9 @@ struct PipelineOptions {
     // a run with no forward pass (no calibration, evaluation or analysis) and no kept plans
     // then releases each linear's float weights as soon as its codes exist.
     bool sinkReadsOnlyCodes = false;
+    // Set when the calibration windows given to run() are this rank's shards of a run spread
+    // over ranks (calib/CalibrationShards.h); it must outlive run().
+    const CalibrationShards* shards = nullptr;
 };
 
 struct PipelineResult {

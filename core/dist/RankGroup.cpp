@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #ifdef QS_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -72,35 +74,72 @@ std::shared_ptr<RankGroup> RankGroup::join(const LaunchEnvironment& env,
 #endif
 }
 
-std::vector<double> RankGroup::sum(const std::vector<double>& values) {
+std::vector<double> RankGroup::reduce(const std::vector<double>& values, Reduction op) {
     if (size() == 1 || values.empty())
         return values;
 #ifdef QS_WITH_GLOO
     at::Tensor t = at::tensor(at::ArrayRef<double>(values), at::kDouble);
     std::vector<at::Tensor> tensors{t};
     c10d::AllreduceOptions options;
-    options.reduceOp = c10d::ReduceOp::SUM;
-    m_impl->group->allreduce(tensors, options)->wait();
+    options.reduceOp = op == Reduction::Sum   ? c10d::ReduceOp::SUM
+                       : op == Reduction::Min ? c10d::ReduceOp::MIN
+                                              : c10d::ReduceOp::MAX;
+    collective("reduce", [&] { m_impl->group->allreduce(tensors, options)->wait(); });
     const double* p = t.data_ptr<double>();
     return std::vector<double>(p, p + t.numel());
 #else
-    throw Error("distributed run", "sum", "this build has no Gloo");
+    (void)op;
+    throw Error("distributed run", "reduce", "this build has no Gloo");
 #endif
 }
 
+std::vector<double> RankGroup::sum(const std::vector<double>& values) {
+    return reduce(values, Reduction::Sum);
+}
+
+std::vector<double> RankGroup::min(const std::vector<double>& values) {
+    return reduce(values, Reduction::Min);
+}
+
+std::vector<double> RankGroup::max(const std::vector<double>& values) {
+    return reduce(values, Reduction::Max);
+}
+
 double RankGroup::max(double value) {
-    if (size() == 1)
-        return value;
+    return max(std::vector<double>{value}).front();
+}
+
+void RankGroup::allGather(const double* mine, size_t n, double* all) {
+    if (size() == 1 || n == 0) {
+        std::copy(mine, mine + n, all);
+        return;
+    }
 #ifdef QS_WITH_GLOO
-    at::Tensor t = at::full({1}, value, at::kDouble);
-    std::vector<at::Tensor> tensors{t};
-    c10d::AllreduceOptions options;
-    options.reduceOp = c10d::ReduceOp::MAX;
-    m_impl->group->allreduce(tensors, options)->wait();
-    return t.item<double>();
+    const auto opts = at::TensorOptions().dtype(at::kDouble);
+    std::vector<at::Tensor> input{
+        at::from_blob(const_cast<double*>(mine), {int64_t(n)}, opts).clone()};
+    std::vector<std::vector<at::Tensor>> output(1);
+    for (int r = 0; r < size(); ++r)
+        output[0].push_back(at::from_blob(all + size_t(r) * n, {int64_t(n)}, opts));
+    collective("gather", [&] { m_impl->group->allgather(output, input)->wait(); });
 #else
-    throw Error("distributed run", "max", "this build has no Gloo");
+    throw Error("distributed run", "gather", "this build has no Gloo");
 #endif
+}
+
+void RankGroup::collective(const char* what, const std::function<void()>& body) {
+    try {
+        body();
+    } catch (const Error&) {
+        throw;
+    } catch (const std::exception& e) {
+        // Gloo says what the socket saw (a peer that closed, a timeout), not which rank is gone:
+        // the launcher (--nproc) names the rank whose process ended.
+        throw Error("distributed run", what,
+                    "rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
+                        " lost the other ranks (one died, hung past --dist-timeout or failed): " +
+                        e.what());
+    }
 }
 
 } // namespace qs

@@ -3,6 +3,7 @@
 #include "dist/LaunchEnvironment.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,11 +32,21 @@ public:
     std::vector<double> sum(const std::vector<double>& values);
     // The largest value over the ranks.
     double max(double value);
+    // Element-wise minimum and maximum over the ranks: exact (a comparison rounds nothing).
+    std::vector<double> min(const std::vector<double>& values);
+    std::vector<double> max(const std::vector<double>& values);
+    // Every rank's `n` values, rank after rank: `all` holds size() * n doubles.
+    void allGather(const double* mine, size_t n, double* all);
 
     // Whether this build can join a group of more than one process.
     static bool available();
 
 private:
+    enum class Reduction { Sum, Min, Max };
+    std::vector<double> reduce(const std::vector<double>& values, Reduction op);
+    // Runs one collective; a failure of the transport becomes a qs::Error naming this rank.
+    void collective(const char* what, const std::function<void()>& body);
+
     struct Impl;
     RankGroup(LaunchEnvironment env, std::unique_ptr<Impl> impl);
 

@@ -23,10 +23,14 @@ at::Tensor combine(const at::Tensor& old, const at::Tensor& now, bool takeMax) {
 
 } // namespace
 
+bool MinMaxObserver::keepsLatestOnly() const {
+    const Kernel k = traits(m_spec.dtype).kernel;
+    return k == Kernel::Cast || k == Kernel::Mx6 || k == Kernel::Bfp16;
+}
+
 void MinMaxObserver::doObserve(const at::Tensor& x) {
     Range r = observeRange(x, m_spec);
-    const Kernel k = traits(m_spec.dtype).kernel;
-    if (k == Kernel::Cast || k == Kernel::Mx6 || k == Kernel::Bfp16) {
+    if (keepsLatestOnly()) {
         m_range = r;
         return;
     }

@@ -1,5 +1,6 @@
 #include "run/QuantizationRun.h"
 
+#include "calib/CalibrationShards.h"
 #include "dist/RankGroup.h"
 #include "eval/FidelityComparison.h"
 #include "eval/WindowShards.h"
@@ -48,6 +49,10 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
         throw Error("distributed run", "fidelity",
                     "the fidelity report is not gathered across ranks yet: evaluate with "
                     "--no-fidelity, or in one process");
+    if (split && req.analyze)
+        throw Error("distributed run", "analyze",
+                    "the per-layer analysis is not gathered across ranks yet: run it in one "
+                    "process");
     if (fidelity)
         reference =
             FullPrecisionReference::obtain(req, prep, [&progress](double f, const std::string& m) {
@@ -109,6 +114,7 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
         transformedSource->addOverlay(overlay);
         context.source = transformedSource.get();
     }
+    bool routedExperts = false;
     {
         std::vector<const ModuleNode*> linears;
         const ModuleNode tree = prep.handle.moduleTree();
@@ -120,8 +126,11 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
         tree.collect("router", routers);
         for (const ModuleNode* n : routers)
             context.fullPrecisionLinears.push_back(n->name);
+        routedExperts = !routers.empty();
     }
-    for (const std::string& f : prep.exportFormats) {
+    // In a distributed run rank 0 alone writes the files: every rank computes the same blocks.
+    const bool writes = !split || req.ranks->rank() == 0;
+    for (const std::string& f : writes ? prep.exportFormats : std::vector<std::string>{}) {
         context.outDir = prep.exportFormats.size() == 1 ? req.outDir
                                                         : QDir(QString::fromStdString(req.outDir))
                                                               .filePath(QString::fromStdString(f))
@@ -132,7 +141,6 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     options.sinkReadsOnlyCodes = !exporters.empty();
     for (const auto& e : exporters)
         options.sinkReadsOnlyCodes = options.sinkReadsOnlyCodes && e->readsOnlyCodes();
-    CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
     BlockSink sink;
     if (!exporters.empty())
         sink = [&exporters](int index, DecoderBlock& block, const std::vector<LayerPlan>& plans) {
@@ -155,8 +163,32 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
                                        0, at::tensor(at::ArrayRef<int64_t>(rows), at::kLong));
     }
 
+    // The calibration windows are split the same way when every rank gets a batch, every
+    // observer and algorithm combines across ranks and no layer is a routed expert (an expert
+    // sees a different number of batches on each rank); otherwise each rank calibrates on all.
+    at::Tensor myCalibration = prep.calibration;
+    CalibrationShards calibrationShards;
+    if (split && prep.calibration.defined() && prep.calibration.size(0) > 0) {
+        const WindowShards cut(prep.calibration.size(0),
+                               windowsPerBatch(options.maxBatchTokens, prep.calibration.size(1)));
+        bool combinable =
+            cut.count() >= req.ranks->size() && observersMerge(prep.recipe) && !routedExperts;
+        for (const auto& t : prep.transforms)
+            combinable = combinable && t->combinesAcrossRanks();
+        if (combinable) {
+            calibrationShards.group = req.ranks.get();
+            calibrationShards.count = cut.count();
+            calibrationShards.mine = cut.shardsOf(req.ranks->rank(), req.ranks->size());
+            const std::vector<int64_t> rows = cut.windowsOf(req.ranks->rank(), req.ranks->size());
+            myCalibration = prep.calibration.index_select(
+                0, at::tensor(at::ArrayRef<int64_t>(rows), at::kLong));
+            options.shards = &calibrationShards;
+        }
+    }
+    CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
+
     const auto runStart = std::chrono::steady_clock::now();
-    PipelineResult result = pipeline.run(prep.calibration, myWindows, runProgress, sink);
+    PipelineResult result = pipeline.run(myCalibration, myWindows, runProgress, sink);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
     if (split && prep.evaluation.defined()) {

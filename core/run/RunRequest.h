@@ -59,8 +59,11 @@ struct RunRequest {
 
     // The processes of a distributed run (dist/RankGroup.h), or none: one process. An
     // evaluation then runs each rank's shards of the windows (eval/WindowShards.h) and gathers
-    // the sums, so every rank reports the same perplexity, equal at any number of ranks.
-    // Calibration is still run whole by every rank, and a fidelity report is refused.
+    // the sums, so every rank reports the same perplexity, equal at any number of ranks. The
+    // calibration windows are split the same way when every rank gets a batch of them and the
+    // recipe's algorithms combine across ranks (calib/CalibrationShards.h); otherwise every
+    // rank calibrates on all of them. Rank 0 alone writes the exports. A fidelity report and
+    // an analysed run are refused.
     std::shared_ptr<RankGroup> ranks;
 
     // Warnings (patterns matching no layer, fewer windows than asked) are errors, raised before

@@ -1,15 +1,20 @@
-// quantscope-cli eval spread over ranks (--nproc: torchrun's variables, c10d's TCPStore and Gloo
-// over loopback): the same figures, double for double, at 1, 2 and 4 ranks, full precision and
-// quantized with static calibration; and the launches that must fail, failing in plain words.
+// quantscope-cli eval and quantize spread over ranks (--nproc: torchrun's variables, c10d's
+// TCPStore and Gloo over loopback): the same figures, double for double, and the same files,
+// byte for byte, at 1, 2 and 4 ranks as in one process; a rank that dies or hangs mid-run stops
+// the others with an error and nothing written; and the launches that must fail, failing in
+// plain words.
 #include "TestMain.h"
 #include "TestSupport.h"
 
+#include <QDirIterator>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QtTest>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,6 +44,46 @@ private:
                           << "--seq-len"
                           << "64"
                           << "--no-fidelity";
+    }
+    // 100 calibration windows of 64 tokens: batches of 32 windows (2048 tokens on the CPU), so
+    // four shards of 32, 32, 32 and 4 windows; at 2 ranks two each, at 4 ranks one each.
+    QStringList quantizeArgs(const QString& out) const {
+        return {"quantize",
+                m_model,
+                "--calib-data",
+                qs::test::sharedPath("data/tinystories-eval.txt"),
+                "--num-calib-data",
+                "100",
+                "--seq-len",
+                "64",
+                "--threads",
+                "1",
+                "--out",
+                out};
+    }
+    // Every file under `dir` by its path relative to `dir`, with its bytes (the recipe without
+    // its time of writing).
+    static QMap<QString, QByteArray> files(const QString& dir) {
+        QMap<QString, QByteArray> all;
+        QDirIterator it(dir, QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString path = it.next();
+            QFile f(path);
+            if (!f.open(QIODevice::ReadOnly))
+                continue;
+            QByteArray bytes = f.readAll();
+            // The recipe records when it was written (to the second): the one field two runs
+            // cannot share.
+            if (path.endsWith("quantscope_recipe.json")) {
+                QJsonObject recipe = QJsonDocument::fromJson(bytes).object();
+                QJsonObject provenance = recipe["provenance"].toObject();
+                provenance.remove("created_at");
+                recipe["provenance"] = provenance;
+                bytes = QJsonDocument(recipe).toJson();
+            }
+            all.insert(QDir(dir).relativeFilePath(path), bytes);
+        }
+        return all;
     }
     static QJsonObject json(const Run& r) { return QJsonDocument::fromJson(r.out).object(); }
     // A loopback port nothing listens on (the kernel's pick for port 0).
@@ -92,9 +137,96 @@ private Q_SLOTS:
         }
     }
 
+    void sameFilesAtEveryWorldSize_data() {
+        QTest::addColumn<QStringList>("scheme");
+        // Group 4 divides every layer's input width (64 and 172).
+        QTest::newRow("uint4 per group, GPTQ")
+            << QStringList{"--quant-scheme", "w_uint4_per_group_asym",
+                           "--group-size",   "4",
+                           "--quant-algo",   "gptq"};
+        QTest::newRow("int8 static") << QStringList{"--quant-scheme", "int8"};
+    }
+    void sameFilesAtEveryWorldSize() {
+        QFETCH(QStringList, scheme);
+        const QString base = qs::test::tempDir("quantize-1");
+        const Run one = qs::test::runCli(quantizeArgs(base) << scheme << "--quiet");
+        QVERIFY2(one.exitCode == 0, one.err.constData());
+        const QMap<QString, QByteArray> expected = files(base);
+        QVERIFY(expected.contains("config.json"));
+        QVERIFY(expected.size() >= 3); // config, weights, recipe
+        for (const QString ranks : {"2", "4"}) {
+            const QString out = qs::test::tempDir("quantize-" + ranks);
+            const Run many = qs::test::runCli(quantizeArgs(out) << scheme << "--quiet"
+                                                                << "--nproc" << ranks);
+            QVERIFY2(many.exitCode == 0, many.err.constData());
+            // Byte for byte: each rank calibrates on whole batches of the single process, GPTQ
+            // adds the batches' Hessian parts in shard order as one process does, and min/max
+            // merge exactly (calib/CalibrationShards.h). A shard calibrated twice or not at
+            // all, or added out of order, changes the scales or the codes.
+            const QMap<QString, QByteArray> got = files(out);
+            QCOMPARE(got.keys(), expected.keys());
+            for (const QString& name : expected.keys())
+                QVERIFY2(got[name] == expected[name],
+                         qPrintable(ranks + " ranks: " + name + " differs from one process's"));
+        }
+    }
+
+    // Two ranks started by hand (torchrun's variables); rank 1 is killed or stopped once rank 0
+    // reports progress, i.e. before rank 0 can have passed the collectives of its later blocks.
+    void aRankLostMidRunStopsTheOthers_data() {
+        QTest::addColumn<int>("signal");
+        QTest::newRow("killed") << int(SIGKILL);
+        QTest::newRow("hung") << int(SIGSTOP);
+    }
+    void aRankLostMidRunStopsTheOthers() {
+        QFETCH(int, signal);
+        const int port = freePort();
+        QVERIFY(port > 0);
+        const QString out = qs::test::tempDir("quantize-lost");
+        QDir(out).removeRecursively();
+        // A hang is noticed when the collective's timeout (--dist-timeout) runs out.
+        const QStringList args = quantizeArgs(out) << "--quant-scheme"
+                                                   << "w_uint4_per_group_asym"
+                                                   << "--group-size"
+                                                   << "4"
+                                                   << "--quant-algo"
+                                                   << "gptq"
+                                                   << "--dist-timeout"
+                                                   << "5";
+        QProcess ranks[2];
+        for (int r = 0; r < 2; ++r) {
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert("WORLD_SIZE", "2");
+            env.insert("RANK", QString::number(r));
+            env.insert("LOCAL_RANK", QString::number(r));
+            env.insert("MASTER_ADDR", "127.0.0.1");
+            env.insert("MASTER_PORT", QString::number(port));
+            ranks[r].setProcessEnvironment(env);
+            ranks[r].start(qs::test::binDir() + "/quantscope-cli", args);
+            QVERIFY(ranks[r].waitForStarted());
+        }
+        // Rank 0 prints a progress line each tenth (stderr is not a terminal here).
+        QByteArray err0;
+        while (!err0.contains("quantize") && ranks[0].state() == QProcess::Running) {
+            ranks[0].waitForReadyRead(100);
+            err0 += ranks[0].readAllStandardError();
+        }
+        ::kill(pid_t(ranks[1].processId()), signal);
+        QVERIFY(ranks[0].waitForFinished(120000));
+        err0 += ranks[0].readAllStandardError();
+        ::kill(pid_t(ranks[1].processId()), SIGKILL);
+        ranks[1].waitForFinished(10000);
+        QCOMPARE(ranks[0].exitCode(), 1);
+        QVERIFY2(err0.contains("rank 0 of 2 lost the other ranks"), err0.constData());
+        // Nothing promoted: no checkpoint where --out points.
+        QVERIFY2(!QFile::exists(out + "/config.json"), qPrintable(out));
+        QVERIFY(!QFile::exists(out + "/model.safetensors"));
+    }
+
     void commandsThatDoNotSplitAreRefused() {
-        const Run r = qs::test::runCli({"quantize", m_model, "--quant-scheme", "uint4_wo_32",
-                                        "--out", qs::test::tempDir("q"), "--nproc", "2"});
+        const Run r =
+            qs::test::runCli({"analyze", m_model, "--quant-scheme", "uint4_wo_32", "--calib-data",
+                              qs::test::sharedPath("data/tinystories-calib.txt"), "--nproc", "2"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("does not split its work across ranks"), r.err.constData());
     }
