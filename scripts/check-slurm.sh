@@ -8,7 +8,8 @@
 #     eval` of the same inputs prints (docs/distributed.md: the same double at any world size).
 # Then it stops every daemon it started and removes its folder, also on failure or Ctrl-C.
 #
-#   scripts/check-slurm.sh [CLI]   (CLI: a quantscope-cli; default $QS_CLI, else
+#   scripts/check-slurm.sh [CLI]   (CLI: a quantscope-cli, relative to the current directory;
+#                                   default $QS_CLI, else the repository's
 #                                   build/release/bin/quantscope-cli; needs ../shared or
 #                                   QS_SHARED_DIR)
 #
@@ -22,6 +23,7 @@
 # ProctrackType=proctrack/linuxproc and TaskPlugin=task/none (no cgroups), select/cons_tres.
 # Exit status: 0 when the check passes, 1 when it fails, 2 on a usage or setup error.
 set -euo pipefail
+caller=$PWD
 cd "$(dirname "$0")/.."
 repo=$PWD
 started=$(date +%s.%N)
@@ -33,8 +35,13 @@ setup_error() { say "cannot run: $*"; exit 2; }
 case "${1:-}" in
 -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
-cli=${1:-${QS_CLI:-build/release/bin/quantscope-cli}}
-[[ "$cli" == /* ]] || cli=$repo/$cli
+# A CLI named by the caller is relative to the caller's directory; the default to the repository.
+if [ -n "${1:-${QS_CLI:-}}" ]; then
+    cli=${1:-$QS_CLI}
+    [[ "$cli" == /* ]] || cli=$caller/$cli
+else
+    cli=$repo/build/release/bin/quantscope-cli
+fi
 shared=${QS_SHARED_DIR:-../shared}
 [[ "$shared" == /* ]] || shared=$repo/$shared
 model=$shared/models/stories260K
@@ -224,8 +231,15 @@ eval_args=(--eval-seq-len 256 --max-windows 20 --json --quiet --dist-timeout 60)
 ref=$("$cli" eval "$model" --data "$data" --threads 1 "${eval_args[@]}") ||
     die "the single-process eval failed"
 
-# MASTER_PORT: a port found free now, rather than the example's default from the job id.
-jobid=$(cd "$tmp/job" && MASTER_PORT=$master_port QS_CLI=$cli \
+# MASTER_PORT: a port found free now, rather than the example's default from the job id. Rank 0
+# is found by the node's name (the first host of SLURM_JOB_NODELIST); where that name does not
+# resolve, MASTER_ADDR points the ranks at the loopback address instead.
+master_env=()
+if ! getent hosts "$node" >/dev/null 2>&1; then
+    say "$node does not resolve (getent hosts): the ranks meet at MASTER_ADDR=127.0.0.1"
+    master_env=(MASTER_ADDR=127.0.0.1)
+fi
+jobid=$(cd "$tmp/job" && env "${master_env[@]}" MASTER_PORT=$master_port QS_CLI=$cli \
     sbatch --parsable --ntasks=2 --nodes=1 --cpus-per-task=1 --time=5 \
     --output="$tmp/job/out" --error="$tmp/job/err" \
     "$sbatch_script" "$model" "$data" "${eval_args[@]}") || die "sbatch refused the job"
