@@ -159,16 +159,27 @@ def widest(m):
     return max(m["linears"], key=lambda l: l.n_in)
 
 
+def is_moe(m):
+    return any(l.count > 1 for l in m["linears"])
+
+
+def splits(m, ranks, shards):
+    """Whether the run as committed (2ec6295) splits its calibration: at least as many batches as
+    ranks and no routed expert; otherwise every rank calibrates on every window (N=1's work)."""
+    return ranks > 1 and shards >= ranks and not is_moe(m)
+
+
 def memory(m, ranks, shards, stream_bytes=2):
-    """Peak bytes per rank of one block's GPTQ, the design as drafted: block weights in bf16, the
-    rank's windows (streams and captures, in the bf16 compute dtype), and for the widest linear
-    its Hessian, the rank's per-shard partials and the all-gather's N-slot receive buffer."""
-    mine = math.ceil(shards / ranks)             # shards on the busiest rank
+    """Peak bytes per rank of one block's GPTQ as committed: block weights in bf16, the rank's
+    windows (streams and captures, in the bf16 compute dtype), and for the widest linear its
+    Hessian, the rank's per-shard partials and the all-gather's N-slot receive buffer. A run that
+    does not split holds what one process holds."""
+    split = splits(m, ranks, shards)
+    mine = math.ceil(shards / ranks) if split else shards
     tokens = mine * GPU_BATCH_TOKENS
     h = widest(m).n_in ** 2 * 8
-    dist = ranks > 1
     return dict(weights=params(m) * 2, act=tokens * captured_width(m) * stream_bytes, hess=h,
-                partials=mine * h if dist else 0, gather=ranks * h if dist else 0)
+                partials=mine * h if split else 0, gather=ranks * h if split else 0)
 
 
 def hessian_bytes(m, experts=True):
@@ -255,18 +266,19 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
     for windows in (128, 1024):
         shards = shards_for(windows)
         print(f"\n### Per-rank memory, GB: {windows} windows x {SEQ} = {shards} shards of {GPU_BATCH_TOKENS} tokens\n")
-        print("| block | N | weights | windows (streams, captures) | widest Hessian | own partials | gather buffer | total |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| block | N | split | weights | windows (streams, captures) | widest Hessian | own partials | gather buffer | total |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for name, (m, _) in MODELS.items():
             for n in RANKS:
                 t = memory(m, n, shards)
-                print(f"| {name} | {n} | {f(t['weights'] / GB, 2)} | {f(t['act'] / GB, 2)} | {f(t['hess'] / GB, 2)} | "
+                yes = "yes" if splits(m, n, shards) else "no"
+                print(f"| {name} | {n} | {yes} | {f(t['weights'] / GB, 2)} | {f(t['act'] / GB, 2)} | {f(t['hess'] / GB, 2)} | "
                       f"{f(t['partials'] / GB, 2)} | {f(t['gather'] / GB, 2)} | {f(sum(t.values()) / GB, 2)} |")
 
     for windows in (128, 1024):
         shards = shards_for(windows)
         print(f"\n### Hessian bytes received per rank per block, GB ({shards} shards)\n")
-        print("| block | N | all-gather in rounds (drafted) | chain in shard order | ordered reduce-scatter + all-gather |")
+        print("| block | N | all-gather in rounds (committed) | chain in shard order | ordered reduce-scatter + all-gather |")
         print("|---|---|---|---|---|")
         for name, (m, _) in MODELS.items():
             for n in RANKS[1:]:
@@ -278,8 +290,8 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
         tokens = windows * SEQ
         print(f"\n### Estimated s per block at the H100 rate, {windows} windows ({shards} shards); "
               f"reductions at {link_gbs:g} GB/s per rank, weights at {disk_gbs:g} GB/s (assumed)\n")
-        print("| block | N | forwards + Hessians | solves, every rank all (drafted) | solves spread by layer | "
-              "all-gather | chain / reduce-scatter | weights read | drafted total | best total |")
+        print("| block | N | forwards + Hessians, split | solves, every rank all (committed) | solves spread by layer | "
+              "all-gather | chain / reduce-scatter | weights read | committed total | best total |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for name, (m, _) in MODELS.items():
             g = gptq_flops(m, tokens, SEQ)
@@ -295,8 +307,11 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
                     best_red = (min(chain_bytes(dense, n, shards), alltoall_bytes(dense, n, shards))
                                 + routed_rows_bytes(m, tokens, n)) / GB / link_gbs
                 wr = params(m) * 2 / GB / disk_gbs
+                one = (g["fwd"] + g["hess"] + g["solve"]) / r_gpu + wr
+                committed = fh + s_all + ag + wr if splits(m, n, shards) else one
                 print(f"| {name} | {n} | {f(fh)} | {f(s_all)} | {f(s_spread)} | {f(ag)} | {f(best_red)} | {f(wr)} | "
-                      f"{f(fh + s_all + ag + wr)} | {f(fh + s_spread + best_red + wr)} |")
+                      f"{f(committed)}{'' if splits(m, n, shards) or n == 1 else ' (no split)'} | "
+                      f"{f(fh + s_spread + best_red + wr)} |")
 
     # MoE: the experts' Hessians against sending the routed rows to an expert's owner
     m = MODELS["DeepSeek-V3 MoE block (3-60)"][0]
