@@ -31,6 +31,10 @@ bash scripts/check-gguf-tokenizers.sh build/release
 # the venv of scripts/make-quark-venv.sh exists): KL and top-1 agreement against full precision,
 # each runtime asserted to compute the function its file holds (docs/exporters.md).
 bash scripts/check-fidelity.sh build/release
+# Ranks launched by Slurm's srun: a one-node Slurm on localhost (started and stopped by the
+# script, Debian's slurmctld, slurmd and munge installed when missing) runs examples/slurm/
+# eval.sbatch with 2 tasks; the perplexity must equal one process's (about 7 s).
+bash scripts/check-slurm.sh build/release/bin/quantscope-cli
 # The headless configuration a GPU server builds (no Qt Widgets, no sentencepiece): it must
 # configure, build and pass too. Its objects are the release build's (ccache), so this costs
 # mostly links and the core suites a second time.
