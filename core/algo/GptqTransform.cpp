@@ -1,6 +1,7 @@
 #include "algo/GptqTransform.h"
 
 #include "calib/CalibrationShards.h"
+#include "dist/RankGroup.h"
 #include "eval/WindowShards.h"
 #include "recipe/AlgorithmCatalog.h"
 #include "util/Error.h"
@@ -79,6 +80,27 @@ at::Tensor hessianOverRanks(const CalibrationShards& shards, const std::vector<a
                               layer);
 }
 
+// The solve rank `owner` made, on every rank (on `device`).
+GptqResult shareResult(const CalibrationShards& shards, int owner, const GptqResult& mine,
+                       const at::Device& device) {
+    const quant::QuantParams& p = mine.codes.params;
+    const std::vector<at::Tensor> sent = broadcastFrom(
+        shards, owner,
+        {mine.codes.codes, p.scale, p.zeroPoint, p.globalScale, p.scaleCodes, mine.dequantized,
+         at::tensor({mine.dampingUsed, double(int(mine.codes.dtype))}, at::kDouble)});
+    const auto on = [&device](const at::Tensor& t) { return t.defined() ? t.to(device) : t; };
+    GptqResult r;
+    r.codes.codes = on(sent[0]);
+    r.codes.params.scale = on(sent[1]);
+    r.codes.params.zeroPoint = on(sent[2]);
+    r.codes.params.globalScale = on(sent[3]);
+    r.codes.params.scaleCodes = on(sent[4]);
+    r.dequantized = on(sent[5]);
+    r.dampingUsed = sent[6][0].item<double>();
+    r.codes.dtype = quant::DataType(int(sent[6][1].item<double>()));
+    return r;
+}
+
 bool sameInputs(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
     if (a.size() != b.size())
         return false;
@@ -93,34 +115,18 @@ bool sameInputs(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>&
 void GptqTransform::apply(BlockTransformInput& input) {
     const std::vector<LinearLayer*> linears = input.block.linears();
     const size_t layers = input.plans.size();
-    // True-sequential, as Quark runs GPTQ: each linear's Hessian comes from its inputs with the
-    // linears before it in the block already quantized (o_proj sees attention computed with
-    // the quantized q/k/v, down_proj the quantized gate/up). The block is run again only where
-    // an input changes, i.e. not between linears that read the same input (q, k, v). The
-    // quantized weights stand in the block while the loop runs; the full-precision ones are
-    // put back at the end (the plans carry both).
-    const bool sequential = input.stream.defined() && input.context != nullptr;
-    std::vector<std::pair<LinearLayer*, at::Tensor>> swapped;
-    std::map<std::string, std::vector<at::Tensor>> current;
-    bool quantizedSinceCapture = false;
+    // The linears GPTQ quantizes, in block order, in runs that read the same input (q, k, v;
+    // gate, up): a run shares one Hessian.
+    struct Job {
+        size_t plan;
+        LinearLayer* linear;
+    };
+    std::vector<std::vector<Job>> runs;
     const std::vector<at::Tensor>* previous = nullptr;
-    struct Restore {
-        std::vector<std::pair<LinearLayer*, at::Tensor>>& swapped;
-        ~Restore() {
-            for (auto& [layer, weight] : swapped)
-                layer->weight = weight;
-        }
-    } restore{swapped};
     for (size_t k = 0; k < layers; ++k) {
         LayerPlan& plan = input.plans[k];
         if (!plan.scheme || plan.scheme->weightPreStage || !covers(plan.name))
             continue;
-        // Progress per layer and per block of columns: where a cancelled run stops.
-        const auto report = [&](double within) {
-            if (input.report)
-                input.report((double(k) + within) / double(layers), plan.name);
-        };
-        report(0.0);
         LinearLayer* linear = nullptr;
         for (LinearLayer* l : linears)
             if (l->name == plan.name)
@@ -132,28 +138,75 @@ void GptqTransform::apply(BlockTransformInput& input) {
         if (found == input.inputs.end())
             throw Error(m_source, "algorithms.gptq",
                         "no calibration inputs were captured for " + plan.name);
-        const bool sharesInput = previous != nullptr && sameInputs(*previous, found->second);
-        if (sequential && quantizedSinceCapture && !sharesInput) {
+        if (previous == nullptr || !sameInputs(*previous, found->second))
+            runs.emplace_back();
+        runs.back().push_back({k, linear});
+        previous = &found->second;
+    }
+
+    // True-sequential, as Quark runs GPTQ: each linear's Hessian comes from its inputs with the
+    // linears before it in the block already quantized (o_proj sees attention computed with
+    // the quantized q/k/v, down_proj the quantized gate/up). The block is run again only where
+    // an input changes, i.e. between runs. The quantized weights stand in the block while the
+    // loop runs; the full-precision ones are put back at the end (the plans carry both).
+    const bool sequential = input.stream.defined() && input.context != nullptr;
+    std::vector<std::pair<LinearLayer*, at::Tensor>> swapped;
+    std::map<std::string, std::vector<at::Tensor>> current;
+    bool quantizedSinceCapture = false;
+    struct Restore {
+        std::vector<std::pair<LinearLayer*, at::Tensor>>& swapped;
+        ~Restore() {
+            for (auto& [layer, weight] : swapped)
+                layer->weight = weight;
+        }
+    } restore{swapped};
+    // Spread over ranks, the linears of a run are solved by ranks in turn (the j-th by rank j mod
+    // N) and each result goes to the others: the same H and weight give the same codes on any
+    // rank, so the bytes do not change, only who computes them.
+    const int ranks = input.shards ? input.shards->group->size() : 1;
+    const int rank = input.shards ? input.shards->group->rank() : 0;
+    for (const std::vector<Job>& run : runs) {
+        if (sequential && quantizedSinceCapture) {
             current = captureBlockInputs(input);
             quantizedSinceCapture = false;
         }
-        previous = &found->second;
-        const auto recaptured = current.find(plan.name);
+        const std::string& first = input.plans[run.front().plan].name;
+        const auto recaptured = current.find(first);
         const std::vector<at::Tensor>& xs =
-            recaptured != current.end() ? recaptured->second : found->second;
-        const at::Tensor w = linear->weight;
-        const at::Tensor h = input.shards
-                                 ? hessianOverRanks(*input.shards, xs, w.size(1), plan.name)
-                                 : gptqHessian(xs, w.size(1), plan.name);
-        const GptqResult r = gptqQuantize(w, h, plan.scheme->weight, m_options, plan.name, report);
-        plan.weight.reference = w;
-        plan.weight.dequantized = r.dequantized.to(w.scalar_type());
-        plan.weight.codes = r.codes;
-        plan.transforms.push_back(name());
-        if (sequential) {
-            swapped.emplace_back(linear, w);
-            linear->weight = plan.weight.dequantized;
-            quantizedSinceCapture = true;
+            recaptured != current.end() ? recaptured->second : input.inputs.at(first);
+        const int64_t in = run.front().linear->weight.size(1);
+        const at::Tensor h = input.shards ? hessianOverRanks(*input.shards, xs, in, first)
+                                          : gptqHessian(xs, in, first);
+        std::vector<GptqResult> results(run.size());
+        for (size_t j = 0; j < run.size(); ++j) {
+            LayerPlan& plan = input.plans[run[j].plan];
+            // Progress per layer and per block of columns: where a cancelled run stops.
+            const auto report = [&](double within) {
+                if (input.report)
+                    input.report((double(run[j].plan) + within) / double(layers), plan.name);
+            };
+            report(0.0);
+            if (int(j % size_t(ranks)) == rank)
+                results[j] = gptqQuantize(run[j].linear->weight, h, plan.scheme->weight, m_options,
+                                          plan.name, report);
+        }
+        if (ranks > 1)
+            for (size_t j = 0; j < run.size(); ++j)
+                results[j] = shareResult(*input.shards, int(j % size_t(ranks)), results[j],
+                                         run[j].linear->weight.device());
+        for (size_t j = 0; j < run.size(); ++j) {
+            LayerPlan& plan = input.plans[run[j].plan];
+            LinearLayer* linear = run[j].linear;
+            const at::Tensor w = linear->weight;
+            plan.weight.reference = w;
+            plan.weight.dequantized = results[j].dequantized.to(w.scalar_type());
+            plan.weight.codes = results[j].codes;
+            plan.transforms.push_back(name());
+            if (sequential) {
+                swapped.emplace_back(linear, w);
+                linear->weight = plan.weight.dequantized;
+                quantizedSinceCapture = true;
+            }
         }
     }
 }

@@ -106,6 +106,56 @@ bool observersMerge(const Recipe& recipe) {
     return ok && (!recipe.kvCache || mergeable(*recipe.kvCache));
 }
 
+std::vector<at::Tensor> broadcastFrom(const CalibrationShards& shards, int root,
+                                      const std::vector<at::Tensor>& tensors) {
+    RankGroup& group = *shards.group;
+    const bool sends = group.rank() == root;
+    // The header: per tensor whether it is defined, its dtype and its shape.
+    std::vector<double> header;
+    std::vector<double> payload;
+    if (sends)
+        for (const at::Tensor& t : tensors) {
+            header.push_back(t.defined() ? 1 : 0);
+            if (!t.defined())
+                continue;
+            header.push_back(double(int(t.scalar_type())));
+            header.push_back(double(t.dim()));
+            for (const int64_t d : t.sizes())
+                header.push_back(double(d));
+            const std::vector<double> values = asDoubles(t);
+            payload.insert(payload.end(), values.begin(), values.end());
+        }
+    double sizes[2] = {double(header.size()), double(payload.size())};
+    group.broadcast(sizes, 2, root);
+    header.resize(size_t(sizes[0]));
+    payload.resize(size_t(sizes[1]));
+    group.broadcast(header.data(), header.size(), root);
+    group.broadcast(payload.data(), payload.size(), root);
+
+    std::vector<at::Tensor> out;
+    size_t h = 0, p = 0;
+    while (h < header.size()) {
+        if (header[h++] == 0) {
+            out.emplace_back();
+            continue;
+        }
+        const auto type = at::ScalarType(int(header[h++]));
+        const int64_t dims = int64_t(header[h++]);
+        std::vector<int64_t> shape(static_cast<size_t>(dims));
+        int64_t numel = 1;
+        for (int64_t& d : shape) {
+            d = int64_t(header[h++]);
+            numel *= d;
+        }
+        out.push_back(
+            at::tensor(at::ArrayRef<double>(payload.data() + p, size_t(numel)), at::kDouble)
+                .reshape(shape)
+                .to(type));
+        p += size_t(numel);
+    }
+    return out;
+}
+
 int64_t sumOverRanks(const CalibrationShards& shards, int64_t mine) {
     // Counts below 2^53 add exactly in double.
     return int64_t(shards.group->sum({double(mine)}).front());

@@ -40,6 +40,13 @@ struct CalibrationShards {
 at::Tensor sumInShardOrder(const CalibrationShards& shards, const std::vector<at::Tensor>& mine,
                            const std::string& what);
 
+// Rank `root`'s `tensors` on every rank (as root has them: shapes, dtypes, undefined ones; the
+// others' argument is ignored), on the CPU. Exact for floating types up to float64 and integers
+// below 2^53, which travel as doubles. What a rank computed alone (a GPTQ solve) reaches the
+// others this way.
+std::vector<at::Tensor> broadcastFrom(const CalibrationShards& shards, int root,
+                                      const std::vector<at::Tensor>& tensors);
+
 // The number of rows (tokens) over every shard, given this rank's.
 int64_t sumOverRanks(const CalibrationShards& shards, int64_t mine);
 

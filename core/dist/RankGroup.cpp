@@ -127,6 +127,22 @@ void RankGroup::allGather(const double* mine, size_t n, double* all) {
 #endif
 }
 
+void RankGroup::broadcast(double* data, size_t n, int root) {
+    if (size() == 1 || n == 0)
+        return;
+#ifdef QS_WITH_GLOO
+    std::vector<at::Tensor> tensors{
+        at::from_blob(data, {int64_t(n)}, at::TensorOptions().dtype(at::kDouble))};
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    collective("broadcast", [&] { m_impl->group->broadcast(tensors, options)->wait(); });
+#else
+    (void)data;
+    (void)root;
+    throw Error("distributed run", "broadcast", "this build has no Gloo");
+#endif
+}
+
 void RankGroup::collective(const char* what, const std::function<void()>& body) {
     try {
         body();

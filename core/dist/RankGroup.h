@@ -37,6 +37,8 @@ public:
     std::vector<double> max(const std::vector<double>& values);
     // Every rank's `n` values, rank after rank: `all` holds size() * n doubles.
     void allGather(const double* mine, size_t n, double* all);
+    // Rank `root`'s `n` values into every rank's `data`.
+    void broadcast(double* data, size_t n, int root);
 
     // Whether this build can join a group of more than one process.
     static bool available();

@@ -104,6 +104,29 @@ private Q_SLOTS:
                             QString::number(sums[1], 'g', 17)));
     }
 
+    void broadcastGivesTheRootsTensorsExactly() {
+        // What a GPTQ solve returns: int32 codes, float32 scales, an undefined tensor, a double.
+        const std::vector<at::Tensor> sent = {
+            at::randint(-8, 8, {3, 4}, at::kInt), at::randn({3, 2}), at::Tensor(),
+            at::tensor({0.1, 1e-300}, at::kDouble), at::randn({5}).to(at::kBFloat16)};
+        const auto got = onBothRanks<std::vector<at::Tensor>>([&](int rank) {
+            qs::CalibrationShards shards;
+            shards.group = m_ranks[size_t(rank)].get();
+            // Rank 0 passes nothing: what it gets is rank 1's.
+            return qs::broadcastFrom(shards, 1, rank == 1 ? sent : std::vector<at::Tensor>{});
+        });
+        for (const auto& tensors : got) {
+            QCOMPARE(tensors.size(), sent.size());
+            for (size_t i = 0; i < sent.size(); ++i) {
+                QCOMPARE(tensors[i].defined(), sent[i].defined());
+                if (!sent[i].defined())
+                    continue;
+                QCOMPARE(tensors[i].scalar_type(), sent[i].scalar_type());
+                QVERIFY(at::equal(tensors[i], sent[i]));
+            }
+        }
+    }
+
     void aRankWithAnotherCountOfPartsIsRefused() {
         const auto refused = onBothRanks<QString>([&](int rank) {
             qs::CalibrationShards shards;
