@@ -4,6 +4,12 @@ block of GPTQ for Llama-3-70B and DeepSeek-V3 shapes on 1 to 64 ranks. Every fig
 either one of the measured inputs below (with where it was measured) or arithmetic on them; the
 assumptions are named where they are made. Python 3 standard library only.
 
+"committed" is GptqTransform as committed after 2ec6295 in 8823018 ("GPTQ over ranks: the linears
+that read one input share one Hessian ..."): the linears of a block are taken in runs that read the
+same captured input (q/k/v; gate/up), each run builds and all-gathers one Hessian, the j-th linear
+of a run is solved by rank j mod N and every result is broadcast from its owner. "2ec6295" is the
+design before it (one Hessian per linear, every rank solving every linear), kept for comparison.
+
     python3 bench/scale_paper.py            # the tables of docs/scale.md
 """
 import math
@@ -42,6 +48,8 @@ def llama(hidden, inter, heads, kv_heads, head_dim):
         ],
         # true-sequential stages: linears in one stage read the same input
         stages=[["q_proj", "k_proj", "v_proj"], ["o_proj"], ["gate_proj", "up_proj"], ["down_proj"]],
+        # the committed runs (block order, consecutive linears with the same captured input)
+        runs=[["q_proj", "k_proj", "v_proj"], ["o_proj"], ["gate_proj", "up_proj"], ["down_proj"]],
     )
 
 
@@ -55,6 +63,9 @@ def deepseek_v3(moe):
         Linear("o_proj", heads * vdim, h),
     ]
     stages = [["q_a_proj", "kv_a_proj_with_mqa"], ["q_b_proj", "kv_b_proj"], ["o_proj"]]
+    # Block order is q_a, q_b, kv_a, kv_b, o (MlaAttention::appendLinears): q_a and kv_a read one
+    # input but are not adjacent, so the committed code makes each its own run (two Hessians).
+    runs = [["q_a_proj"], ["q_b_proj"], ["kv_a_proj_with_mqa"], ["kv_b_proj"], ["o_proj"]]
     if moe:
         e, routed, top = 2048, 256, 8
         mlp = [
@@ -66,10 +77,16 @@ def deepseek_v3(moe):
         ]
         stages += [["shared.gate_proj", "shared.up_proj", "experts.gate_proj", "experts.up_proj"],
                    ["shared.down_proj", "experts.down_proj"]]
+        # each expert's gate/up is one run, its down another (a run of a linear with count c
+        # stands for c runs, one per expert); then the shared expert's
+        runs += [["experts.gate_proj", "experts.up_proj"], ["experts.down_proj"],
+                 ["shared.gate_proj", "shared.up_proj"], ["shared.down_proj"]]
     else:
         mlp = [Linear("gate_proj", h, 18432), Linear("up_proj", h, 18432), Linear("down_proj", 18432, h)]
         stages += [["gate_proj", "up_proj"], ["down_proj"]]
-    return dict(hidden=h, heads=heads, d_qk=nope + rope, d_v=vdim, linears=attn + mlp, stages=stages)
+        runs += [["gate_proj", "up_proj"], ["down_proj"]]
+    return dict(hidden=h, heads=heads, d_qk=nope + rope, d_v=vdim, linears=attn + mlp, stages=stages,
+                runs=runs)
 
 
 MODELS = {
@@ -101,9 +118,18 @@ def forward_flops(m, tokens, seq):
     return linear + attention
 
 
-def hessian_flops(m, tokens):
-    # one X^T X per linear (Quantscope builds each linear's own), over the tokens reaching it
-    return sum(2 * tokens * l.share * l.n_in ** 2 * l.count for l in m["linears"])
+def hessians(m, per_linear=False):
+    """The Hessians a block builds, as the linears whose input each one is of. Committed: one per
+    run of linears that read one input; 2ec6295 (per_linear): one per linear."""
+    by = {l.name: l for l in m["linears"]}
+    if per_linear:
+        return list(m["linears"])
+    return [by[run[0]] for run in m["runs"] if run[0] in by]
+
+
+def hessian_flops(m, tokens, per_linear=False):
+    # one X^T X per Hessian built, over the tokens reaching its linears
+    return sum(2 * tokens * l.share * l.n_in ** 2 * l.count for l in hessians(m, per_linear))
 
 
 def solve_flops_one(l):
@@ -115,8 +141,21 @@ def solve_flops(m):
     return sum(solve_flops_one(l) * l.count for l in m["linears"])
 
 
+def solve_committed_flops(m, ranks):
+    """The committed spread: in each run the j-th linear is solved by rank j mod N; the runs (and a
+    count-c run's c copies) follow one another. The slowest rank of each run sets its time."""
+    by = {l.name: l for l in m["linears"]}
+    total = 0.0
+    for run in m["runs"]:
+        load = [0.0] * ranks
+        for j, n in enumerate(run):
+            load[j % ranks] += solve_flops_one(by[n])
+        total += max(load) * by[run[0]].count
+    return total
+
+
 def solve_critical_flops(m, ranks):
-    # solves spread by layer: within a stage the linears (experts included) are independent;
+    # solves bin-packed by stage ("best"): within a stage the linears (experts included) are independent;
     # the stages run one after another. Greedy: the biggest solves first onto the least-loaded rank.
     by = {l.name: l for l in m["linears"]}
     total = 0.0
@@ -129,8 +168,29 @@ def solve_critical_flops(m, ranks):
     return total
 
 
-def gptq_flops(m, tokens, seq):
-    return dict(fwd=FORWARDS * forward_flops(m, tokens, seq), hess=hessian_flops(m, tokens), solve=solve_flops(m))
+def gptq_flops(m, tokens, seq, per_linear=False):
+    return dict(fwd=FORWARDS * forward_flops(m, tokens, seq), hess=hessian_flops(m, tokens, per_linear),
+                solve=solve_flops(m))
+
+
+# --- the solved results' broadcast -----------------------------------------------------------------
+GROUP = 128  # uint4_wo_128: one scale and one zero point per 128 input columns of a row
+
+
+def result_bytes(l, committed=True):
+    """One solved linear's result as broadcast. Committed (broadcastFrom): everything as float64,
+    i.e. codes [out, in] and the dequantized weight [out, in] at 8 bytes a value each, plus scales
+    and zero points [out, in/128] at 8. The better form assumed for "best": codes at 1 byte
+    (uint4 values), the dequantized weight at its float32, scales and zero points at 4."""
+    w = l.n_out * l.n_in
+    g = 2 * l.n_out * math.ceil(l.n_in / GROUP)
+    return (w * 16 + g * 8) if committed else (w * 5 + g * 4)
+
+
+def broadcast_bytes(m, committed=True):
+    """Per block, the results' payload every rank takes in (each result once: the assumed pipelined
+    tree or ring, at the link rate)."""
+    return sum(result_bytes(l, committed) * l.count for l in m["linears"])
 
 
 # --- calibration ----------------------------------------------------------------------------------
@@ -164,7 +224,7 @@ def is_moe(m):
 
 
 def splits(m, ranks, shards):
-    """Whether the run as committed (2ec6295) splits its calibration: at least as many batches as
+    """Whether the run splits its calibration (the same in 2ec6295 and 8823018): at least as many batches as
     ranks and no routed expert; otherwise every rank calibrates on every window (N=1's work)."""
     return ranks > 1 and shards >= ranks and not is_moe(m)
 
@@ -182,8 +242,8 @@ def memory(m, ranks, shards, stream_bytes=2):
                 partials=mine * h if split else 0, gather=ranks * h if split else 0)
 
 
-def hessian_bytes(m, experts=True):
-    return sum(l.n_in ** 2 * 8 * l.count for l in m["linears"] if experts or l.count == 1)
+def hessian_bytes(m, experts=True, per_linear=False):
+    return sum(l.n_in ** 2 * 8 * l.count for l in hessians(m, per_linear) if experts or l.count == 1)
 
 
 def routed_rows_bytes(m, tokens, ranks, stream_bytes=2):
@@ -195,15 +255,15 @@ def routed_rows_bytes(m, tokens, ranks, stream_bytes=2):
     return rows * stream_bytes / ranks * (ranks - 1) / ranks
 
 
-def allgather_bytes(m, ranks, shards):
-    """Received per rank per block: every round brings N-1 partials of every linear's Hessian."""
+def allgather_bytes(m, ranks, shards, per_linear=False):
+    """Received per rank per block: every round brings N-1 partials of every Hessian built."""
     if ranks == 1:
         return 0
-    return (ranks - 1) * math.ceil(shards / ranks) * hessian_bytes(m)
+    return (ranks - 1) * math.ceil(shards / ranks) * hessian_bytes(m, per_linear=per_linear)
 
 
 def chain_bytes(m, ranks, shards):
-    """Received per rank per block by a chain in shard order (one running sum per linear passed
+    """Received per rank per block by a chain in shard order (one running sum per Hessian passed
     from the rank of shard s to the rank of shard s+1), plus the sum sent back to every rank."""
     if ranks == 1:
         return 0
@@ -226,17 +286,19 @@ def f(x, d=1):
 def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256, link_gbs=10.0,
          disk_gbs=5.0):
     print("### Shapes\n")
-    print("| block | linears | params | bf16 weights GB | widest input | its Hessian GB | all Hessians GB |")
-    print("|---|---|---|---|---|---|---|")
+    print("| block | linears | params | bf16 weights GB | widest input | its Hessian GB | Hessians, one per run (committed) | their GB | one per linear (2ec6295) GB |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, (m, blocks) in MODELS.items():
         w = widest(m)
         print(f"| {name} (x{blocks}) | {sum(l.count for l in m['linears'])} | {params(m) / 1e9:.3f} B | "
               f"{f(params(m) * 2 / GB, 2)} | {w.name} {w.n_in} | {f(w.n_in ** 2 * 8 / GB, 2)} | "
-              f"{f(hessian_bytes(m) / GB, 2)} |")
+              f"{sum(l.count for l in hessians(m))} | {f(hessian_bytes(m) / GB, 2)} | "
+              f"{f(hessian_bytes(m, per_linear=True) / GB, 2)} |")
 
-    f_cpu = gptq_flops(L1024, cpu_tokens, cpu_seq)
+    # The measured runs predate 8823018: their FLOP model has one Hessian per linear.
+    f_cpu = gptq_flops(L1024, cpu_tokens, cpu_seq, per_linear=True)
     r_cpu = sum(f_cpu.values()) / cpu_s_per_block
-    f_gpu = gptq_flops(L7B, 16 * 1024, 1024)
+    f_gpu = gptq_flops(L7B, 16 * 1024, 1024, per_linear=True)
     r_gpu = sum(f_gpu.values()) / H100_GPTQ_7B_S_PER_BLOCK
     print("\n### Effective rates\n")
     print("| measured | FLOP model (fwd + Hessians + solves) | s per block | rate |")
@@ -244,7 +306,7 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
     print(f"| CPU, 1 thread, 1024-wide Llama block, {cpu_tokens} tokens | "
           f"{f(f_cpu['fwd'] / 1e12, 3)} + {f(f_cpu['hess'] / 1e12, 3)} + {f(f_cpu['solve'] / 1e12, 3)} "
           f"= {f(sum(f_cpu.values()) / 1e12, 3)} TFLOP | {cpu_s_per_block:.2f} | {f(r_cpu / 1e9)} GFLOP/s |")
-    f_st = gptq_flops(STORIES, 128 * 256, 256)
+    f_st = gptq_flops(STORIES, 128 * 256, 256, per_linear=True)
     print(f"| CPU, 1 thread, stories260K block, {128 * 256} tokens | "
           f"{f(f_st['fwd'] / 1e9, 2)} + {f(f_st['hess'] / 1e9, 2)} + {f(f_st['solve'] / 1e9, 3)} "
           f"= {f(sum(f_st.values()) / 1e9, 2)} GFLOP | {stories_s_per_block:.2f} | "
@@ -253,15 +315,16 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
           f"{f(f_gpu['hess'] / 1e12, 2)} + {f(f_gpu['solve'] / 1e12, 2)} = {f(sum(f_gpu.values()) / 1e12, 2)} TFLOP "
           f"| {H100_GPTQ_7B_S_PER_BLOCK} | {f(r_gpu / 1e12, 2)} TFLOP/s |")
 
-    print(f"\n### One rank, 128 x {SEQ} calibration tokens (estimates)\n")
-    print("| block | fwd + Hessians + solves TFLOP | at the CPU thread's rate | at the H100's rate | whole model at the H100's rate |")
-    print("|---|---|---|---|---|")
+    print(f"\n### One rank, 128 x {SEQ} calibration tokens, committed (one Hessian per run; estimates)\n")
+    print("| block | fwd + Hessians + solves TFLOP | at the CPU thread's rate | at the H100's rate | whole model at the H100's rate | 2ec6295 (one Hessian per linear) at the H100's rate |")
+    print("|---|---|---|---|---|---|")
     for name, (m, blocks) in MODELS.items():
         g = gptq_flops(m, 128 * SEQ, SEQ)
         t = sum(g.values())
+        t_old = sum(gptq_flops(m, 128 * SEQ, SEQ, per_linear=True).values())
         print(f"| {name} | {f(g['fwd'] / 1e12, 0)} + {f(g['hess'] / 1e12, 0)} + {f(g['solve'] / 1e12, 0)} "
               f"= {f(t / 1e12, 0)} | {f(t / r_cpu / 3600)} h | {f(t / r_gpu, 0)} s | "
-              f"{f(t / r_gpu * blocks / 3600)} h ({blocks} blocks) |")
+              f"{f(t / r_gpu * blocks / 3600)} h ({blocks} blocks) | {f(t_old / r_gpu, 0)} s |")
 
     for windows in (128, 1024):
         shards = shards_for(windows)
@@ -278,27 +341,38 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
     for windows in (128, 1024):
         shards = shards_for(windows)
         print(f"\n### Hessian bytes received per rank per block, GB ({shards} shards)\n")
-        print("| block | N | all-gather in rounds (committed) | chain in shard order | ordered reduce-scatter + all-gather |")
-        print("|---|---|---|---|---|")
+        print("| block | N | all-gather in rounds, one Hessian per linear (2ec6295) | all-gather in rounds, one per run (committed) | chain in shard order | ordered reduce-scatter + all-gather |")
+        print("|---|---|---|---|---|---|")
         for name, (m, _) in MODELS.items():
             for n in RANKS[1:]:
-                print(f"| {name} | {n} | {f(allgather_bytes(m, n, shards) / GB, 0)} | {f(chain_bytes(m, n, shards) / GB, 0)} | "
+                print(f"| {name} | {n} | {f(allgather_bytes(m, n, shards, per_linear=True) / GB, 0)} | "
+                      f"{f(allgather_bytes(m, n, shards) / GB, 0)} | {f(chain_bytes(m, n, shards) / GB, 0)} | "
                       f"{f(alltoall_bytes(m, n, shards) / GB, 0)} |")
+
+    print("\n### Solved results broadcast per block, GB each rank takes in (committed; N > 1, split)\n")
+    print("| block | as float64 (committed) | codes 1 byte, dequantized float32 (best) |")
+    print("|---|---|---|")
+    for name, (m, _) in MODELS.items():
+        print(f"| {name} | {f(broadcast_bytes(m) / GB, 2)} | {f(broadcast_bytes(m, committed=False) / GB, 2)} |")
 
     for windows in (128, 1024):
         shards = shards_for(windows)
         tokens = windows * SEQ
         print(f"\n### Estimated s per block at the H100 rate, {windows} windows ({shards} shards); "
               f"reductions at {link_gbs:g} GB/s per rank, weights at {disk_gbs:g} GB/s (assumed)\n")
-        print("| block | N | forwards + Hessians, split | solves, every rank all (committed) | solves spread by layer | "
-              "all-gather | chain / reduce-scatter | weights read | committed total | best total |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| block | N | forwards + Hessians, split | solves, committed (in turn within a run) | "
+              "results broadcast (committed) | solves bin-packed by stage | all-gather | chain / reduce-scatter | "
+              "weights read | 2ec6295 total | committed total | best total |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for name, (m, _) in MODELS.items():
             g = gptq_flops(m, tokens, SEQ)
+            g_old = gptq_flops(m, tokens, SEQ, per_linear=True)
             for n in RANKS:
                 busy = min(n, shards)
+                split = splits(m, n, shards)
                 fh = (g["fwd"] + g["hess"]) / busy / r_gpu
-                s_all = g["solve"] / r_gpu
+                s_com = solve_committed_flops(m, n) / r_gpu
+                bc = broadcast_bytes(m) / GB / link_gbs if n > 1 else 0.0
                 s_spread = solve_critical_flops(m, n) / r_gpu
                 ag = allgather_bytes(m, n, shards) / GB / link_gbs
                 best_red = min(chain_bytes(m, n, shards), alltoall_bytes(m, n, shards)) / GB / link_gbs
@@ -306,19 +380,25 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
                     dense = dict(m, linears=[l for l in m["linears"] if l.count == 1])
                     best_red = (min(chain_bytes(dense, n, shards), alltoall_bytes(dense, n, shards))
                                 + routed_rows_bytes(m, tokens, n)) / GB / link_gbs
+                best_bc = broadcast_bytes(m, committed=False) / GB / link_gbs if n > 1 else 0.0
                 wr = params(m) * 2 / GB / disk_gbs
-                one = (g["fwd"] + g["hess"] + g["solve"]) / r_gpu + wr
-                committed = fh + s_all + ag + wr if splits(m, n, shards) else one
-                print(f"| {name} | {n} | {f(fh)} | {f(s_all)} | {f(s_spread)} | {f(ag)} | {f(best_red)} | {f(wr)} | "
-                      f"{f(committed)}{'' if splits(m, n, shards) or n == 1 else ' (no split)'} | "
-                      f"{f(fh + s_spread + best_red + wr)} |")
+                one = sum(g.values()) / r_gpu + wr
+                one_old = sum(g_old.values()) / r_gpu + wr
+                old = ((g_old["fwd"] + g_old["hess"]) / busy / r_gpu + g_old["solve"] / r_gpu
+                       + allgather_bytes(m, n, shards, per_linear=True) / GB / link_gbs + wr) if split else one_old
+                committed = fh + s_com + bc + ag + wr if split else one
+                tag = '' if split or n == 1 else ' (no split)'
+                print(f"| {name} | {n} | {f(fh)} | {f(s_com)} | {f(bc)} | {f(s_spread)} | {f(ag)} | {f(best_red)} | "
+                      f"{f(wr)} | {f(old)}{tag} | {f(committed)}{tag} | {f(fh + s_spread + best_bc + best_red + wr)} |")
 
     # MoE: the experts' Hessians against sending the routed rows to an expert's owner
     m = MODELS["DeepSeek-V3 MoE block (3-60)"][0]
     experts = [l for l in m["linears"] if l.count > 1]
     h_exp = sum(l.n_in ** 2 * 8 * l.count for l in experts)
+    h_run = sum(l.n_in ** 2 * 8 * l.count for l in hessians(m) if l.count > 1)
     rows = 128 * SEQ * 8 * (7168 + 2048) * 2
-    print(f"\nMoE block: routed experts' Hessians {f(h_exp / GB, 1)} GB per block; routed rows "
+    print(f"\nMoE block: routed experts' Hessians {f(h_run / GB, 1)} GB per block, one per gate/up run and one "
+          f"per down (one per linear: {f(h_exp / GB, 1)} GB); routed rows "
           f"(128 x {SEQ} tokens x 8 experts x (7168 + 2048) values x 2 bytes) {f(rows / GB, 2)} GB")
 
 
