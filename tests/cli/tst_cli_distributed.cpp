@@ -3,6 +3,7 @@
 // byte for byte, at 1, 2 and 4 ranks as in one process; a rank that dies or hangs mid-run stops
 // the others with an error and nothing written; and the launches that must fail, failing in
 // plain words.
+#include "LoopbackPort.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
@@ -12,11 +13,7 @@
 #include <QProcess>
 #include <QtTest>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 class TestCliDistributed : public QObject {
     Q_OBJECT
@@ -86,21 +83,6 @@ private:
         return all;
     }
     static QJsonObject json(const Run& r) { return QJsonDocument::fromJson(r.out).object(); }
-    // A loopback port nothing listens on (the kernel's pick for port 0).
-    static int freePort() {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof(addr);
-        int port = -1;
-        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-            port = ntohs(addr.sin_port);
-        if (fd >= 0)
-            ::close(fd);
-        return port;
-    }
 
 private Q_SLOTS:
     void initTestCase() {
@@ -180,7 +162,7 @@ private Q_SLOTS:
     }
     void aRankLostMidRunStopsTheOthers() {
         QFETCH(int, signal);
-        const int port = freePort();
+        const int port = qs::test::freeLoopbackPort();
         QVERIFY(port > 0);
         const QString out = qs::test::tempDir("quantize-lost");
         QDir(out).removeRecursively();
@@ -256,7 +238,7 @@ private Q_SLOTS:
     void aRankThatNeverComesTimesOut() {
         // Rank 0 of 2 alone: the store waits for the second rank, then gives up naming the
         // master address and the rank.
-        const int port = freePort();
+        const int port = qs::test::freeLoopbackPort();
         QVERIFY(port > 0);
         qputenv("WORLD_SIZE", "2");
         qputenv("RANK", "0");

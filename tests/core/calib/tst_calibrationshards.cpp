@@ -2,6 +2,7 @@
 // real group of two ranks (two threads of this process joined through c10d's TCPStore and Gloo
 // over loopback): partial sums added in shard order, as one process adds its batches, and static
 // min/max observers merged so both ranks freeze the scales one process would.
+#include "LoopbackPort.h"
 #include "TestMain.h"
 
 #include "calib/CalibrationShards.h"
@@ -11,30 +12,20 @@
 #include <ATen/ATen.h>
 #include <QtTest>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <array>
 #include <functional>
 #include <future>
 
 namespace {
 
-int freePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    int port = -1;
-    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-        port = ntohs(addr.sin_port);
-    if (fd >= 0)
-        ::close(fd);
-    return port;
+// Rank `rank`'s view of a run with `count` shards in which it holds `mine`.
+qs::CalibrationShards shardsOn(const std::shared_ptr<qs::RankGroup>& group, int64_t count,
+                               std::vector<int64_t> mine) {
+    qs::CalibrationShards shards;
+    shards.group = group.get();
+    shards.count = count;
+    shards.mine = std::move(mine);
+    return shards;
 }
 
 // Runs body(rank) on both ranks at once (collectives need every rank) and returns their results.
@@ -62,7 +53,7 @@ private Q_SLOTS:
     void initTestCase() {
         if (!qs::RankGroup::available())
             QSKIP("this build has no Gloo (the pip LibTorch build): no group of two ranks");
-        const int port = freePort();
+        const int port = qs::test::freeLoopbackPort();
         QVERIFY(port > 0);
         m_ranks = onBothRanks<std::shared_ptr<qs::RankGroup>>([port](int rank) {
             qs::LaunchEnvironment env;
@@ -129,10 +120,7 @@ private Q_SLOTS:
 
     void aRankWithAnotherCountOfPartsIsRefused() {
         const auto refused = onBothRanks<QString>([&](int rank) {
-            qs::CalibrationShards shards;
-            shards.group = m_ranks[size_t(rank)].get();
-            shards.count = 2;
-            shards.mine = {rank};
+            const qs::CalibrationShards shards = shardsOn(m_ranks[size_t(rank)], 2, {rank});
             try {
                 qs::sumInShardOrder(shards, {}, "model.layers.0.mlp.experts.3.up_proj");
             } catch (const qs::Error& e) {
@@ -160,10 +148,7 @@ private Q_SLOTS:
         QVERIFY(!at::equal(alone.params().scale, both.params().scale)); // the merge matters
 
         const auto scales = onBothRanks<at::Tensor>([&](int rank) {
-            qs::CalibrationShards shards;
-            shards.group = m_ranks[size_t(rank)].get();
-            shards.count = 2;
-            shards.mine = {rank};
+            const qs::CalibrationShards shards = shardsOn(m_ranks[size_t(rank)], 2, {rank});
             std::vector<qs::LayerPlan> plans(1);
             plans[0].name = "model.layers.0.self_attn.q_proj";
             plans[0].input.emplace(plans[0].name, staticInt8());
@@ -188,10 +173,7 @@ private Q_SLOTS:
 
         // Refused before any collective: neither rank waits for the other.
         const auto refused = onBothRanks<QString>([&](int rank) {
-            qs::CalibrationShards shards;
-            shards.group = m_ranks[size_t(rank)].get();
-            shards.count = 2;
-            shards.mine = {rank};
+            const qs::CalibrationShards shards = shardsOn(m_ranks[size_t(rank)], 2, {rank});
             std::vector<qs::LayerPlan> plans(1);
             plans[0].name = "model.layers.1.mlp.up_proj";
             plans[0].input.emplace(plans[0].name, percentile);
