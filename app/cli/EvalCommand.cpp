@@ -61,6 +61,7 @@ int runEval(const QStringList& args) {
                             {"device", r.device},
                             {"dtype", r.dtype},
                             {"provenance", provenanceJson(parser, q, out)}};
+        j["distributed"] = distributedJson(q);
         if (out.fidelity)
             j["fidelity"] = out.fidelity->toJson();
         printJson(j);

@@ -66,6 +66,7 @@ int runQuantize(const QStringList& args) {
                                {"windows", out.perplexity->windows},
                                {"seq_len", out.perplexity->seqLen},
                                {"tokens", out.perplexity->tokens}};
+        j["distributed"] = distributedJson(q);
         printJson(j);
         return 0;
     }

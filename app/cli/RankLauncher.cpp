@@ -58,8 +58,8 @@ std::optional<int> launchRanksIfAsked(const QStringList& args) {
                          args[at + 1].toStdString() + "'"};
     refuseUnsplitCommandUnderLauncher(args.value(0));
     if (n > 1 && !RankGroup::available())
-        throw UsageError{"--nproc: this build has no Gloo (distributed runs need Debian's "
-                         "LibTorch with libgloo-dev)"};
+        throw UsageError{"--nproc: this build has no process group (distributed runs need "
+                         "Debian's LibTorch with libgloo-dev, or a CUDA LibTorch for NCCL)"};
     QStringList rest = args;
     rest.removeAt(at + 1);
     rest.removeAt(at);
@@ -116,6 +116,14 @@ std::optional<int> launchRanksIfAsked(const QStringList& args) {
     return 0;
 }
 
+nlohmann::json distributedJson(const RunRequest& request) {
+    if (!request.ranks)
+        return nullptr;
+    return {{"world_size", request.ranks->size()},
+            {"rank", request.ranks->rank()},
+            {"backend", request.ranks->backend()}};
+}
+
 void addDistributedOptions(QCommandLineParser& parser) {
     parser.addOption({"dist-timeout",
                       "Seconds a rank of a distributed run waits for the others (joining, "
@@ -125,13 +133,21 @@ void addDistributedOptions(QCommandLineParser& parser) {
 
 int joinRanksIfLaunched(const QCommandLineParser& parser, RunRequest& request) {
     const LaunchEnvironment launch = LaunchEnvironment::fromEnvironment();
-    if (!launch.distributed())
+    if (launch.launcher == "none")
         return 0;
     bool ok = false;
     const int timeout = parser.value("dist-timeout").toInt(&ok);
     if (!ok || timeout < 1)
         throw UsageError{"--dist-timeout must be a whole number of seconds, at least 1"};
-    request.ranks = RankGroup::join(launch, std::chrono::seconds(timeout));
+    // One GPU per local rank, as under torch.distributed: --device cuda means this rank's. Local
+    // rank 0 keeps the spelling ("cuda" is GPU 0 there), so that the recipe rank 0 writes names
+    // the device as one process's does.
+    if (request.device == "cuda" && launch.localRank > 0)
+        request.device = "cuda:" + std::to_string(launch.localRank);
+    auto group = RankGroup::join(launch, std::chrono::seconds(timeout), request.device);
+    // A world of one on the CPU joins nothing and runs as one process.
+    if (group->backend() != "none")
+        request.ranks = std::move(group);
     return launch.rank;
 }
 

@@ -3,6 +3,8 @@
 #include <QCommandLineParser>
 #include <QStringList>
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 
 namespace qs {
@@ -18,6 +20,10 @@ namespace qs::cli {
 // fails the others are stopped and the exit status is the failed rank's. Returns nothing when
 // `args` (the command and its options) has no --nproc.
 std::optional<int> launchRanksIfAsked(const QStringList& args);
+
+// The group a run joined, for --json output: {"world_size", "rank", "backend"} ("gloo" or
+// "nccl"); null for a run in one process.
+nlohmann::json distributedJson(const RunRequest& request);
 
 // --dist-timeout, for the commands that split their work across ranks.
 void addDistributedOptions(QCommandLineParser& parser);

@@ -42,8 +42,9 @@ const char* kUsage =
     "\n"
     "Distributed (eval, quantize): '--nproc N' runs N ranks on this machine; under torchrun\n"
     "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, SLURM_NTASKS) each\n"
-    "process joins the group. Evaluation and calibration windows are split by batch; every\n"
-    "world size gives the same figures and files; rank 0 writes them.\n";
+    "process joins the group (Gloo on the CPU; NCCL with --device cuda, GPU LOCAL_RANK).\n"
+    "Evaluation and calibration windows are split by batch; every world size gives the same\n"
+    "figures and files; rank 0 writes them.\n";
 
 } // namespace
 

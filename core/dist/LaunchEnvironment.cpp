@@ -74,6 +74,11 @@ LaunchEnvironment LaunchEnvironment::fromVariables(const std::map<std::string, s
                         "is not set: the ranks need the address of rank 0");
         if (!addr.empty())
             env.masterAddr = addr;
+        // torch.distributed honours the flag only for the agent's own address and port, which
+        // the agent exports beside it: those are the MASTER_ADDR and MASTER_PORT read here.
+        env.agentStore = textVariable(vars, "TORCHELASTIC_USE_AGENT_STORE") == "True" &&
+                         !addr.empty() && !textVariable(vars, "MASTER_PORT").empty();
+        env.restartAttempt = integerVariable(vars, "TORCHELASTIC_RESTART_COUNT", 0, false);
     } else if (slurm) {
         env.launcher = "slurm";
         sizeName = "SLURM_NTASKS";

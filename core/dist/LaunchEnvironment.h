@@ -17,6 +17,11 @@ struct LaunchEnvironment {
     std::string masterAddr = "127.0.0.1";
     int masterPort = 29500;
     std::string launcher = "none"; // "torchrun", "slurm" or "none"
+    // torchrun's elastic agent already serves the rendezvous store at MASTER_ADDR:MASTER_PORT
+    // (TORCHELASTIC_USE_AGENT_STORE=True): every rank, rank 0 included, joins it as a client,
+    // under a key prefix per restart attempt (TORCHELASTIC_RESTART_COUNT).
+    bool agentStore = false;
+    int restartAttempt = 0;
 
     bool distributed() const { return worldSize > 1; }
 

@@ -5,20 +5,26 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace qs {
 
 // The processes of one distributed run, joined through PyTorch's c10d: a TCPStore at rank 0's
-// address for the rendezvous and a Gloo process group for the collectives (what torchrun, DDP
-// and FSDP use). Torch-free header: run requests hold it.
+// address (or torchrun's agent's) for the rendezvous, and a process group for the collectives,
+// what torchrun, DDP and FSDP use: NCCL when the run computes on CUDA and this build has it (one
+// GPU per local rank), Gloo otherwise. Torch-free header: run requests hold it.
 class RankGroup {
 public:
-    // Joins the group `env` describes; every rank must call it. Throws qs::Error naming the
-    // master address and port when the rendezvous fails or times out (a rank that never comes,
-    // an unreachable master, a port another run holds), or when this build has no Gloo.
+    // Joins the group `env` describes; every rank must call it. `device` is where this rank
+    // computes (parseComputeOptions' spelling): "cuda:N" joins over NCCL on GPU N where this
+    // build has NCCL, even a world of one (torchrun --nproc-per-node 1); otherwise Gloo, and a
+    // world of one joins nothing. Throws qs::Error naming the master address and port when the
+    // rendezvous fails or times out (a rank that never comes, an unreachable master, a port
+    // another run holds), or naming what is missing when this build has neither backend.
     static std::shared_ptr<RankGroup> join(const LaunchEnvironment& env,
-                                           std::chrono::seconds timeout);
+                                           std::chrono::seconds timeout,
+                                           const std::string& device = "cpu");
     ~RankGroup();
     RankGroup(const RankGroup&) = delete;
     RankGroup& operator=(const RankGroup&) = delete;
@@ -40,8 +46,12 @@ public:
     // Rank `root`'s `n` values into every rank's `data`.
     void broadcast(double* data, size_t n, int root);
 
-    // Whether this build can join a group of more than one process.
+    // Whether this build can join a group of more than one process (Gloo or NCCL).
     static bool available();
+    // Whether ranks computing on `device` can: on the CPU they need Gloo; on CUDA, NCCL or Gloo.
+    static bool availableOn(const std::string& device);
+    // "gloo" or "nccl": what carries the collectives ("none" for a world of one on the CPU).
+    std::string backend() const;
 
 private:
     enum class Reduction { Sum, Min, Max };

@@ -44,7 +44,8 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     // The request's recipe, not the prepared one: over a checkpoint stored quantized, a recipe
     // without schemes runs the stored quantization, and that model is the reference itself.
     const bool fidelity = req.evaluate && req.fidelity && req.recipe.quantizesAnything();
-    const bool split = req.ranks && req.ranks->size() > 1;
+    // A joined group splits the work, even a world of one (NCCL under torchrun).
+    const bool split = req.ranks != nullptr;
     if (split && fidelity)
         throw Error("distributed run", "fidelity",
                     "the fidelity report is not gathered across ranks yet: evaluate with "
@@ -168,14 +169,24 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     // sees a different number of batches on each rank); otherwise each rank calibrates on all.
     at::Tensor myCalibration = prep.calibration;
     CalibrationShards calibrationShards;
+    std::string unsplitCalibration; // why every rank calibrates on all windows, when it must
     if (split && prep.calibration.defined() && prep.calibration.size(0) > 0) {
         const WindowShards cut(prep.calibration.size(0),
                                windowsPerBatch(options.maxBatchTokens, prep.calibration.size(1)));
-        bool combinable =
-            cut.count() >= req.ranks->size() && observersMerge(prep.recipe) && !routedExperts;
+        if (cut.count() < req.ranks->size())
+            unsplitCalibration = std::to_string(cut.count()) + " calibration batch" +
+                                 (cut.count() == 1 ? "" : "es") + " for " +
+                                 std::to_string(req.ranks->size()) + " ranks";
+        else if (!observersMerge(prep.recipe))
+            unsplitCalibration = "an observer keeps a histogram or its latest range, which "
+                                 "ranks cannot merge exactly";
+        else if (routedExperts)
+            unsplitCalibration = "the model routes tokens to experts (each rank's batches "
+                                 "reach different experts)";
         for (const auto& t : prep.transforms)
-            combinable = combinable && t->combinesAcrossRanks();
-        if (combinable) {
+            if (unsplitCalibration.empty() && !t->combinesAcrossRanks())
+                unsplitCalibration = t->name() + " searches over all the batches itself";
+        if (unsplitCalibration.empty()) {
             calibrationShards.group = req.ranks.get();
             calibrationShards.count = cut.count();
             calibrationShards.mine = cut.shardsOf(req.ranks->rank(), req.ranks->size());
@@ -208,6 +219,11 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
         e->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
 
     outcome.warnings = prep.warnings;
+    if (!unsplitCalibration.empty())
+        outcome.warnings.push_back(
+            "every rank calibrated on all " + std::to_string(prep.calibration.size(0)) +
+            " windows (the same result as one process, at one process's speed): " +
+            unsplitCalibration);
     outcome.skipped = result.skipped;
     outcome.blockSeconds = result.blockSeconds;
     outcome.plans = std::move(result.plans);

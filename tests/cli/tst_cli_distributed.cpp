@@ -116,7 +116,13 @@ private Q_SLOTS:
             QVERIFY(j["perplexity"].toDouble() == base["perplexity"].toDouble());
             QCOMPARE(j["windows"].toInt(), 20);
             QCOMPARE(j["tokens"].toInt(), base["tokens"].toInt());
+            // Rank 0 speaks, for a group that really joined over Gloo.
+            const QJsonObject group = j["distributed"].toObject();
+            QCOMPARE(group["world_size"].toInt(), ranks.toInt());
+            QCOMPARE(group["rank"].toInt(), 0);
+            QCOMPARE(group["backend"].toString(), QString("gloo"));
         }
+        QVERIFY(base["distributed"].isNull()); // one process joins nothing
     }
 
     void sameFilesAtEveryWorldSize_data() {
@@ -141,6 +147,9 @@ private Q_SLOTS:
             const Run many = qs::test::runCli(quantizeArgs(out) << scheme << "--quiet"
                                                                 << "--nproc" << ranks);
             QVERIFY2(many.exitCode == 0, many.err.constData());
+            // The windows were split (every rank calibrating on all would give the same bytes
+            // too, at one process's speed, and says so).
+            QVERIFY2(!many.err.contains("every rank calibrated on all"), many.err.constData());
             // Byte for byte: each rank calibrates on whole batches of the single process, GPTQ
             // adds the batches' Hessian parts in shard order as one process does, and min/max
             // merge exactly (calib/CalibrationShards.h). A shard calibrated twice or not at
@@ -151,6 +160,23 @@ private Q_SLOTS:
                 QVERIFY2(got[name] == expected[name],
                          qPrintable(ranks + " ranks: " + name + " differs from one process's"));
         }
+    }
+
+    void saysWhyEveryRankCalibratesOnAll() {
+        // 4 windows of 64 tokens are one calibration batch: two ranks cannot split it.
+        const QString out = qs::test::tempDir("quantize-unsplit");
+        QStringList args = quantizeArgs(out) << "--quant-scheme"
+                                             << "int8"
+                                             << "--quiet"
+                                             << "--nproc"
+                                             << "2";
+        args[args.indexOf("--num-calib-data") + 1] = "4";
+        const Run r = qs::test::runCli(args);
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.err.contains("warning: every rank calibrated on all 4 windows") &&
+                     r.err.contains("1 calibration batch for 2 ranks"),
+                 r.err.constData());
+        QCOMPARE(r.err.count("every rank calibrated"), 1); // rank 0 alone speaks
     }
 
     // Two ranks started by hand (torchrun's variables); rank 1 is killed or stopped once rank 0

@@ -49,6 +49,25 @@ private Q_SLOTS:
         QCOMPARE(env.masterPort, 29611);
         QVERIFY(env.distributed());
         QCOMPARE(QString::fromStdString(env.launcher), QString("torchrun"));
+        QVERIFY(!env.agentStore); // a store of our own: rank 0 serves it
+    }
+
+    void torchrunsAgentServesTheStore() {
+        Vars vars{{"WORLD_SIZE", "2"},
+                  {"RANK", "0"},
+                  {"MASTER_ADDR", "127.0.0.1"},
+                  {"MASTER_PORT", "29400"},
+                  {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                  {"TORCHELASTIC_RESTART_COUNT", "2"}};
+        qs::LaunchEnvironment env = qs::LaunchEnvironment::fromVariables(vars);
+        QVERIFY(env.agentStore);
+        QCOMPARE(env.restartAttempt, 2);
+        // Python's str(False), and an agent that exported no port, leave rank 0 serving.
+        vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+        QVERIFY(!qs::LaunchEnvironment::fromVariables(vars).agentStore);
+        vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+        vars.erase("MASTER_PORT");
+        QVERIFY(!qs::LaunchEnvironment::fromVariables(vars).agentStore);
     }
 
     void slurmTakesTheFirstHostOfTheJob() {
