@@ -17,12 +17,8 @@
 # OUT_DIR (default .gpu/out). Exit status: non-zero when the build or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-g=$PWD/.gpu
-out=${1:-$g/out}
-mkdir -p "$out"
-status=0
 # shellcheck source=scripts/gpu-env.sh
-source scripts/gpu-env.sh
+source scripts/gpu-env.sh "$@"
 tests=$(ctest --test-dir build/pip -N -L 'gui|device' | sed -n 's/^ *Test *#[0-9]*: //p')
 if ! stage build-cli "${QS_GPU_BUILD_S:-240}" cmake --build build/pip -j"$(nproc)" --target \
     quantscope-cli qs_tokenizer_sentencepiece; then

@@ -14,12 +14,8 @@
 # non-zero when a check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-g=$PWD/.gpu
-out=${1:-$g/out}
-mkdir -p "$out"
-status=0
 # shellcheck source=scripts/gpu-env.sh
-source scripts/gpu-env.sh
+source scripts/gpu-env.sh "$@"
 grep -E "NCCL" "$out/configure.log"
 if ! stage build "${QS_GPU_BUILD_S:-300}" cmake --build build/pip -j"$(nproc)" --target \
     quantscope-cli tst_rankgroup tst_launchenvironment; then

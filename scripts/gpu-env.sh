@@ -4,8 +4,12 @@
 # exports what our binaries need (Debian's libraries first, for them only: $system_path keeps the
 # machine's own for Python), records the machine in $out/gpu.txt, defines `stage` (a bounded,
 # logged step) and configures the `pip` preset against the machine's PyTorch into build/pip.
-# Expects $out (the log folder); sets $g, $q, $lib, $system_path.
-g=${g:-$PWD/.gpu}
+# Sets $g, $out (the log folder: the first argument, else .gpu/out), $status (0), $q, $lib,
+# $system_path.
+g=$PWD/.gpu
+out=${1:-$g/out}
+mkdir -p "$out"
+status=0
 q=/opt/qtdeb
 lib=$q/usr/lib/x86_64-linux-gnu
 mkdir -p "$q"
