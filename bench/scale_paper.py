@@ -9,6 +9,9 @@ that read one input share one Hessian ..."): the linears of a block are taken in
 same captured input (q/k/v; gate/up), each run builds and all-gathers one Hessian, the j-th linear
 of a run is solved by rank j mod N and every result is broadcast from its owner. "2ec6295" is the
 design before it (one Hessian per linear, every rank solving every linear), kept for comparison.
+Both forward the whole block once per run (GptqTransform::apply recaptures before every run after
+the first): runs + 2 forwards a block with the two output streams (forwards()); "best" assumes one
+capture per true-sequential stage.
 
     python3 bench/scale_paper.py            # the tables of docs/scale.md
 """
@@ -109,7 +112,16 @@ def active_params(m):
 
 
 # --- FLOPs of one GPTQ block (assumptions in docs/scale.md) ---------------------------------------
-FORWARDS = 6  # 4 capture forwards (true-sequential, Llama) + float and quantized stream outputs
+def forwards(m, best=False):
+    """Whole-block forwards over the calibration tokens, per block. Committed (and 2ec6295, and
+    the measured build): the capture before the transforms (CalibrationPipeline.cpp, captureInputs),
+    one recapture of the whole block before every later run (GptqTransform::apply,
+    captureBlockInputs: a run of a linear with count c stands for c runs), and the float and
+    quantized stream outputs: runs + 2, i.e. 6 for a Llama block, 9 for a DeepSeek-V3 dense block,
+    521 for a MoE block. best (assumed, not the code): one capture per true-sequential stage + 2."""
+    by = {l.name: l for l in m["linears"]}
+    captures = len(m["stages"]) if best else sum(by[run[0]].count for run in m["runs"])
+    return captures + 2
 
 
 def forward_flops(m, tokens, seq):
@@ -168,9 +180,9 @@ def solve_critical_flops(m, ranks):
     return total
 
 
-def gptq_flops(m, tokens, seq, per_linear=False):
-    return dict(fwd=FORWARDS * forward_flops(m, tokens, seq), hess=hessian_flops(m, tokens, per_linear),
-                solve=solve_flops(m))
+def gptq_flops(m, tokens, seq, per_linear=False, best=False):
+    return dict(fwd=forwards(m, best) * forward_flops(m, tokens, seq),
+                hess=hessian_flops(m, tokens, per_linear), solve=solve_flops(m))
 
 
 # --- the solved results' broadcast -----------------------------------------------------------------
@@ -316,13 +328,13 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
           f"| {H100_GPTQ_7B_S_PER_BLOCK} | {f(r_gpu / 1e12, 2)} TFLOP/s |")
 
     print(f"\n### One rank, 128 x {SEQ} calibration tokens, committed (one Hessian per run; estimates)\n")
-    print("| block | fwd + Hessians + solves TFLOP | at the CPU thread's rate | at the H100's rate | whole model at the H100's rate | 2ec6295 (one Hessian per linear) at the H100's rate |")
-    print("|---|---|---|---|---|---|")
+    print("| block | block forwards (runs + 2) | fwd + Hessians + solves TFLOP | at the CPU thread's rate | at the H100's rate | whole model at the H100's rate | 2ec6295 (one Hessian per linear) at the H100's rate |")
+    print("|---|---|---|---|---|---|---|")
     for name, (m, blocks) in MODELS.items():
         g = gptq_flops(m, 128 * SEQ, SEQ)
         t = sum(g.values())
         t_old = sum(gptq_flops(m, 128 * SEQ, SEQ, per_linear=True).values())
-        print(f"| {name} | {f(g['fwd'] / 1e12, 0)} + {f(g['hess'] / 1e12, 0)} + {f(g['solve'] / 1e12, 0)} "
+        print(f"| {name} | {forwards(m)} | {f(g['fwd'] / 1e12, 0)} + {f(g['hess'] / 1e12, 0)} + {f(g['solve'] / 1e12, 0)} "
               f"= {f(t / 1e12, 0)} | {f(t / r_cpu / 3600)} h | {f(t / r_gpu, 0)} s | "
               f"{f(t / r_gpu * blocks / 3600)} h ({blocks} blocks) | {f(t_old / r_gpu, 0)} s |")
 
@@ -360,17 +372,20 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
         tokens = windows * SEQ
         print(f"\n### Estimated s per block at the H100 rate, {windows} windows ({shards} shards); "
               f"reductions at {link_gbs:g} GB/s per rank, weights at {disk_gbs:g} GB/s (assumed)\n")
-        print("| block | N | forwards + Hessians, split | solves, committed (in turn within a run) | "
-              "results broadcast (committed) | solves bin-packed by stage | all-gather | chain / reduce-scatter | "
+        print("| block | N | forwards + Hessians, split (runs + 2 forwards) | solves, committed (in turn within a run) | "
+              "results broadcast (committed) | forwards + Hessians, split (stages + 2 forwards, best) | "
+              "solves bin-packed by stage | all-gather | chain / reduce-scatter | "
               "weights read | 2ec6295 total | committed total | best total |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for name, (m, _) in MODELS.items():
             g = gptq_flops(m, tokens, SEQ)
             g_old = gptq_flops(m, tokens, SEQ, per_linear=True)
+            g_best = gptq_flops(m, tokens, SEQ, best=True)
             for n in RANKS:
                 busy = min(n, shards)
                 split = splits(m, n, shards)
                 fh = (g["fwd"] + g["hess"]) / busy / r_gpu
+                fh_best = (g_best["fwd"] + g_best["hess"]) / busy / r_gpu
                 s_com = solve_committed_flops(m, n) / r_gpu
                 bc = broadcast_bytes(m) / GB / link_gbs if n > 1 else 0.0
                 s_spread = solve_critical_flops(m, n) / r_gpu
@@ -388,8 +403,9 @@ def main(cpu_s_per_block, stories_s_per_block, cpu_tokens=16 * 256, cpu_seq=256,
                        + allgather_bytes(m, n, shards, per_linear=True) / GB / link_gbs + wr) if split else one_old
                 committed = fh + s_com + bc + ag + wr if split else one
                 tag = '' if split or n == 1 else ' (no split)'
-                print(f"| {name} | {n} | {f(fh)} | {f(s_com)} | {f(bc)} | {f(s_spread)} | {f(ag)} | {f(best_red)} | "
-                      f"{f(wr)} | {f(old)}{tag} | {f(committed)}{tag} | {f(fh + s_spread + best_bc + best_red + wr)} |")
+                print(f"| {name} | {n} | {f(fh)} | {f(s_com)} | {f(bc)} | {f(fh_best)} | {f(s_spread)} | {f(ag)} | "
+                      f"{f(best_red)} | {f(wr)} | {f(old)}{tag} | {f(committed)}{tag} | "
+                      f"{f(fh_best + s_spread + best_bc + best_red + wr)} |")
 
     # MoE: the experts' Hessians against sending the routed rows to an expert's owner
     m = MODELS["DeepSeek-V3 MoE block (3-60)"][0]
