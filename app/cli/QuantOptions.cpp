@@ -308,6 +308,10 @@ Recipe recipeFromOptions(const QCommandLineParser& parser) {
             recipe.validate("--unfit-policy");
         }
     });
+    // A calibration file named on the command line is checked even where the recipe reads none
+    // (weight-only RTN), so that a mistyped path does not pass unnoticed.
+    if (!flags.calibData.empty() && !QFileInfo(QString::fromStdString(flags.calibData)).isFile())
+        throw Error(flags.calibData, "--calib-data (--dataset)", "file not found");
     return recipe;
 }
 

@@ -109,6 +109,19 @@ private Q_SLOTS:
             << QStringList{"eval", "MODEL"} << 2 << "--data TEXT is required";
         QTest::newRow("missing data file") << QStringList{"eval", "MODEL", "--data", "/no/such.txt"}
                                            << 1 << "/no/such.txt: file not found";
+        // Even where the recipe reads no calibration (weight-only RTN).
+        QTest::newRow("missing calibration file")
+            << QStringList{"quantize",
+                           "MODEL",
+                           "--quant-scheme",
+                           "int4_wo_32",
+                           "--exclude-layers",
+                           "*down_proj",
+                           "--dataset",
+                           "/no/calib.txt",
+                           "--out",
+                           "/no/such/out"}
+            << 1 << "/no/calib.txt: field '--calib-data (--dataset)': file not found";
         QTest::newRow("bad seq len")
             << QStringList{"eval", "MODEL", "--data", "x", "--eval-seq-len", "abc"} << 2
             << "--eval-seq-len";
