@@ -90,8 +90,29 @@ void LayerTreeModel::treeReset() {
 void LayerTreeModel::setRecipe(const Recipe& recipe) {
     m_recipe = recipe;
     m_hasRecipe = true;
+    m_showsUnfitSkipped = !m_unfitSkipped.isEmpty() && recipeHash(m_recipe) == m_unfitRecipeHash;
     announceColumns(SchemeColumn, ExcludedColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});
     updateStale();
+}
+
+void LayerTreeModel::setUnfitSkipped(const std::vector<std::string>& layers,
+                                     const std::string& underRecipe) {
+    m_unfitSkipped.clear();
+    for (const std::string& entry : layers) {
+        const size_t colon = entry.find(": ");
+        m_unfitSkipped.insert(QString::fromStdString(entry.substr(0, colon)),
+                              colon == std::string::npos
+                                  ? QString()
+                                  : QString::fromStdString(entry.substr(colon + 2)));
+    }
+    m_unfitRecipeHash = underRecipe;
+    m_showsUnfitSkipped =
+        !m_unfitSkipped.isEmpty() && m_hasRecipe && recipeHash(m_recipe) == underRecipe;
+    announceColumns(SchemeColumn, SchemeColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});
+}
+
+bool LayerTreeModel::isUnfitSkipped(const QString& layer) const {
+    return m_showsUnfitSkipped && m_unfitSkipped.contains(layer);
 }
 
 void LayerTreeModel::setStoredSchemes(const StoredSchemes& stored) {
@@ -339,7 +360,9 @@ QString LayerTreeModel::schemeText(int e) const {
         return kDash;
     const std::string layer = entry.fullName.toStdString();
     const std::string kind = layerKindOf(layer);
-    const QString current = schemeLabel(m_recipe, layer, kind);
+    QString current = schemeLabel(m_recipe, layer, kind);
+    if (isUnfitSkipped(entry.fullName))
+        current = tr("unfit, not %1").arg(current);
     if (m_proposed && m_proposed->schemeFor(layer, kind) != m_recipe.schemeFor(layer, kind))
         return tr("%1 \u2192 %2").arg(current, schemeLabel(*m_proposed, layer, kind));
     return current;
@@ -370,6 +393,10 @@ int LayerTreeModel::proposedChangeCount() const {
 QString LayerTreeModel::schemeToolTip(int e) const {
     const QString name = entries()[size_t(e)].fullName;
     const std::string* stored = storedScheme(e);
+    if (isUnfitSkipped(name))
+        return tr("%1\nThe last run left this layer unquantized: its shape does not fit the "
+                  "scheme (unfit layers: skip). %2")
+            .arg(name, m_unfitSkipped.value(name));
     if (!stored)
         return name;
     const QString what = *stored == StoredSchemes::kStoredFloat

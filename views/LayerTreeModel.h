@@ -78,6 +78,12 @@ public:
     void setReportsRecipeHash(const std::string& hash);
     const std::string& reportsRecipeHash() const { return m_reportsRecipeHash; }
     bool resultsStale() const { return m_stale; }
+    // The layers a run under the recipe `underRecipe` (recipeHash) left unquantized because
+    // their shape does not fit their scheme (unfit_policy "skip"), as RunOutcome::skipped gives
+    // them ("layer: reason"). While the recipe is that one, the scheme column says so after the
+    // scheme, which the layer did not get, and its tooltip gives the reason. An empty list clears.
+    void setUnfitSkipped(const std::vector<std::string>& layers, const std::string& underRecipe);
+    bool isUnfitSkipped(const QString& layer) const;
     bool hasRecipe() const { return m_hasRecipe; }
 
     void clearLayerReports();
@@ -155,6 +161,9 @@ private:
     Recipe m_recipe;
     bool m_hasRecipe = false;
     std::optional<Recipe> m_proposed;
+    QHash<QString, QString> m_unfitSkipped; // setUnfitSkipped: layer -> reason
+    std::string m_unfitRecipeHash;          // the recipe they were skipped under
+    bool m_showsUnfitSkipped = false;       // that recipe is the current one
     StoredSchemes m_stored;
     std::string m_reportsRecipeHash;
     bool m_stale = false;

@@ -77,6 +77,7 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
     request.evaluate = request.evaluateFullPrecision = kind == RunKind::Evaluate;
     request.sensitivity = kind == RunKind::Sensitivity;
     request.recipe = m_recipe->recipe();
+    m_runDocumentHash = recipeHash(request.recipe);
     if (kind == RunKind::Quantize)
         request.outDir = outDir.toStdString();
     if (!exportTargets.empty())
@@ -98,7 +99,7 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
         m_reportsRecipeHashBeforeRun = m_workbench->layerTreeModel()->reportsRecipeHash();
         m_workbench->clearLayerReports();
         // The reports that stream in belong to this recipe; editing it later marks them stale.
-        m_workbench->layerTreeModel()->setReportsRecipeHash(recipeHash(request.recipe));
+        m_workbench->layerTreeModel()->setReportsRecipeHash(m_runDocumentHash);
         title = tr("Analyzing");
         break;
     case RunKind::Quantize:
@@ -214,6 +215,10 @@ void RunController::onRunFinished(const RunOutcome& summary) {
     if (!summary.skipped.empty())
         status += tr("; %n unfit layer(s) left unquantized", nullptr,
                      static_cast<int>(summary.skipped.size()));
+    // The tree marks them while the recipe stays the one that ran (Sensitivity quantizes layer by
+    // layer and reports none).
+    if (m_kind != RunKind::Sensitivity)
+        m_workbench->layerTreeModel()->setUnfitSkipped(summary.skipped, m_runDocumentHash);
     for (const std::string& w : summary.warnings)
         status += QStringLiteral("\n") + tr("Warning: %1").arg(QString::fromStdString(w));
     m_runPanel->setIdle(status);

@@ -97,6 +97,9 @@ private:
     std::optional<FidelityReport> m_lastFidelity;
     std::vector<RunRecord> m_history; // this model's Analyze runs, oldest first
     Recipe m_runRecipe;               // the recipe of the run going
+    // recipeHash of the document's recipe the run started from (m_runRecipe may add the
+    // evaluation panel's text and the export targets): what the tree's marks are tied to.
+    std::string m_runDocumentHash;
 };
 
 } // namespace qs

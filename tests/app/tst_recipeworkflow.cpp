@@ -8,6 +8,7 @@
 //  - the GUI thread's worst stall during an analysis (printed, asserted generously);
 //  - a bad recipe file gives an error box and leaves the recipe as it was; Undo in the Recipe
 //    menu restores the recipe JSON exactly.
+#include "EvalPanel.h"
 #include "ExportDialog.h"
 #include "LayerTreeModel.h"
 #include "MainWindow.h"
@@ -195,6 +196,39 @@ private Q_SLOTS:
                                                qs::LayerTreeModel::WeightSqnrColumn)
                                   .toDouble()));
         QVERIFY(layers.at(ExcludedLayer.toStdString()).at("weight_error").is_null());
+    }
+
+    void unfitLayersAreMarkedAfterTheRun() {
+        qs::MainWindow window;
+        window.show();
+        openModel(window, m_stories);
+        qs::RecipeDocument* doc = window.recipeDocument();
+        // Group 32 does not divide down_proj's 172 inputs: those five layers are skipped.
+        doc->setGlobalScheme(QStringLiteral("uint4_wo_32"));
+        doc->setUnfitPolicy(QStringLiteral("skip"));
+        doc->setCalibrationData(m_calib);
+        doc->setCalibrationSamples(4);
+        doc->setCalibrationSeqLen(64);
+        // The evaluation panel's text goes into the run's recipe, not the document's: the
+        // results still belong to the document's recipe.
+        window.workbenchPage()->evalPanel()->setDataPath(
+            qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
+        QSignalSpy finished(&window, &qs::MainWindow::runFinished);
+        QVERIFY(window.startRun(qs::RunKind::Analyze));
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 300000);
+        qs::WorkbenchPage* page = window.workbenchPage();
+        const QString down = QStringLiteral("model.layers.2.mlp.down_proj");
+        QCOMPARE(page->layerValue(down, qs::LayerTreeModel::SchemeColumn).toString(),
+                 QStringLiteral("unfit, not uint4_wo_32"));
+        QCOMPARE(page->layerValue(QStringLiteral("model.layers.2.mlp.up_proj"),
+                                  qs::LayerTreeModel::SchemeColumn)
+                     .toString(),
+                 QStringLiteral("uint4_wo_32"));
+        QVERIFY(!page->layerTreeModel()->resultsStale());
+        // Another scheme: the marks no longer describe the recipe.
+        doc->setGlobalScheme(QStringLiteral("int8"));
+        QCOMPARE(page->layerValue(down, qs::LayerTreeModel::SchemeColumn).toString(),
+                 QStringLiteral("int8"));
     }
 
     void quantizeReplaysToIdenticalBytes() {

@@ -8,6 +8,7 @@
 #include "TestMain.h"
 
 #include "quant/SchemeRegistry.h"
+#include "recipe/Provenance.h"
 
 #include <QAbstractItemModelTester>
 #include <QBrush>
@@ -100,6 +101,44 @@ private Q_SLOTS:
             model.layerValue(layer(0, "up_proj"), LayerTreeModel::InputAbsmaxColumn).toDouble(),
             fixtureReport(0, 2).inputAbsmax);
         model.clear();
+    }
+
+    void unfitSkippedLayersSayItWhileTheirRecipeStands() {
+        LayerTreeModel model;
+        QAbstractItemModelTester tester(&model,
+                                        QAbstractItemModelTester::FailureReportingMode::Fatal);
+        model.setTree(fixtureTree(kBlocks));
+        qs::Recipe recipe;
+        recipe.global = qs::quant::resolveScheme("int8");
+        recipe.unfitPolicy = "skip";
+        model.setRecipe(recipe);
+        const QString down = layer(1, "down_proj"), up = layer(1, "up_proj");
+        const auto schemeCell = [&](const QString& name, int role = Qt::DisplayRole) {
+            const QModelIndex i = model.indexOf(name);
+            return i.sibling(i.row(), LayerTreeModel::SchemeColumn).data(role).toString();
+        };
+        const QString plain = schemeCell(down);
+        QVERIFY(!plain.contains("unfit"));
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        // As the run's outcome lists them (LayerPlanner): "layer: reason".
+        model.setUnfitSkipped({down.toStdString() + ": weight group size 3 does not divide 32"},
+                              qs::recipeHash(recipe));
+        QVERIFY(!changed.isEmpty());
+        QCOMPARE(schemeCell(down), "unfit, not " + plain);
+        const QString tip = schemeCell(down, Qt::ToolTipRole);
+        QVERIFY2(tip.contains("left this layer unquantized") &&
+                     tip.contains("weight group size 3 does not divide 32"),
+                 qPrintable(tip));
+        QVERIFY(!schemeCell(up).contains("unfit")); // a layer that fits keeps its scheme
+        // Another recipe: the last run's skips no longer describe it.
+        qs::Recipe other = recipe;
+        other.global = qs::quant::resolveScheme("int4_wo_32");
+        model.setRecipe(other);
+        QVERIFY(!schemeCell(down).contains("unfit"));
+        model.setRecipe(recipe); // back to the recipe that ran
+        QVERIFY(schemeCell(down).contains("unfit"));
+        model.setUnfitSkipped({}, qs::recipeHash(recipe));
+        QCOMPARE(schemeCell(down), plain);
     }
 
     void layerValueIsTheReportedNumber() {
