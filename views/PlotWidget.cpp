@@ -46,11 +46,22 @@ PlotWidget::PlotWidget(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_plot);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // The legend goes below the axes, in rows of series: inside the axis rect it covered the
+    // data (issue 28), wherever it was anchored.
+    auto* legendRow = new QCPLayoutGrid;
+    m_plot->plotLayout()->addElement(m_plot->plotLayout()->rowCount(), 0, legendRow);
+    m_plot->plotLayout()->setRowStretchFactor(m_plot->plotLayout()->rowCount() - 1, 0.001);
+    legendRow->setMargins(QMargins(4, 0, 4, 2));
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    legendRow->addElement(0, 0, m_plot->legend);
+    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_plot->legend->setBorderPen(Qt::NoPen);
+    m_plot->legend->setRowSpacing(0);
+    m_plot->legend->setColumnSpacing(6);
     m_plot->legend->setVisible(false);
     QFont legendFont = font();
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     m_plot->legend->setFont(legendFont);
-    m_plot->legend->setBrush(QColor(255, 255, 255, 200));
     m_plot->setMinimumSize(120, 80);
     connect(m_plot, &QCustomPlot::plottableClick, this,
             [this](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) {
@@ -241,9 +252,35 @@ void PlotWidget::setNote(const QString& text) {
     d->note->setVisible(!text.isEmpty());
 }
 
+int PlotWidget::legendColumns() const {
+    return m_plot->legend->wrap();
+}
+
+void PlotWidget::fitLegendToWidth() {
+    QCPLegend* legend = m_plot->legend;
+    int widest = 1;
+    for (int i = 0; i < legend->itemCount(); ++i) // cells of the grid: some may be empty
+        if (const QCPAbstractLegendItem* item = legend->item(i))
+            widest = std::max(widest, item->minimumOuterSizeHint().width());
+    const int room = m_plot->width() - 8; // the legend row's margins
+    const int columns =
+        std::max(1, (room + legend->columnSpacing()) / (widest + legend->columnSpacing()));
+    if (columns != legend->wrap()) {
+        legend->setWrap(columns);
+        legend->setFillOrder(QCPLegend::foColumnsFirst, true); // re-flow the entries
+    }
+}
+
+void PlotWidget::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    fitLegendToWidth();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void PlotWidget::rescaleAndReplot() {
     // An empty plot shows no legend: an empty legend box is a stray frame over the note.
     m_plot->legend->setVisible(m_legendWanted && m_plot->legend->itemCount() > 0);
+    fitLegendToWidth();
     m_plot->rescaleAxes();
     // A little room around the data so points on the edge stay clickable and visible.
     QCPRange x = m_plot->xAxis->range();

@@ -76,9 +76,16 @@ public:
     QString note() const { return m_note; }
     QString title() const { return m_title; }
 
+    // Legend entries per row below the axes: as many as the plot's width fits whole.
+    int legendColumns() const;
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
     struct Private;
     int addSeries(Series series);
+    void fitLegendToWidth();
 
     QCustomPlot* m_plot;
     std::unique_ptr<Private> d;

@@ -1,0 +1,76 @@
+// PlotWidget's legend: below the axes, never over the data, and in as many entries per row as the
+// plot's width fits whole (issue 28: legends inside the axis rect covered the curves).
+#include "PlotWidget.h"
+#include "TestMain.h"
+
+#include <qcustomplot.h>
+
+#include <QtTest>
+
+namespace {
+
+// Eight named series, as the depth chart draws them.
+void addEightSeries(qs::PlotWidget& plot) {
+    const QStringList names = {"q_proj",    "k_proj",  "v_proj",    "o_proj",
+                               "gate_proj", "up_proj", "down_proj", "selected"};
+    for (int i = 0; i < names.size(); ++i)
+        plot.addLineSeries(names[i], {0, 1, 2, 3}, {double(i), double(i + 1), 2, 1},
+                           QColor::fromHsv(40 * i, 200, 200), true);
+    plot.setLegendVisible(true);
+    plot.rescaleAndReplot();
+}
+
+} // namespace
+
+class TestPlotWidget : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void legendSitsBelowTheAxesAndFitsTheWidth_data() {
+        QTest::addColumn<int>("width");
+        QTest::newRow("narrow") << 260;
+        QTest::newRow("wide") << 900;
+    }
+    void legendSitsBelowTheAxesAndFitsTheWidth() {
+        QFETCH(int, width);
+        qs::PlotWidget plot;
+        plot.resize(width, 320);
+        plot.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&plot));
+        addEightSeries(plot);
+        auto* custom = plot.findChild<QCustomPlot*>();
+        QVERIFY(custom);
+        custom->replot(); // lays the elements out now
+        QVERIFY(plot.isLegendShown());
+        const QRect legend = custom->legend->outerRect();
+        const QRect axes = custom->axisRect()->outerRect();
+        QVERIFY2(!legend.intersects(custom->axisRect()->rect()),
+                 qPrintable(QStringLiteral("legend %1,%2 %3x%4 over the axes")
+                                .arg(legend.x())
+                                .arg(legend.y())
+                                .arg(legend.width())
+                                .arg(legend.height())));
+        QVERIFY(legend.top() >= axes.bottom());
+        // Every entry whole: the rows are no wider than the plot.
+        QVERIFY2(legend.width() <= custom->width(),
+                 qPrintable(QStringLiteral("legend %1 px wide in a %2 px plot")
+                                .arg(legend.width())
+                                .arg(custom->width())));
+        // The wide plot puts more entries in a row than the narrow one, and never one per row
+        // where two fit.
+        if (width >= 900)
+            QVERIFY(plot.legendColumns() >= 4);
+        else
+            QVERIFY(plot.legendColumns() >= 2 && plot.legendColumns() < 8);
+    }
+
+    void anEmptyPlotShowsNoLegend() {
+        qs::PlotWidget plot;
+        plot.setLegendVisible(true);
+        plot.rescaleAndReplot();
+        QVERIFY(!plot.isLegendShown());
+    }
+};
+
+QS_TEST_MAIN(TestPlotWidget)
+#include "tst_plotwidget.moc"
