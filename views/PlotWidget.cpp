@@ -281,6 +281,14 @@ void PlotWidget::rescaleAndReplot() {
     // An empty plot shows no legend: an empty legend box is a stray frame over the note.
     m_plot->legend->setVisible(m_legendWanted && m_plot->legend->itemCount() > 0);
     fitLegendToWidth();
+    if (m_plot->plottableCount() == 0 && m_plot->itemCount() <= (d->note ? 1 : 0)) {
+        // Nothing drawn: the axes start over instead of keeping the last data's ranges (a plot
+        // emptied for another model showed the previous model's axes).
+        m_plot->xAxis->setRange(0, 1);
+        m_plot->yAxis->setRange(m_logY ? QCPRange(1, 10) : QCPRange(0, 1));
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
     m_plot->rescaleAxes();
     // A little room around the data so points on the edge stay clickable and visible.
     QCPRange x = m_plot->xAxis->range();

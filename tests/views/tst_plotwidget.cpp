@@ -64,6 +64,20 @@ private Q_SLOTS:
             QVERIFY(plot.legendColumns() >= 2 && plot.legendColumns() < 8);
     }
 
+    void anEmptiedPlotStartsItsAxesOver() {
+        qs::PlotWidget plot;
+        plot.addLineSeries("wide", {0, 500}, {-40, 900}, Qt::red);
+        plot.rescaleAndReplot();
+        auto* custom = plot.findChild<QCustomPlot*>();
+        QVERIFY(custom->xAxis->range().upper >= 500);
+        // Emptied (another model opened): not the last data's ranges.
+        plot.clear();
+        plot.setNote("Run Analyze to see the metrics");
+        plot.rescaleAndReplot();
+        QCOMPARE(custom->xAxis->range(), QCPRange(0, 1));
+        QCOMPARE(custom->yAxis->range(), QCPRange(0, 1));
+    }
+
     void anEmptyPlotShowsNoLegend() {
         qs::PlotWidget plot;
         plot.setLegendVisible(true);
