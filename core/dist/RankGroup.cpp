@@ -183,8 +183,10 @@ std::shared_ptr<RankGroup> RankGroup::join(const LaunchEnvironment& env,
         // torchrun's agent already serves a store there: every rank is its client.
         options.isServer = env.rank == 0 && !env.agentStore;
         options.numWorkers = size_t(env.worldSize);
-        // Every rank counts itself in; the server waits for all (torch.distributed's default).
-        options.waitWorkers = true;
+        // Every rank counts itself in and the server waits for all (torch.distributed's
+        // default). Not at the agent's store: the count is a request LibTorch does not bound by
+        // the timeout, and the agent waits for nobody; the probe below asks first.
+        options.waitWorkers = !env.agentStore;
         options.timeout = timeout;
         if (env.agentStore)
             options.timeout = std::min(timeout, kAgentProbe);
