@@ -58,7 +58,7 @@ export QS_CACHE_DIR=off
 
 # --- packages -----------------------------------------------------------------------------------
 need=()
-for c in munged mungekey:munge slurmctld slurmd sbatch:slurm-client srun:slurm-client \
+for c in munged:munge mungekey:munge slurmctld slurmd sbatch:slurm-client srun:slurm-client \
     scontrol:slurm-client sinfo:slurm-client; do
     command -v "${c%%:*}" >/dev/null 2>&1 || need+=("${c#*:}")
 done
@@ -68,7 +68,7 @@ if [ ${#need[@]} -gt 0 ]; then
     say "installing $pkgs(apt-get)"
     # A package's postinst may start its daemon where policy-rc.d allows it: those are stopped
     # again below, by process id, so the machine keeps running what it ran before.
-    before=$(pgrep -x 'munged|slurmctld|slurmd' | sort || true)
+    before=$(pgrep -x 'munged|slurmctld|slurmd' 2>/dev/null | sort || true)
     # shellcheck disable=SC2086 # one package per word
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $pkgs \
         >/tmp/check-slurm-apt.$$.log 2>&1 || {
@@ -79,7 +79,7 @@ if [ ${#need[@]} -gt 0 ]; then
             { tail -20 /tmp/check-slurm-apt.$$.log >&2; setup_error "apt-get install $pkgs failed"; }
     }
     rm -f /tmp/check-slurm-apt.$$.log
-    for p in $(comm -13 <(echo "$before") <(pgrep -x 'munged|slurmctld|slurmd' | sort || true)); do
+    for p in $(comm -13 <(echo "$before") <(pgrep -x 'munged|slurmctld|slurmd' 2>/dev/null | sort || true)); do
         say "stopping $(cat /proc/"$p"/comm 2>/dev/null) (pid $p), started by the package install"
         kill "$p" 2>/dev/null || true
     done
