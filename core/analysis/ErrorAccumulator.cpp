@@ -110,20 +110,33 @@ namespace {
 
 // CPU float32 fast path of histogramOf: one pass for the finite range, one for the counts
 // (bin = floor((v - lo) / (hi - lo) * bins), the top edge in the last bin, values outside
-// [lo, hi] clamped into the end bins as the ATen path clamps them).
+// [lo, hi] clamped into the end bins as the ATen path clamps them). Both passes run over fixed
+// chunks in parallel; min, max and integer counts combine exactly in any order.
 Histogram cpuHistogram(const at::Tensor& x, int64_t bins, double lo, double hi) {
     Histogram h;
     const at::Tensor c = x.contiguous();
     const float* p = c.data_ptr<float>();
     const int64_t n = c.numel();
+    constexpr int64_t kChunk = int64_t(1) << 16;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
     if (lo == hi) {
-        double mn = std::numeric_limits<double>::infinity(), mx = -mn;
-        for (int64_t i = 0; i < n; ++i) {
-            if (!std::isfinite(p[i]))
-                continue;
-            mn = std::min(mn, double(p[i]));
-            mx = std::max(mx, double(p[i]));
-        }
+        const double inf = std::numeric_limits<double>::infinity();
+        std::vector<double> mins(size_t(chunks), inf), maxs(size_t(chunks), -inf);
+        at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t k = begin; k < end; ++k) {
+                float mn = std::numeric_limits<float>::infinity(), mx = -mn;
+                for (int64_t i = k * kChunk, stop = std::min(n, i + kChunk); i < stop; ++i) {
+                    if (!std::isfinite(p[i]))
+                        continue;
+                    mn = std::min(mn, p[i]);
+                    mx = std::max(mx, p[i]);
+                }
+                mins[size_t(k)] = mn;
+                maxs[size_t(k)] = mx;
+            }
+        });
+        const double mn = chunks ? *std::min_element(mins.begin(), mins.end()) : inf;
+        const double mx = chunks ? *std::max_element(maxs.begin(), maxs.end()) : -inf;
         if (mn > mx)
             return h; // nothing finite
         lo = mn;
@@ -137,13 +150,21 @@ Histogram cpuHistogram(const at::Tensor& x, int64_t bins, double lo, double hi) 
     h.hi = hi;
     h.counts.assign(size_t(bins), 0);
     const double scale = double(bins) / (hi - lo);
-    for (int64_t i = 0; i < n; ++i) {
-        if (!std::isfinite(p[i]))
-            continue;
-        const double v = std::min(std::max(double(p[i]), lo), hi);
-        const auto b = std::min<int64_t>(bins - 1, int64_t((v - lo) * scale));
-        ++h.counts[size_t(b)];
-    }
+    std::vector<int64_t> partial(size_t(chunks * bins), 0);
+    at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+            int64_t* counts = partial.data() + k * bins;
+            for (int64_t i = k * kChunk, stop = std::min(n, i + kChunk); i < stop; ++i) {
+                if (!std::isfinite(p[i]))
+                    continue;
+                const double v = std::min(std::max(double(p[i]), lo), hi);
+                ++counts[std::min<int64_t>(bins - 1, int64_t((v - lo) * scale))];
+            }
+        }
+    });
+    for (int64_t k = 0; k < chunks; ++k)
+        for (int64_t b2 = 0; b2 < bins; ++b2)
+            h.counts[size_t(b2)] += partial[size_t(k * bins + b2)];
     return h;
 }
 
