@@ -178,9 +178,7 @@ void ChannelStatsAccumulator::addQuantized(const at::Tensor& xq) {
     m_quantizedSampled += take;
 }
 
-ChannelStatistics
-ChannelStatsAccumulator::finish(double percentileLevel,
-                                const ChannelStatsAccumulator* quantizedFrom) const {
+ChannelStatistics ChannelStatsAccumulator::finish(double percentileLevel) const {
     ChannelStatistics s;
     if (m_tokens == 0)
         return s;
@@ -206,13 +204,14 @@ ChannelStatsAccumulator::finish(double percentileLevel,
                        ? absPercentileOnCpu(sample, k)
                        : toVector(std::get<0>(at::kthvalue(sample.abs(), k, 0)));
     s.histogram = histogramOf(sample, kHistogramBins);
-    const std::vector<at::Tensor>& quantized =
-        (quantizedFrom ? quantizedFrom : this)->m_quantizedSample;
-    if (!quantized.empty())
-        s.quantizedHistogram =
-            histogramOf(at::cat(quantized, 0), kHistogramBins, s.histogram.lo, s.histogram.hi);
     s.tokenAbsmax = toVector(m_firstTokenAbsmax);
     return s;
+}
+
+Histogram ChannelStatsAccumulator::quantizedHistogram(const Histogram& over) const {
+    if (m_quantizedSample.empty())
+        return {};
+    return histogramOf(at::cat(m_quantizedSample, 0), kHistogramBins, over.lo, over.hi);
 }
 
 } // namespace qs

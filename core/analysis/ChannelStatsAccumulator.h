@@ -18,10 +18,12 @@ public:
     void add(const at::Tensor& x);
     // The same tokens after the input quantizer (for the quantized histogram).
     void addQuantized(const at::Tensor& xq);
-    // `quantizedFrom`, when given, holds the quantized samples instead of this accumulator (a
-    // layer whose inputs another layer's accumulator took: q, k and v read one tensor).
-    ChannelStatistics finish(double percentileLevel = 99.0,
-                             const ChannelStatsAccumulator* quantizedFrom = nullptr) const;
+    // Everything but the quantized histogram, which belongs to each layer reading the inputs
+    // (q, k and v read one tensor through three input quantizers): quantizedHistogram().
+    ChannelStatistics finish(double percentileLevel = 99.0) const;
+    // The histogram of this accumulator's quantized samples over the bins of `over` (the
+    // unquantized histogram); empty when it has none.
+    Histogram quantizedHistogram(const Histogram& over) const;
 
 private:
     at::Tensor m_min, m_max, m_s1, m_s2, m_s3, m_s4; // [C], double moments

@@ -107,6 +107,8 @@ void LayerAnalyzer::addBlockInput(const at::Tensor& refInput) {
 }
 
 void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
+    // The statistics of an input tensor, by the layer that took it: once for q, k and v.
+    std::map<std::string, ChannelStatistics> inputStatistics;
     for (LayerPlan& p : plans) {
         const Layer& a = m_layers.at(p.name);
         LayerReport& rep = p.report;
@@ -157,9 +159,14 @@ void LayerAnalyzer::finish(std::vector<LayerPlan>& plans) const {
         }
         rep.outputAccumulated = a.accumulated.metrics();
         rep.inputQuantization = a.inputQuant.metrics();
-        const Layer& inputs = a.inputsOf.empty() ? a : m_layers.at(a.inputsOf);
+        const std::string& taker = a.inputsOf.empty() ? p.name : a.inputsOf;
+        const Layer& inputs = m_layers.at(taker);
         rep.inputDrift = inputs.drift.metrics();
-        rep.input = inputs.channels.finish(99.0, &a.channels);
+        auto shared = inputStatistics.find(taker);
+        if (shared == inputStatistics.end())
+            shared = inputStatistics.emplace(taker, inputs.channels.finish(99.0)).first;
+        rep.input = shared->second;
+        rep.input.quantizedHistogram = a.channels.quantizedHistogram(rep.input.histogram);
         if (!rep.input.absmax.empty()) {
             rep.inputAbsmax = *std::max_element(rep.input.absmax.begin(), rep.input.absmax.end());
             const double med = median(rep.input.absmax);
