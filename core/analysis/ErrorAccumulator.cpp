@@ -74,10 +74,6 @@ QS_VEC_MULTIVERSION ErrorSums chunkErrorSums(const float* pa, const float* pr, i
     return s;
 }
 
-#if QS_HAVE_VECTOR_EXP
-#pragma GCC diagnostic pop
-#endif
-
 // CPU float32 fast path: one pass over both tensors instead of a dozen ATen ops with double
 // temporaries. Chunks of fixed length are summed in parallel and combined in chunk order, so
 // the result does not depend on the thread count.
@@ -156,6 +152,39 @@ ErrorMetrics ErrorAccumulator::metrics() const {
 
 namespace {
 
+// The bins of elements [begin, end) of `p` into four sub-histograms (element i into
+// sub[(i mod 4) * bins + bin]): bin = floor((min(max(v, lo), hi) - lo) * scale), at most
+// bins - 1, non-finite values skipped. The lanes compute exactly the scalar tail's doubles.
+QS_VEC_MULTIVERSION void countBins(const float* p, int64_t begin, int64_t end, double lo,
+                                   double hi, double scale, int64_t bins, int64_t* sub) {
+    int64_t i = begin;
+#if QS_HAVE_VECTOR_EXP
+    typedef int32_t Ints4 __attribute__((vector_size(16)));
+    const Doubles4 vlo = Doubles4{} + lo, vhi = Doubles4{} + hi, vscale = Doubles4{} + scale;
+    for (; i + 4 <= end && (i & 3) == 0; i += 4) {
+        Doubles4 v = load4(p + i);
+        const Longs4 finite = (v - v) == 0; // false for inf and NaN
+        v = v < vlo ? vlo : v;
+        v = vhi < v ? vhi : v;
+        const Doubles4 f = finite ? (v - vlo) * vscale : Doubles4{};
+        const Ints4 b = __builtin_convertvector(f, Ints4);
+        for (int k = 0; k < 4; ++k)
+            if (finite[k])
+                ++sub[size_t(k * bins + std::min<int64_t>(bins - 1, b[k]))];
+    }
+#endif
+    for (; i < end; ++i) {
+        if (!std::isfinite(p[i]))
+            continue;
+        const double v = std::min(std::max(double(p[i]), lo), hi);
+        ++sub[size_t((i & 3) * bins + std::min<int64_t>(bins - 1, int64_t((v - lo) * scale)))];
+    }
+}
+
+#if QS_HAVE_VECTOR_EXP
+#pragma GCC diagnostic pop
+#endif
+
 // CPU float32 fast path of histogramOf: one pass for the finite range, one for the counts
 // (bin = floor((v - lo) / (hi - lo) * bins), the top edge in the last bin, values outside
 // [lo, hi] clamped into the end bins as the ATen path clamps them). Both passes run over fixed
@@ -204,13 +233,8 @@ Histogram cpuHistogram(const at::Tensor& x, int64_t bins, double lo, double hi) 
             // Four interleaved sub-histograms: neighbours often fall in one bin, and one
             // counter would make each increment wait for the last.
             std::vector<int64_t> sub(size_t(4 * bins), 0);
-            for (int64_t i = k * kChunk, stop = std::min(n, i + kChunk); i < stop; ++i) {
-                if (!std::isfinite(p[i]))
-                    continue;
-                const double v = std::min(std::max(double(p[i]), lo), hi);
-                ++sub[size_t((i & 3) * bins +
-                             std::min<int64_t>(bins - 1, int64_t((v - lo) * scale)))];
-            }
+            countBins(p, k * kChunk, std::min(n, (k + 1) * kChunk), lo, hi, scale, bins,
+                      sub.data());
             int64_t* counts = partial.data() + k * bins;
             for (int64_t j = 0; j < 4 * bins; ++j)
                 counts[j % bins] += sub[size_t(j)];

@@ -147,8 +147,13 @@ private Q_SLOTS:
 
     // The histogram of the sample: equal-width bins over its finite range, bin =
     // floor((v - lo) / (hi - lo) * bins), the top edge in the last bin; integer counts, equal.
+    // Infinities and NaN are left out of both the range and the counts.
     void histogramCountsEqualTheFormula() {
-        const at::Tensor x = data(200);
+        const at::Tensor x = data(200).clone();
+        const float inf = std::numeric_limits<float>::infinity();
+        x.view({-1})[10] = inf;
+        x.view({-1})[13] = -inf;
+        x.view({-1})[70001] = std::numeric_limits<float>::quiet_NaN();
         ChannelStatsAccumulator acc;
         acc.add(x);
         const Histogram h = acc.finish().histogram;
@@ -156,6 +161,8 @@ private Q_SLOTS:
         const float* p = flat.data_ptr<float>();
         double lo = p[0], hi = p[0];
         for (int64_t i = 0; i < flat.numel(); ++i) {
+            if (!std::isfinite(p[i]))
+                continue;
             lo = std::min(lo, double(p[i]));
             hi = std::max(hi, double(p[i]));
         }
@@ -163,7 +170,8 @@ private Q_SLOTS:
         const int64_t bins = ChannelStatsAccumulator::kHistogramBins;
         std::vector<int64_t> counts(size_t(bins), 0);
         for (int64_t i = 0; i < flat.numel(); ++i)
-            ++counts[size_t(std::min<int64_t>(
+            if (std::isfinite(p[i]))
+                ++counts[size_t(std::min<int64_t>(
                 bins - 1, int64_t((double(p[i]) - lo) * (double(bins) / (hi - lo)))))];
         QCOMPARE(h.counts, counts);
     }
