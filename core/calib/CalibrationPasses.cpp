@@ -67,7 +67,7 @@ at::Tensor runBatches(BlockRun& run, const at::Tensor& stream, const ForwardCont
     const int64_t rows = stream.size(0), size = batchRows(run, stream);
     // Small models: the whole batch loop on one thread, not only the block forward, or each
     // batch's copy below wakes a second OpenMP worker that then spins through the next forward.
-    const SmallForwardGuard threads(size * stream.size(1) * stream.size(-1),
+    const SmallForwardGuard threads(size * stream.size(1), stream.size(-1),
                                     /*besideOwnBlasPool=*/false);
     at::Tensor out = at::empty_like(stream);
     for (int64_t b = 0; b < rows; b += size) {

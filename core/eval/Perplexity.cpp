@@ -73,7 +73,7 @@ double sumWindowNll(DecoderModel& model, const at::Tensor& hidden, const at::Ten
         if (progress && !progress(b, W))
             throw Cancelled();
         const int64_t n = std::min(batch, W - b);
-        const SmallForwardGuard threads(n * T * hidden.size(-1));
+        const SmallForwardGuard threads(n * T, hidden.size(-1));
         // Position T - 1 predicts nothing inside the window: no logits for it.
         const at::Tensor logits =
             model.logits(hidden.narrow(0, b, n).narrow(1, 0, T - 1)); // [n, T-1, V] float32

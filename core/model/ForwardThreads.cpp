@@ -55,8 +55,8 @@ bool blasHasOwnPool() {
     return c.openblasParallel && c.openblasParallel() == 1 && blasThreads() > 1;
 }
 
-SmallForwardGuard::SmallForwardGuard(int64_t elementsPerStep, bool besideOwnBlasPool) {
-    const bool small = elementsPerStep < kMinParallelElements;
+SmallForwardGuard::SmallForwardGuard(int64_t tokens, int64_t width, bool besideOwnBlasPool) {
+    const bool small = tokens * width * width < kMinParallelMultiplyAdds;
     const Calls& c = calls();
     // LibTorch's team goes down to one thread for small steps, and whenever the BLAS works in a
     // pool of its own: the matmuls then keep every core, and no idle team spins beside them.

@@ -20,23 +20,27 @@ int blasThreads();
 bool blasHasOwnPool();
 
 // While alive, LibTorch's OpenMP team on the calling thread has one thread when the forward's
-// steps are too small to share (below about a million elements per activation, tokens x hidden:
-// a parallel region then costs more than it saves, and its idle workers spin against the
-// threads that work; measured on stories260K, docs/performance.md), and also when the BLAS runs
-// its matmuls in a pool of its own, which are most of a larger model's time: two pools of n
-// threads on n cores spin against each other. A pthread BLAS pool keeps its own count; the
-// OpenMP build follows the team.
+// steps are too small to share: fewer than about 67 million multiply-adds in a width x width
+// linear over the step's tokens (tokens x width², the size of the block's smallest matmuls; a
+// parallel region then costs more than it saves, and its idle workers spin against the threads
+// that work: stories260K's 2048-token batches at width 64 are 8.4 million; measured in
+// docs/performance.md). Counting elements (tokens x width) instead ran the 100M synthetic's
+// two-window sensitivity rows (512 tokens at width 768, 302 million) on one core. Also one
+// thread when the BLAS runs its matmuls in a pool of its own, which are most of a larger model's
+// time: two pools of n threads on n cores spin against each other. A pthread BLAS pool keeps
+// its own count; the OpenMP build follows the team.
 class SmallForwardGuard {
 public:
-    // besideOwnBlasPool = false: only the small-step rule (a scope whose own work is not
-    // mostly matmuls, e.g. a calibration pass's hooks around the block forwards).
-    explicit SmallForwardGuard(int64_t elementsPerStep, bool besideOwnBlasPool = true);
+    // `tokens` of `width` channels each step; besideOwnBlasPool = false: only the small-step
+    // rule (a scope whose own work is not mostly matmuls, e.g. a calibration pass's hooks around
+    // the block forwards).
+    SmallForwardGuard(int64_t tokens, int64_t width, bool besideOwnBlasPool = true);
     ~SmallForwardGuard();
     SmallForwardGuard(const SmallForwardGuard&) = delete;
     SmallForwardGuard& operator=(const SmallForwardGuard&) = delete;
 
-    // Steps of fewer elements run on one thread.
-    static constexpr int64_t kMinParallelElements = int64_t(1) << 20;
+    // Steps of fewer multiply-adds (tokens x width²) run on one thread.
+    static constexpr int64_t kMinParallelMultiplyAdds = int64_t(1) << 26;
 
 private:
     int m_ompThreads = 0; // restored on destruction when > 0

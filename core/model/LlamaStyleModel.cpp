@@ -107,7 +107,7 @@ public:
     }
 
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
-        const SmallForwardGuard threads(x.numel());
+        const SmallForwardGuard threads(x.numel() / x.size(-1), x.size(-1));
         const DecoderLayout& L = m_cfg.layout;
         const at::Tensor a = attend(m_model.norm(x, m_inputNorm), ctx);
         if (!L.sandwichNorms) {

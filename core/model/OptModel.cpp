@@ -39,7 +39,7 @@ public:
     }
 
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
-        const SmallForwardGuard threads(x.numel());
+        const SmallForwardGuard threads(x.numel() / x.size(-1), x.size(-1));
         const int64_t B = x.size(0), T = x.size(1), H = m_cfg.hiddenSize;
         const int64_t nh = m_cfg.numHeads, hd = m_cfg.headDim;
         const bool pre = m_cfg.doLayerNormBefore;

@@ -46,7 +46,7 @@ public:
     }
 
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx) override {
-        const SmallForwardGuard threads(x.numel());
+        const SmallForwardGuard threads(x.numel() / x.size(-1), x.size(-1));
         const at::Tensor h = m_model.norm(x, m_norm, m_normBias);
         const at::Tensor a = attend(h, ctx);
         return x + a + mlp(h, ctx);
