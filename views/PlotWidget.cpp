@@ -20,7 +20,7 @@ struct PlotWidget::Private {
     };
     QHash<QCPAbstractPlottable*, Link> links;
     QCPTextElement* title = nullptr;
-    QCPItemText* note = nullptr;
+    QCPTextElement* note = nullptr; // a row of its own above the axes, only while there is one
 };
 
 namespace {
@@ -82,10 +82,9 @@ void PlotWidget::clear() {
     m_plot->clearPlottables();
     m_plot->clearItems();
     d->links.clear();
-    d->note = nullptr;
     m_series.clear();
     m_verticalLines = 0;
-    m_note.clear();
+    setNote({});
 }
 
 void PlotWidget::setTitle(const QString& title) {
@@ -239,17 +238,28 @@ void PlotWidget::addVerticalLines(const QVector<double>& x, const QColor& colour
 
 void PlotWidget::setNote(const QString& text) {
     m_note = text;
+    QCPLayoutGrid* layout = m_plot->plotLayout();
+    if (text.isEmpty()) {
+        if (d->note) { // the axes get its row back
+            layout->remove(d->note);
+            layout->simplify();
+            d->note = nullptr;
+        }
+        return;
+    }
     if (!d->note) {
-        d->note = new QCPItemText(m_plot);
-        d->note->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-        d->note->position->setType(QCPItemPosition::ptAxisRectRatio);
-        d->note->position->setCoords(0.01, 0.01);
-        d->note->setColor(QColor(90, 90, 90));
-        d->note->setBrush(QColor(255, 255, 255, 190));
-        d->note->setPadding(QMargins(3, 1, 3, 1));
+        // Above the axes, below the title: inside the axis rect a note sat over the data in
+        // its corner (issue 28), whatever the data.
+        const int row = d->title ? 1 : 0;
+        layout->insertRow(row);
+        QFont small = font();
+        small.setPointSizeF(small.pointSizeF() * 0.9);
+        d->note = new QCPTextElement(m_plot, text, small);
+        d->note->setTextColor(QColor(90, 90, 90));
+        d->note->setMargins(QMargins(4, 2, 4, 0));
+        layout->addElement(row, 0, d->note);
     }
     d->note->setText(text);
-    d->note->setVisible(!text.isEmpty());
 }
 
 int PlotWidget::legendColumns() const {
@@ -281,7 +291,7 @@ void PlotWidget::rescaleAndReplot() {
     // An empty plot shows no legend: an empty legend box is a stray frame over the note.
     m_plot->legend->setVisible(m_legendWanted && m_plot->legend->itemCount() > 0);
     fitLegendToWidth();
-    if (m_plot->plottableCount() == 0 && m_plot->itemCount() <= (d->note ? 1 : 0)) {
+    if (m_series.empty() && m_verticalLines == 0) {
         // Nothing drawn: the axes start over instead of keeping the last data's ranges (a plot
         // emptied for another model showed the previous model's axes).
         m_plot->xAxis->setRange(0, 1);

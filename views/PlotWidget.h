@@ -60,7 +60,7 @@ public:
                      const QColor& colour);
     // Thin vertical lines at the given x positions (a quantization grid).
     void addVerticalLines(const QVector<double>& x, const QColor& colour);
-    // A line of text in the top left corner of the plot area (empty: none).
+    // A line of text above the axes, never over the data (empty: none, and no room taken).
     void setNote(const QString& text);
 
     // Fits the axes to the data and redraws.

@@ -1,5 +1,6 @@
-// PlotWidget's legend: below the axes, never over the data, and in as many entries per row as the
-// plot's width fits whole (issue 28: legends inside the axis rect covered the curves).
+// PlotWidget's legend and note: the legend below the axes, in as many entries per row as the
+// plot's width fits whole, the note above them; neither over the data (issue 28: legends and
+// notes inside the axis rect covered the curves).
 #include "PlotWidget.h"
 #include "TestMain.h"
 
@@ -76,6 +77,44 @@ private Q_SLOTS:
         plot.rescaleAndReplot();
         QCOMPARE(custom->xAxis->range(), QCPRange(0, 1));
         QCOMPARE(custom->yAxis->range(), QCPRange(0, 1));
+    }
+
+    // A note ("no input quantizer" beside a histogram) sits in a row above the axes, never over
+    // the data; without one the axes get the row back.
+    void noteSitsAboveTheAxes() {
+        qs::PlotWidget plot;
+        plot.resize(400, 300);
+        plot.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&plot));
+        plot.setTitle("Activations");
+        addEightSeries(plot);
+        auto* custom = plot.findChild<QCustomPlot*>();
+        custom->replot();
+        const int axesHeight = custom->axisRect()->rect().height();
+        const int rows = custom->plotLayout()->rowCount();
+        plot.setNote("no input quantizer");
+        custom->replot();
+        QCPTextElement* note = nullptr;
+        for (int i = 0; i < custom->plotLayout()->elementCount(); ++i)
+            if (auto* t = qobject_cast<QCPTextElement*>(custom->plotLayout()->elementAt(i)))
+                if (t->text() == "no input quantizer")
+                    note = t;
+        QVERIFY(note);
+        QVERIFY(!note->outerRect().intersects(custom->axisRect()->rect()));
+        QVERIFY(note->outerRect().bottom() <= custom->axisRect()->outerRect().top());
+        QCOMPARE(custom->plotLayout()->rowCount(), rows + 1);
+        // Title first, then the note.
+        QCOMPARE(qobject_cast<QCPTextElement*>(custom->plotLayout()->element(0, 0))->text(),
+                 QString("Activations"));
+        plot.setNote({});
+        custom->replot();
+        QCOMPARE(custom->plotLayout()->rowCount(), rows);
+        QCOMPARE(custom->axisRect()->rect().height(), axesHeight);
+        // clear() takes it too.
+        plot.setNote("again");
+        plot.clear();
+        QCOMPARE(custom->plotLayout()->rowCount(), rows);
+        QVERIFY(plot.note().isEmpty());
     }
 
     void anEmptyPlotShowsNoLegend() {
