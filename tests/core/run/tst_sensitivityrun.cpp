@@ -123,6 +123,52 @@ private Q_SLOTS:
     void floatCalibratedRowsEqualSeparateRuns() { compareRows("int8", "float", true); }
     void sequentialRowsReuseTheWholeRecipesRanges() { compareRows("int8", "sequential", false); }
 
+    // The study's progress follows its work (the ETA is extrapolated from it): a measurement
+    // advances the fraction in proportion to the multiply-adds it runs, from its block through
+    // the head, so "alone" of a block-0 layer advances it (M0 + M1 + H) / (M1 + H) times as much
+    // as "alone" of a block-1 layer (M: a block's linears, H: the head). Counting measurements
+    // alike gave 1.
+    void progressFollowsTheWork() {
+        std::vector<std::pair<double, std::string>> reports;
+        qs::runSensitivity(request("int8", "float"), [&](double f, const std::string& m) {
+            reports.emplace_back(f, m);
+            return true;
+        });
+        QVERIFY(!reports.empty());
+        for (size_t i = 1; i < reports.size(); ++i)
+            QVERIFY2(reports[i].first >= reports[i - 1].first && reports[i].first <= 1.0,
+                     qPrintable(QString("%1 after %2 at %3")
+                                    .arg(reports[i].first)
+                                    .arg(reports[i - 1].first)
+                                    .arg(QString::fromStdString(reports[i].second))));
+        auto firstOf = [&](const std::string& prefix) {
+            for (const auto& [f, m] : reports)
+                if (m.rfind(prefix, 0) == 0)
+                    return f;
+            return -1.0;
+        };
+        auto advance = [&](const std::string& layer) {
+            const double begin = firstOf(layer + " alone: "), end = firstOf("all but " + layer);
+            return begin >= 0 && end >= 0 ? end - begin : -1.0;
+        };
+        double block[2] = {0, 0}, head = 0;
+        std::vector<const qs::ModuleNode*> nodes;
+        const qs::ModuleNode tree = qs::openModelHandle(m_model.toStdString()).moduleTree();
+        tree.collect("linear", nodes);
+        for (const qs::ModuleNode* n : nodes)
+            if (n->blockIndex >= 0)
+                block[n->blockIndex] += double(n->shape[0]) * double(n->shape[1]);
+        nodes.clear();
+        tree.collect("head", nodes);
+        QCOMPARE(int(nodes.size()), 1);
+        head = double(nodes[0]->shape[0]) * double(nodes[0]->shape[1]);
+        const double first = advance(m_layers.front()), last = advance(m_layers.back());
+        QVERIFY(first > 0 && last > 0);
+        const double want = (block[0] + block[1] + head) / (block[1] + head);
+        QVERIFY2(std::abs(first / last - want) <= 1e-9 * want,
+                 qPrintable(QString("ratio %1, work %2").arg(first / last).arg(want)));
+    }
+
     void emptyRecipeIsRefused() {
         qs::RunRequest req = request("int8", "float");
         req.recipe.global.reset();
