@@ -56,7 +56,7 @@ LayerDetailView::LayerDetailView(QWidget* parent)
     m_channels->setTitle(tr("Input range per channel"));
     m_channels->setAxisLabels(tr("Input channel"), tr("Activation"));
     m_channels->setLegendVisible(true);
-    m_tokens->setTitle(tr("Per-token absmax (first calibration sample)"));
+    m_tokens->setTitle(tr("Per-token absmax (first sample)"));
     m_tokens->setAxisLabels(tr("Token position"), tr("max |x| over channels"));
     m_activations->setTitle(tr("Input activations"));
     m_activations->setAxisLabels(tr("Value"), tr("Count"));
@@ -88,6 +88,9 @@ LayerDetailView::LayerDetailView(QWidget* parent)
     grid->addWidget(m_weights, 1, 1);
     grid->addWidget(m_inputRanges, 2, 0);
     grid->addWidget(m_weightRanges, 2, 1);
+    // Both columns alike: left to their size hints, a long plot title took the wider one.
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(plots);
     scroll->setWidgetResizable(true);

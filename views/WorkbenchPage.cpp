@@ -45,6 +45,10 @@ WorkbenchPage::WorkbenchPage(QWidget* parent)
           makeDock(tr("Layer detail"), QStringLiteral("layerDetailDock"), m_layerDetail, this)) {
     setWindowFlags(Qt::Widget); // a page inside the main window, not a window of its own
     setDockOptions(AnimatedDocks | AllowTabbedDocks);
+    // The right-hand column (model, recipe, evaluation, runs) runs the full height, the charts
+    // below the tree only: with the charts across the whole width the recipe and the runs shared
+    // what was left above them, a few rows each at 1366x768 (issue 28).
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
     setCentralWidget(m_layerTree);
     addDockWidget(Qt::RightDockWidgetArea, m_summaryDock);
     addDockWidget(Qt::RightDockWidgetArea, m_evalDock);
@@ -193,8 +197,10 @@ void WorkbenchPage::applyLayout(const QSize& windowSize) {
     resizeDocks({m_summaryDock, m_evalDock}, {height * 9 / 20, height * 11 / 20}, Qt::Vertical);
     // The charts get most of the lower half: the detail's four plots need the room.
     resizeDocks({m_depthDock}, {height * 9 / 20}, Qt::Vertical);
-    const int width = qMax(800, windowSize.width());
-    resizeDocks({m_depthDock, m_detailDock}, {width * 2 / 5, width * 3 / 5}, Qt::Horizontal);
+    // The charts share what the right-hand column leaves; the detail's four plots take two
+    // thirds.
+    const int width = qMax(800, windowSize.width()) - dockWidth;
+    resizeDocks({m_depthDock, m_detailDock}, {width / 3, width * 2 / 3}, Qt::Horizontal);
 }
 
 QString WorkbenchPage::layoutProblem() const {

@@ -210,6 +210,24 @@ private Q_SLOTS:
         QVERIFY(minimum.height() <= 768);
     }
 
+    // Issue 28 item 4: at 1366x768 the recipe and the runs each get a working height (the
+    // right-hand column runs the full height; with the charts across the whole width the two
+    // shared about 370 px, a few rows each), and the layer detail's four plots keep half the
+    // width.
+    void theRecipeAndTheRunsHaveRoomAt1366x768() {
+        qs::MainWindow window;
+        window.resize(1366, 740); // a 1366x768 screen less a panel
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        openAndWait(window);
+        window.resetLayout();
+        qs::WorkbenchPage* page = window.workbenchPage();
+        QTRY_VERIFY2(window.recipeDock()->height() >= 300 && window.runDock()->height() >= 250,
+                     qPrintable(dockReport(window)));
+        QVERIFY2(page->detailDock()->width() >= 1366 / 2 - 100, qPrintable(dockReport(window)));
+        QVERIFY2(window.layoutProblem().isEmpty(), qPrintable(window.layoutProblem()));
+    }
+
     // Issue 28: quitting with recipe edits that were never saved asks first.
     void quitAsksAboutAnUnsavedRecipe() {
         qs::MainWindow window;
