@@ -89,8 +89,9 @@ void LayerTreeModel::treeReset() {
 
 void LayerTreeModel::setRecipe(const Recipe& recipe) {
     m_recipe = recipe;
+    m_recipeHash = recipeHash(m_recipe); // once per edit: both marks below compare it
     m_hasRecipe = true;
-    m_showsUnfitSkipped = !m_unfitSkipped.isEmpty() && recipeHash(m_recipe) == m_unfitRecipeHash;
+    m_showsUnfitSkipped = !m_unfitSkipped.isEmpty() && m_recipeHash == m_unfitRecipeHash;
     announceColumns(SchemeColumn, ExcludedColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});
     updateStale();
 }
@@ -107,7 +108,7 @@ void LayerTreeModel::setUnfitSkipped(const std::vector<std::string>& layers,
     }
     m_unfitRecipeHash = underRecipe;
     m_showsUnfitSkipped =
-        !m_unfitSkipped.isEmpty() && m_hasRecipe && recipeHash(m_recipe) == underRecipe;
+        !m_unfitSkipped.isEmpty() && m_hasRecipe && m_recipeHash == underRecipe;
     announceColumns(SchemeColumn, SchemeColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});
 }
 
@@ -127,7 +128,7 @@ void LayerTreeModel::setReportsRecipeHash(const std::string& hash) {
 
 void LayerTreeModel::updateStale() {
     const bool stale = !m_reports.isEmpty() && m_hasRecipe && !m_reportsRecipeHash.empty() &&
-                       recipeHash(m_recipe) != m_reportsRecipeHash;
+                       m_recipeHash != m_reportsRecipeHash;
     if (stale == m_stale)
         return;
     m_stale = stale;

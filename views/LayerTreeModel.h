@@ -162,6 +162,7 @@ private:
     bool m_hasRecipe = false;
     std::optional<Recipe> m_proposed;
     QHash<QString, QString> m_unfitSkipped; // setUnfitSkipped: layer -> reason
+    std::string m_recipeHash;               // recipeHash(m_recipe), kept with it
     std::string m_unfitRecipeHash;          // the recipe they were skipped under
     bool m_showsUnfitSkipped = false;       // that recipe is the current one
     StoredSchemes m_stored;
