@@ -107,8 +107,7 @@ void LayerTreeModel::setUnfitSkipped(const std::vector<std::string>& layers,
                                   : QString::fromStdString(entry.substr(colon + 2)));
     }
     m_unfitRecipeHash = underRecipe;
-    m_showsUnfitSkipped =
-        !m_unfitSkipped.isEmpty() && m_hasRecipe && m_recipeHash == underRecipe;
+    m_showsUnfitSkipped = !m_unfitSkipped.isEmpty() && m_hasRecipe && m_recipeHash == underRecipe;
     announceColumns(SchemeColumn, SchemeColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});
 }
 

@@ -87,7 +87,8 @@ ErrorSums cpuErrorSums(const at::Tensor& value, const at::Tensor& reference, dou
     std::vector<ErrorSums> partial(static_cast<size_t>(chunks));
     at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
         for (int64_t c = begin; c < end; ++c)
-            partial[size_t(c)] = chunkErrorSums(pa, pr, c * kChunk, std::min(n, (c + 1) * kChunk), eps);
+            partial[size_t(c)] =
+                chunkErrorSums(pa, pr, c * kChunk, std::min(n, (c + 1) * kChunk), eps);
     });
     ErrorSums total;
     for (const ErrorSums& s : partial) {
@@ -155,8 +156,8 @@ namespace {
 // The bins of elements [begin, end) of `p` into four sub-histograms (element i into
 // sub[(i mod 4) * bins + bin]): bin = floor((min(max(v, lo), hi) - lo) * scale), at most
 // bins - 1, non-finite values skipped. The lanes compute exactly the scalar tail's doubles.
-QS_VEC_MULTIVERSION void countBins(const float* p, int64_t begin, int64_t end, double lo,
-                                   double hi, double scale, int64_t bins, int64_t* sub) {
+QS_VEC_MULTIVERSION void countBins(const float* p, int64_t begin, int64_t end, double lo, double hi,
+                                   double scale, int64_t bins, int64_t* sub) {
     int64_t i = begin;
 #if QS_HAVE_VECTOR_EXP
     typedef int32_t Ints4 __attribute__((vector_size(16)));

@@ -84,7 +84,8 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
     {
         std::set<std::string> rows;
         for (const auto& [name, scheme] : prep.planner->quantizedLinears(tree))
-            if (const ModuleNode* node = tree.find(name); node && rows.insert(expertRowName(name)).second)
+            if (const ModuleNode* node = tree.find(name);
+                node && rows.insert(expertRowName(name)).second)
                 total += 2 * work.evaluation(evalTokens, node->blockIndex);
     }
     double done = 0;

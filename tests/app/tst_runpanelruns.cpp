@@ -91,13 +91,13 @@ private Q_SLOTS:
         const auto outcome = finished.first().first().value<qs::RunOutcome>();
         QVERIFY(outcome.perplexity && outcome.fullPrecision && outcome.fidelity);
 
-        const nlohmann::json cli = runCliJson(
-            QStringList{QStringLiteral("eval"), m_stories, QStringLiteral("--recipe"),
-                        saveRecipe(window), QStringLiteral("--json")} +
-            evaluationFlags());
+        const nlohmann::json cli =
+            runCliJson(QStringList{QStringLiteral("eval"), m_stories, QStringLiteral("--recipe"),
+                                   saveRecipe(window), QStringLiteral("--json")} +
+                       evaluationFlags());
         QVERIFY2(close(outcome.perplexity->perplexity, cli.at("perplexity").get<double>()),
-                 qPrintable(describe(outcome.perplexity->perplexity,
-                                     cli.at("perplexity").get<double>())));
+                 qPrintable(
+                     describe(outcome.perplexity->perplexity, cli.at("perplexity").get<double>())));
         const nlohmann::json& f = cli.at("fidelity");
         const double kl = f.at("kl_mean").at("value").get<double>();
         const double same = f.at("same_top").at("value").get<double>();
@@ -120,9 +120,9 @@ private Q_SLOTS:
         QVERIFY2(panel->sameTopLabel()->text().startsWith(QString::number(100.0 * same, 'f', 2)),
                  qPrintable(panel->sameTopLabel()->text()));
         const double delta = outcome.perplexity->perplexity - outcome.fullPrecision->perplexity;
-        QVERIFY2(panel->perplexityDifferenceLabel()->text().contains(
-                     QString::number(delta, 'f', 4)),
-                 qPrintable(panel->perplexityDifferenceLabel()->text()));
+        QVERIFY2(
+            panel->perplexityDifferenceLabel()->text().contains(QString::number(delta, 'f', 4)),
+            qPrintable(panel->perplexityDifferenceLabel()->text()));
     }
 
     void sensitivityFromThePanelMatchesTheCli() {
@@ -144,9 +144,9 @@ private Q_SLOTS:
 
         const nlohmann::json cli =
             runCliJson(QStringList{QStringLiteral("analyze"), m_stories, QStringLiteral("--recipe"),
-                        saveRecipe(window), QStringLiteral("--sensitivity"),
-                        QStringLiteral("--json"), QStringLiteral("--no-channels")} +
-            evaluationFlags());
+                                   saveRecipe(window), QStringLiteral("--sensitivity"),
+                                   QStringLiteral("--json"), QStringLiteral("--no-channels")} +
+                       evaluationFlags());
         const nlohmann::json& rows = cli.at("sensitivity").at("layers");
         QVERIFY(rows.size() >= 8);
 
@@ -172,10 +172,10 @@ private Q_SLOTS:
             for (const auto& [column, key] : checks) {
                 const double gui = model->index(it->second, column).data(Qt::EditRole).toDouble();
                 const double want = row.at(key).get<double>();
-                QVERIFY2(close(gui, want), qPrintable(QStringLiteral("%1 %2: %3")
-                                                          .arg(QString::fromStdString(it->first),
-                                                               QLatin1String(key),
-                                                               describe(gui, want))));
+                QVERIFY2(close(gui, want),
+                         qPrintable(QStringLiteral("%1 %2: %3")
+                                        .arg(QString::fromStdString(it->first), QLatin1String(key),
+                                             describe(gui, want))));
                 ++compared;
             }
         }
@@ -199,8 +199,9 @@ private:
 
     // The evaluation windows the panel's fields set (the CLI takes them as flags).
     QStringList evaluationFlags() const {
-        return {QStringLiteral("--data"), m_eval, QStringLiteral("--eval-seq-len"),
-                QStringLiteral("128"), QStringLiteral("--max-windows"), QStringLiteral("4")};
+        return {QStringLiteral("--data"),         m_eval,
+                QStringLiteral("--eval-seq-len"), QStringLiteral("128"),
+                QStringLiteral("--max-windows"),  QStringLiteral("4")};
     }
 
     QString saveRecipe(qs::MainWindow& window) {

@@ -172,7 +172,7 @@ private Q_SLOTS:
         for (int64_t i = 0; i < flat.numel(); ++i)
             if (std::isfinite(p[i]))
                 ++counts[size_t(std::min<int64_t>(
-                bins - 1, int64_t((double(p[i]) - lo) * (double(bins) / (hi - lo)))))];
+                    bins - 1, int64_t((double(p[i]) - lo) * (double(bins) / (hi - lo)))))];
         QCOMPARE(h.counts, counts);
     }
 
