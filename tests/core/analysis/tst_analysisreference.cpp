@@ -14,6 +14,7 @@
 // Which tokens: the run's own calibration windows (tokenizeFile + calibrationSamples with the
 // recipe's seed: data selection, not a metric).
 #include "../quant/MiniFloatReference.h"
+#include "ErrorMetricsFormula.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
@@ -42,28 +43,11 @@ namespace {
 constexpr int64_t kSamples = 2;
 constexpr int64_t kSeqLen = 64;
 
-struct Reference {
-    double mse = 0, sqnrDb = 0, cosine = 0, maxAbs = 0, meanRelative = 0;
-};
+using Reference = qs::test::ErrorFormula;
 
-// The metrics of `a` against `r`, element by element in double.
+// The metrics of `a` against `r` (ErrorAccumulator's eps of 1e-8 in the relative error).
 Reference metricsOf(const at::Tensor& a, const at::Tensor& r) {
-    const at::Tensor ad = a.to(at::kDouble).contiguous(), rd = r.to(at::kDouble).contiguous();
-    const double* pa = ad.data_ptr<double>();
-    const double* pr = rd.data_ptr<double>();
-    const int64_t n = ad.numel();
-    double sse = 0, rr = 0, aa = 0, ar = 0, maxAbs = 0, rel = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        const double d = pa[i] - pr[i];
-        sse += d * d;
-        rr += pr[i] * pr[i];
-        aa += pa[i] * pa[i];
-        ar += pa[i] * pr[i];
-        maxAbs = std::max(maxAbs, std::fabs(d));
-        rel += std::fabs(d) / (std::fabs(pr[i]) + 1e-8);
-    }
-    return {sse / double(n), 10.0 * std::log10(rr / sse), ar / std::sqrt(aa * rr), maxAbs,
-            rel / double(n)};
+    return qs::test::errorMetricsFormula(a, r, 1e-8);
 }
 
 double relative(double a, double b) {

@@ -1,13 +1,12 @@
-// ErrorAccumulator's metrics against their formulas, element by element in double on the host
-// (docs/fidelity.md's per-layer errors):
-//   mse = Σd²/n, sqnr = 10 log10(Σr² / Σd²), cosine = Σar / sqrt(Σa² Σr²),
-//   maxAbs = max |d|, meanRelative = Σ |d| / (|r| + eps) / n,   d = a - r.
+// ErrorAccumulator's metrics against their formulas (support/ErrorMetricsFormula.h), element by
+// element in double on the host.
 // Both sides sum float inputs converted exactly to double, in different orders (the
 // accumulator in four lanes per chunk of 2^15, chunks in order; the formula one element after
 // another). Over n terms each order's rounding is at most n·2^-53 of the sum of the terms'
 // magnitudes; the sums here are of positive terms (d², r², a², |d|/(|r|+eps)) or, for Σar, of
 // terms whose magnitudes sum to at most 2·Σa²-ish: n = 100003 gives 100003 · 1.1e-16 ≈ 1.1e-11
 // relative; 1e-10 is allowed. maxAbs is one element's |d|: equal exactly.
+#include "ErrorMetricsFormula.h"
 #include "TestMain.h"
 
 #include "analysis/ErrorAccumulator.h"
@@ -24,31 +23,10 @@ using namespace qs;
 
 namespace {
 
-struct Formula {
-    double mse = 0, sqnrDb = 0, cosine = 0, maxAbs = 0, meanRelative = 0;
-};
+using Formula = qs::test::ErrorFormula;
 
 Formula formula(const at::Tensor& a, const at::Tensor& r) {
-    const at::Tensor ad = a.to(at::kDouble).contiguous(), rd = r.to(at::kDouble).contiguous();
-    const double* pa = ad.data_ptr<double>();
-    const double* pr = rd.data_ptr<double>();
-    const int64_t n = ad.numel();
-    double sse = 0, rr = 0, aa = 0, ar = 0, rel = 0;
-    Formula f;
-    for (int64_t i = 0; i < n; ++i) {
-        const double d = pa[i] - pr[i];
-        sse += d * d;
-        rr += pr[i] * pr[i];
-        aa += pa[i] * pa[i];
-        ar += pa[i] * pr[i];
-        f.maxAbs = std::max(f.maxAbs, std::fabs(d));
-        rel += std::fabs(d) / (std::fabs(pr[i]) + ErrorAccumulator::kRelativeEps);
-    }
-    f.mse = sse / double(n);
-    f.sqnrDb = 10.0 * std::log10(rr / sse);
-    f.cosine = ar / std::sqrt(aa * rr);
-    f.meanRelative = rel / double(n);
-    return f;
+    return qs::test::errorMetricsFormula(a, r, ErrorAccumulator::kRelativeEps);
 }
 
 bool near(double got, double want, double rel = 1e-10) {
