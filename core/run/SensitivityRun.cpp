@@ -77,16 +77,22 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
     const StudyWork work(tree, blocks);
     const int64_t calibTokens = prep.calibration.defined() ? prep.calibration.numel() : 0;
     const int64_t evalTokens = prep.evaluation.numel();
+    const double calibrationUnits =
+        work.calibration(calibTokens, options.mode == CalibrationMode::Float ? 1 : 2);
     // The rows to come, by block, from the recipe's resolution on the headers (the calibration
     // plans the same layers): the total work before any is done.
-    double total = work.calibration(calibTokens, options.mode == CalibrationMode::Float ? 1 : 2) +
-                   2 * work.evaluation(evalTokens, 0);
+    double total = calibrationUnits + 2 * work.evaluation(evalTokens, 0);
     {
+        std::map<std::string, int> blockOf; // one pass: a MoE model has tens of thousands
+        std::vector<const ModuleNode*> linears;
+        tree.collect("linear", linears);
+        for (const ModuleNode* l : linears)
+            blockOf[l->name] = l->blockIndex;
         std::set<std::string> rows;
         for (const auto& [name, scheme] : prep.planner->quantizedLinears(tree))
-            if (const ModuleNode* node = tree.find(name);
-                node && rows.insert(expertRowName(name)).second)
-                total += 2 * work.evaluation(evalTokens, node->blockIndex);
+            if (const auto it = blockOf.find(name);
+                it != blockOf.end() && rows.insert(expertRowName(name)).second)
+                total += 2 * work.evaluation(evalTokens, it->second);
     }
     double done = 0;
     // A step of `units` whose inner progress runs over the blocks from `fromBlock` (the head
@@ -100,8 +106,6 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
                             what + ": " + m);
         };
     };
-    const double calibrationUnits =
-        work.calibration(calibTokens, options.mode == CalibrationMode::Float ? 1 : 2);
     PipelineResult calibrated =
         pipeline.run(prep.calibration, {}, part("calibration", calibrationUnits, 0, 1.0));
     plans = std::move(calibrated.plans);
