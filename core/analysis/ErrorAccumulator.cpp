@@ -153,16 +153,17 @@ ErrorMetrics ErrorAccumulator::metrics() const {
 
 namespace {
 
-// The bins of elements [begin, end) of `p` into four sub-histograms (element i into
-// sub[(i mod 4) * bins + bin]): bin = floor((min(max(v, lo), hi) - lo) * scale), at most
-// bins - 1, non-finite values skipped. The lanes compute exactly the scalar tail's doubles.
+// The bins of elements [begin, end) of `p`, bin = floor((min(max(v, lo), hi) - lo) * scale) at
+// most bins - 1, non-finite values skipped, counted into four sub-histograms of `bins` each (one
+// per vector lane; which one takes a value does not matter, they are summed). The lanes compute
+// exactly the scalar tail's doubles.
 QS_VEC_MULTIVERSION void countBins(const float* p, int64_t begin, int64_t end, double lo, double hi,
                                    double scale, int64_t bins, int64_t* sub) {
     int64_t i = begin;
 #if QS_HAVE_VECTOR_EXP
     typedef int32_t Ints4 __attribute__((vector_size(16)));
     const Doubles4 vlo = Doubles4{} + lo, vhi = Doubles4{} + hi, vscale = Doubles4{} + scale;
-    for (; i + 4 <= end && (i & 3) == 0; i += 4) {
+    for (; i + 4 <= end; i += 4) {
         Doubles4 v = load4(p + i);
         const Longs4 finite = (v - v) == 0; // false for inf and NaN
         v = v < vlo ? vlo : v;
@@ -178,7 +179,7 @@ QS_VEC_MULTIVERSION void countBins(const float* p, int64_t begin, int64_t end, d
         if (!std::isfinite(p[i]))
             continue;
         const double v = std::min(std::max(double(p[i]), lo), hi);
-        ++sub[size_t((i & 3) * bins + std::min<int64_t>(bins - 1, int64_t((v - lo) * scale)))];
+        ++sub[size_t(std::min<int64_t>(bins - 1, int64_t((v - lo) * scale)))];
     }
 }
 
@@ -228,22 +229,16 @@ Histogram cpuHistogram(const at::Tensor& x, int64_t bins, double lo, double hi) 
     h.hi = hi;
     h.counts.assign(size_t(bins), 0);
     const double scale = double(bins) / (hi - lo);
-    std::vector<int64_t> partial(size_t(chunks * bins), 0);
+    // Per chunk, four sub-histograms: neighbours often fall in one bin, and one counter would
+    // make each increment wait for the last. Integer counts: the sum is exact in any order.
+    std::vector<int64_t> partial(size_t(chunks * 4 * bins), 0);
     at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t k = begin; k < end; ++k) {
-            // Four interleaved sub-histograms: neighbours often fall in one bin, and one
-            // counter would make each increment wait for the last.
-            std::vector<int64_t> sub(size_t(4 * bins), 0);
+        for (int64_t k = begin; k < end; ++k)
             countBins(p, k * kChunk, std::min(n, (k + 1) * kChunk), lo, hi, scale, bins,
-                      sub.data());
-            int64_t* counts = partial.data() + k * bins;
-            for (int64_t j = 0; j < 4 * bins; ++j)
-                counts[j % bins] += sub[size_t(j)];
-        }
+                      partial.data() + k * 4 * bins);
     });
-    for (int64_t k = 0; k < chunks; ++k)
-        for (int64_t b2 = 0; b2 < bins; ++b2)
-            h.counts[size_t(b2)] += partial[size_t(k * bins + b2)];
+    for (size_t j = 0; j < partial.size(); ++j)
+        h.counts[j % size_t(bins)] += partial[j];
     return h;
 }
 

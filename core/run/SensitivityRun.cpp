@@ -34,10 +34,9 @@ public:
                 m_headMacs += double(h->shape[0]) * double(h->shape[1]);
     }
 
-    // One pass of every block over `tokens`.
-    double calibration(int64_t tokens, int passes) const {
-        return double(tokens) * passes * fromBlock(0);
-    }
+    // One pass of every block over `tokens` (float and sequential calibration alike carry one
+    // stream through the blocks).
+    double calibration(int64_t tokens) const { return double(tokens) * fromBlock(0); }
     // One evaluation of `tokens` from block `b` on, the head included.
     double evaluation(int64_t tokens, int b) const {
         return double(tokens) * (fromBlock(b) + m_headMacs);
@@ -77,8 +76,7 @@ SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgre
     const StudyWork work(tree, blocks);
     const int64_t calibTokens = prep.calibration.defined() ? prep.calibration.numel() : 0;
     const int64_t evalTokens = prep.evaluation.numel();
-    const double calibrationUnits =
-        work.calibration(calibTokens, options.mode == CalibrationMode::Float ? 1 : 2);
+    const double calibrationUnits = work.calibration(calibTokens);
     // The rows to come, by block, from the recipe's resolution on the headers (the calibration
     // plans the same layers): the total work before any is done.
     double total = calibrationUnits + 2 * work.evaluation(evalTokens, 0);

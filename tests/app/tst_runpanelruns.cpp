@@ -78,17 +78,10 @@ private Q_SLOTS:
         qs::RunPanel* panel = window.runPanel();
         QVERIFY(panel->evaluateButton()->isEnabled());
 
-        QSignalSpy finished(&window, &qs::MainWindow::runFinished);
-        QSignalSpy failed(&window, &qs::MainWindow::runFailed);
-        QTest::mouseClick(panel->evaluateButton(), Qt::LeftButton);
-        QVERIFY(window.isRunning());
-        QVERIFY(!panel->evaluateButton()->isEnabled());
-        QVERIFY(!panel->sensitivityButton()->isEnabled());
-        QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, 300000);
-        QVERIFY2(failed.isEmpty(),
-                 failed.isEmpty() ? "" : qPrintable(failed.first().first().toString()));
-        QVERIFY(panel->evaluateButton()->isEnabled());
-        const auto outcome = finished.first().first().value<qs::RunOutcome>();
+        qs::RunOutcome outcome;
+        clickAndWait(window, panel->evaluateButton(), outcome);
+        if (QTest::currentTestFailed())
+            return;
         QVERIFY(outcome.perplexity && outcome.fullPrecision && outcome.fidelity);
 
         const nlohmann::json cli =
@@ -131,16 +124,10 @@ private Q_SLOTS:
         openAndSetRecipe(window);
         qs::RunPanel* panel = window.runPanel();
 
-        QSignalSpy finished(&window, &qs::MainWindow::runFinished);
-        QSignalSpy failed(&window, &qs::MainWindow::runFailed);
-        QTest::mouseClick(panel->sensitivityButton(), Qt::LeftButton);
-        QVERIFY(window.isRunning());
-        QVERIFY(!panel->analyzeButton()->isEnabled());
-        QVERIFY(!panel->sensitivityButton()->isEnabled());
-        QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, 600000);
-        QVERIFY2(failed.isEmpty(),
-                 failed.isEmpty() ? "" : qPrintable(failed.first().first().toString()));
-        QVERIFY(panel->sensitivityButton()->isEnabled());
+        qs::RunOutcome outcome;
+        clickAndWait(window, panel->sensitivityButton(), outcome);
+        if (QTest::currentTestFailed())
+            return;
 
         const nlohmann::json cli =
             runCliJson(QStringList{QStringLiteral("analyze"), m_stories, QStringLiteral("--recipe"),
@@ -183,6 +170,24 @@ private Q_SLOTS:
     }
 
 private:
+    // Clicks a run button of the Runs panel: the run starts, every run button is disabled
+    // while it goes, it finishes without failing, and the button is enabled again.
+    static void clickAndWait(qs::MainWindow& window, QPushButton* button, qs::RunOutcome& out) {
+        qs::RunPanel* panel = window.runPanel();
+        QSignalSpy finished(&window, &qs::MainWindow::runFinished);
+        QSignalSpy failed(&window, &qs::MainWindow::runFailed);
+        QTest::mouseClick(button, Qt::LeftButton);
+        QVERIFY(window.isRunning());
+        for (const QPushButton* b :
+             {panel->analyzeButton(), panel->evaluateButton(), panel->sensitivityButton()})
+            QVERIFY2(!b->isEnabled(), qPrintable(b->text()));
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 1, 600000);
+        QVERIFY2(failed.isEmpty(),
+                 failed.isEmpty() ? "" : qPrintable(failed.first().first().toString()));
+        QVERIFY(button->isEnabled());
+        out = finished.first().first().value<qs::RunOutcome>();
+    }
+
     void openAndSetRecipe(qs::MainWindow& window) {
         QSignalSpy shown(&window, &qs::MainWindow::modelShown);
         window.openModel(m_stories);
