@@ -4,6 +4,8 @@
 
 #include "run/Run.h"
 
+#include <QFileInfo>
+
 #include <algorithm>
 
 #include <cmath>
@@ -51,6 +53,9 @@ int runAnalyze(const QStringList& args) {
     q.analyze = true;
     if (parser.isSet("sensitivity") && !parser.isSet("data"))
         throw UsageError{"--sensitivity needs --data TEXT (the evaluation set)"};
+    // Checked before the analysis runs: the study reads it only after it.
+    if (parser.isSet("sensitivity") && !QFileInfo(parser.value("data")).isFile())
+        throw Error(parser.value("data").toStdString(), "--data", "file not found");
     EvaluationSpec evaluation = evaluationFromOptions(parser, "data");
     if (!parser.isSet("max-windows"))
         evaluation.maxWindows = 4; // sensitivity evaluates twice per layer: keep it small

@@ -122,6 +122,12 @@ private Q_SLOTS:
                            "--out",
                            "/no/such/out"}
             << 1 << "/no/calib.txt: field '--calib-data (--dataset)': file not found";
+        // Before the analysis that precedes the study, not after it.
+        QTest::newRow("missing sensitivity data")
+            << QStringList{"analyze",       "MODEL",        "--quant-scheme",
+                           "int8",          "--calib-data", "DATA",
+                           "--sensitivity", "--data",       "/no/eval.txt"}
+            << 1 << "/no/eval.txt: field '--data': file not found";
         QTest::newRow("bad seq len")
             << QStringList{"eval", "MODEL", "--data", "x", "--eval-seq-len", "abc"} << 2
             << "--eval-seq-len";
