@@ -67,6 +67,8 @@ fp_row() {
     row "$s, round to nearest" $s '[]' '*down_proj' '*lm_head'
     row "$s, GPTQ (Quark defaults: desc_act, static_groups)" $s '[{"name": "gptq"}]' '*down_proj' '*lm_head'
     row "$s, GPTQ (desc_act off)" $s '[{"name": "gptq", "desc_act": false, "static_groups": false}]' '*down_proj' '*lm_head'
+    row "$s, GPTAQ (Quark defaults: alpha 0.25)" $s '[{"name": "gptaq"}]' '*down_proj' '*lm_head'
+    row "$s, Qronos (Quark defaults: alpha 1e-3, beta 1e4)" $s '[{"name": "qronos"}]' '*down_proj' '*lm_head'
     row "$s, AWQ (Quark's grid and clip search)" $s '[{"name": "awq"}]' '*down_proj' '*lm_head'
   done
   row "int8 (W8A8 static), round to nearest" int8 '[]'
@@ -131,6 +133,12 @@ fp_row() {
   row "int8 (W8A8 static), SmoothQuant (Quark's defaults: alpha 1)" int8 '[{"name": "smoothquant"}]'
   row "int8 (W8A8 static), SmoothQuant alpha 0.5" int8 '[{"name": "smoothquant", "alpha": 0.5}]'
   row "int8 (W8A8 static), AutoSmoothQuant (MSE)" int8 '[{"name": "autosmoothquant"}]'
+  for s in uint4_wo_32 int4_wo_32; do
+    row "$s, round to nearest" $s '[]' '*lm_head'
+    row "$s, GPTQ (Quark defaults: desc_act, static_groups)" $s '[{"name": "gptq"}]' '*lm_head'
+    row "$s, GPTAQ (Quark defaults: alpha 0.25)" $s '[{"name": "gptaq"}]' '*lm_head'
+    row "$s, Qronos (Quark defaults: alpha 1e-3, beta 1e4)" $s '[{"name": "qronos"}]' '*lm_head'
+  done
   model=$saved_model
   echo
   echo "This model's W8A8 rows depend on the order of float32 sums: two channels reach 40x the"

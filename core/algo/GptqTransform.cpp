@@ -13,15 +13,43 @@
 
 namespace qs::algo {
 
-GptqTransform::GptqTransform(const nlohmann::json& params, const std::string& source)
-    : m_source(source) {
+namespace {
+
+const char* solverName(HessianSolver solver) {
+    switch (solver) {
+    case HessianSolver::Gptaq:
+        return "gptaq";
+    case HessianSolver::Qronos:
+        return "qronos";
+    case HessianSolver::Gptq:
+        break;
+    }
+    return "gptq";
+}
+
+} // namespace
+
+GptqTransform::GptqTransform(const nlohmann::json& params, const std::string& source,
+                             HessianSolver solver)
+    : m_solver(solver), m_source(source) {
     // The catalog has validated names, types and ranges and holds the defaults
     // (AlgorithmCatalog.cpp).
-    auto param = [&](const char* name) { return algorithmParam("gptq", params, name); };
-    m_options.dampPercent = param("damp_percent").get<double>();
+    const std::string algorithm = solverName(solver);
+    auto param = [&](const char* name) { return algorithmParam(algorithm, params, name); };
     m_options.blockSize = param("block_size").get<int64_t>();
     m_options.descAct = param("desc_act").get<bool>();
     m_options.staticGroups = param("static_groups").get<bool>();
+    if (solver == HessianSolver::Qronos) {
+        m_qronos.blockSize = m_options.blockSize;
+        m_qronos.descAct = m_options.descAct;
+        m_qronos.staticGroups = m_options.staticGroups;
+        m_qronos.alpha = param("alpha").get<double>();
+        m_qronos.beta = param("beta").get<double>();
+    } else {
+        m_options.dampPercent = param("damp_percent").get<double>();
+        if (solver == HessianSolver::Gptaq)
+            m_options.alpha = param("alpha").get<double>();
+    }
     if (params.contains("inside_layer_modules") && params["inside_layer_modules"].is_array())
         for (const auto& m : params["inside_layer_modules"])
             m_modules.push_back(m.get<std::string>());
@@ -35,6 +63,36 @@ bool GptqTransform::covers(const std::string& layer) const {
             (layer.size() == m.size() || layer[layer.size() - m.size() - 1] == '.'))
             return true;
     return false;
+}
+
+std::string GptqTransform::name() const {
+    return solverName(m_solver);
+}
+
+void GptqTransform::checkModel(const ModelConfig& config) const {
+    // Quark replays the quantized pass's routing in the full-precision pass so that the two
+    // passes' expert inputs are the same tokens row for row; without that replay the cross
+    // term would pair different tokens.
+    if (m_solver != HessianSolver::Gptq && config.moe.numExperts > 0)
+        throw Error(m_source, "algorithms." + name(),
+                    name() + " on a mixture-of-experts model needs the quantized pass's expert "
+                             "routing replayed in the full-precision pass (as Quark does), which "
+                             "Quantscope does not do yet; use gptq here");
+}
+
+GptqResult GptqTransform::solve(const at::Tensor& weight, const at::Tensor& hessian,
+                                const at::Tensor& cross, const quant::QuantSpec& spec,
+                                const std::string& layer,
+                                const std::function<void(double)>& progress) const {
+    switch (m_solver) {
+    case HessianSolver::Gptaq:
+        return gptaqQuantize(weight, hessian, cross, spec, m_options, layer, progress);
+    case HessianSolver::Qronos:
+        return qronosQuantize(weight, hessian, cross, spec, m_qronos, layer, progress);
+    case HessianSolver::Gptq:
+        break;
+    }
+    return gptqQuantize(weight, hessian, spec, m_options, layer, progress);
 }
 
 void GptqTransform::checkLayer(const std::string& layer, const quant::QuantScheme& scheme) const {
@@ -55,11 +113,11 @@ public:
     }
 };
 
-std::map<std::string, std::vector<at::Tensor>> captureBlockInputs(BlockTransformInput& input) {
+std::map<std::string, std::vector<at::Tensor>> captureBlockInputs(BlockTransformInput& input,
+                                                                  const at::Tensor& stream) {
     InputCaptureHook hook;
     ForwardContext ctx = *input.context;
     ctx.hook = &hook;
-    const at::Tensor& stream = input.stream;
     const int64_t size = windowsPerBatch(input.maxBatchTokens, stream.size(1));
     for (int64_t b = 0; b < stream.size(0); b += size)
         input.block.forward(stream.narrow(0, b, std::min(size, stream.size(0) - b)), ctx);
@@ -78,6 +136,32 @@ at::Tensor hessianOverRanks(const CalibrationShards& shards, const std::vector<a
     }
     return gptqHessianFromSum(sumInShardOrder(shards, parts, layer), sumOverRanks(shards, rows),
                               layer);
+}
+
+// GPTAQ's or Qronos' cross term of the full-precision rows `xs` and the quantized rows `xqs`
+// (batch for batch the same tokens), scaled like the Hessian (2/rows); over ranks as above.
+at::Tensor crossTerm(HessianSolver solver, const CalibrationShards* shards,
+                     const std::vector<at::Tensor>& xs, const std::vector<at::Tensor>& xqs,
+                     int64_t inFeatures, const std::string& layer) {
+    if (xs.size() != xqs.size())
+        throw Error(layer, "inputs",
+                    std::to_string(xs.size()) + " full-precision batches against " +
+                        std::to_string(xqs.size()) + " quantized ones");
+    std::vector<at::Tensor> parts;
+    int64_t rows = 0;
+    for (size_t b = 0; b < xs.size(); ++b) {
+        parts.push_back(solver == HessianSolver::Gptaq
+                            ? gptaqCrossPart(xs[b], xqs[b], inFeatures, layer)
+                            : qronosCrossPart(xs[b], xqs[b], inFeatures, layer));
+        rows += xs[b].size(0);
+    }
+    if (shards)
+        return gptqHessianFromSum(sumInShardOrder(*shards, parts, layer),
+                                  sumOverRanks(*shards, rows), layer);
+    at::Tensor sum;
+    for (const at::Tensor& part : parts)
+        sum = sum.defined() ? sum + part : part;
+    return gptqHessianFromSum(sum, rows, layer);
 }
 
 // The solve rank `owner` made, on every rank (on `device`).
@@ -132,11 +216,11 @@ void GptqTransform::apply(BlockTransformInput& input) {
             if (l->name == plan.name)
                 linear = l;
         if (!linear)
-            throw Error(m_source, "algorithms.gptq",
+            throw Error(m_source, "algorithms." + name(),
                         "no linear named " + plan.name + " in its block");
         const auto found = input.inputs.find(plan.name);
         if (found == input.inputs.end())
-            throw Error(m_source, "algorithms.gptq",
+            throw Error(m_source, "algorithms." + name(),
                         "no calibration inputs were captured for " + plan.name);
         if (previous == nullptr || !sameInputs(*previous, found->second))
             runs.emplace_back();
@@ -150,6 +234,16 @@ void GptqTransform::apply(BlockTransformInput& input) {
     // an input changes, i.e. between runs. The quantized weights stand in the block while the
     // loop runs; the full-precision ones are put back at the end (the plans carry both).
     const bool sequential = input.stream.defined() && input.context != nullptr;
+    // GPTAQ's and Qronos' full-precision inputs: the reference stream through the block's
+    // original weights, before any of them is swapped for its quantized one.
+    std::map<std::string, std::vector<at::Tensor>> reference;
+    if (m_solver != HessianSolver::Gptq && !runs.empty()) {
+        if (!input.referenceStream.defined() || input.context == nullptr)
+            throw Error(m_source, "algorithms." + name(),
+                        name() + " needs calibration data (it compares the full-precision "
+                                 "model's inputs with the quantized model's)");
+        reference = captureBlockInputs(input, input.referenceStream);
+    }
     std::vector<std::pair<LinearLayer*, at::Tensor>> swapped;
     std::map<std::string, std::vector<at::Tensor>> current;
     bool quantizedSinceCapture = false;
@@ -167,7 +261,7 @@ void GptqTransform::apply(BlockTransformInput& input) {
     const int rank = input.shards ? input.shards->group->rank() : 0;
     for (const std::vector<Job>& run : runs) {
         if (sequential && quantizedSinceCapture) {
-            current = captureBlockInputs(input);
+            current = captureBlockInputs(input, input.stream);
             quantizedSinceCapture = false;
         }
         const std::string& first = input.plans[run.front().plan].name;
@@ -177,6 +271,10 @@ void GptqTransform::apply(BlockTransformInput& input) {
         const int64_t in = run.front().linear->weight.size(1);
         const at::Tensor h = input.shards ? hessianOverRanks(*input.shards, xs, in, first)
                                           : gptqHessian(xs, in, first);
+        const at::Tensor cross =
+            m_solver == HessianSolver::Gptq
+                ? at::Tensor()
+                : crossTerm(m_solver, input.shards, reference.at(first), xs, in, first);
         std::vector<GptqResult> results(run.size());
         for (size_t j = 0; j < run.size(); ++j) {
             LayerPlan& plan = input.plans[run[j].plan];
@@ -187,8 +285,8 @@ void GptqTransform::apply(BlockTransformInput& input) {
             };
             report(0.0);
             if (int(j % size_t(ranks)) == rank)
-                results[j] = gptqQuantize(run[j].linear->weight, h, plan.scheme->weight, m_options,
-                                          plan.name, report);
+                results[j] =
+                    solve(run[j].linear->weight, h, cross, plan.scheme->weight, plan.name, report);
         }
         if (ranks > 1)
             for (size_t j = 0; j < run.size(); ++j)

@@ -23,6 +23,11 @@ std::unique_ptr<BlockTransform> make(const nlohmann::json& params, const std::st
     return std::make_unique<T>(params, where);
 }
 
+template <algo::HessianSolver S>
+std::unique_ptr<BlockTransform> makeSolver(const nlohmann::json& params, const std::string& where) {
+    return std::make_unique<algo::GptqTransform>(params, where, S);
+}
+
 // The transform of each algorithm of the catalog (recipe/AlgorithmCatalog.cpp) the engine runs:
 // adding an algorithm is its transform's file pair, its row in the catalog and its row here.
 const std::map<std::string, TransformMaker>& transformMakers() {
@@ -32,6 +37,8 @@ const std::map<std::string, TransformMaker>& transformMakers() {
         {"autosmoothquant", &make<algo::AutoSmoothQuantTransform>},
         {"awq", &make<algo::AwqTransform>},
         {"gptq", &make<algo::GptqTransform>},
+        {"gptaq", &makeSolver<algo::HessianSolver::Gptaq>},
+        {"qronos", &makeSolver<algo::HessianSolver::Qronos>},
     };
     return makers;
 }

@@ -34,6 +34,9 @@ struct BlockTransformInput {
     at::Tensor stream;
     const ForwardContext* context = nullptr;
     int64_t maxBatchTokens = 2048;
+    // For a transform whose stream() is QuantizedAndReference: the block's inputs [N, T, H] in
+    // the full-precision model (batch for batch the same windows as `stream`); else undefined.
+    at::Tensor referenceStream;
     std::function<void(double, const std::string&)> report;
     // The model's source checkpoint (what a model-level transform changed is read back from it).
     const Checkpoint* checkpoint = nullptr;
@@ -65,7 +68,9 @@ public:
     // upstream whatever the mode, as Quark's GPTQ takes its Hessians (each block's inputs are
     // the previous block's outputs after its weights were quantized); the pipeline then carries
     // that stream too.
-    enum class Stream { Observed, Quantized };
+    // QuantizedAndReference: the quantized one as above, and besides it the full-precision
+    // model's (BlockTransformInput::referenceStream), as GPTAQ and Qronos compare the two.
+    enum class Stream { Observed, Quantized, QuantizedAndReference };
     virtual Stream stream() const { return Stream::Observed; }
     // Whether the transform chooses what the weight pass rounds (GPTQ's codes, AWQ's scales and
     // clips): an analysed run then compares each layer it changed with rounding to nearest of

@@ -167,14 +167,16 @@ void applyTransforms(BlockRun& run, const std::vector<std::shared_ptr<BlockTrans
         const double from = 0.1 + 0.05 * double(i) / double(transforms.size());
         const double span = 0.05 / double(transforms.size());
         run.progress->report(run.index, from, t->name());
-        const TransformInputs& inputs =
-            t->stream() == BlockTransform::Stream::Quantized ? quantized : observed;
+        const bool wantsQuantized = t->stream() != BlockTransform::Stream::Observed;
+        const TransformInputs& inputs = wantsQuantized ? quantized : observed;
         const auto& captured = inputs.captured;
         BlockTransformInput in{*run.block, *run.plans, captured};
         in.config = &config;
         in.stream = inputs.stream;
         in.context = &ctx;
         in.maxBatchTokens = run.maxBatchTokens;
+        if (t->stream() == BlockTransform::Stream::QuantizedAndReference)
+            in.referenceStream = quantized.reference;
         const BlockProgress* progress = run.progress;
         const int index = run.index;
         const std::string name = t->name();

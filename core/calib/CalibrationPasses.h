@@ -94,6 +94,9 @@ captureInputs(BlockRun& run, const at::Tensor& stream, const ForwardContext& ctx
 struct TransformInputs {
     at::Tensor stream;
     std::map<std::string, std::vector<at::Tensor>> captured;
+    // The full-precision model's stream beside the quantized one (for the transforms whose
+    // stream() is QuantizedAndReference); undefined when none asks for it.
+    at::Tensor reference;
 };
 
 // 2. Transforms (algorithms), in order, on the full-precision block. Each sees the stream it

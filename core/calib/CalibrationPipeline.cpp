@@ -47,21 +47,24 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
     // The inputs each stream's transforms capture; an analysed run also captures for the
     // transforms whose ranges before it shows. With sequential calibration both kinds read the
     // quantized stream, captured once.
-    bool observedInputs = false, quantizedInputs = false, transformWantsQuant = false;
+    bool observedInputs = false, quantizedInputs = false, transformWantsQuant = false,
+         transformWantsRef = false;
     for (const auto& t : m_options.transforms) {
-        const bool quantized =
-            !floatCalibration || t->stream() == BlockTransform::Stream::Quantized;
+        const bool wantsQuant = t->stream() != BlockTransform::Stream::Observed;
+        const bool quantized = !floatCalibration || wantsQuant;
         const bool captures = t->needsInputs() || (analyze && !t->rangesLabel().empty());
-        transformWantsQuant =
-            transformWantsQuant || t->stream() == BlockTransform::Stream::Quantized;
+        transformWantsQuant = transformWantsQuant || wantsQuant;
+        transformWantsRef =
+            transformWantsRef || t->stream() == BlockTransform::Stream::QuantizedAndReference;
         (quantized ? quantizedInputs : observedInputs) |= captures;
     }
 
     // The streams this run needs. Static observers read the reference stream (float
     // calibration) or the quantized one (sequential); analysis compares both; a transform that
-    // asks for the quantized stream (GPTQ) has it carried in either mode.
+    // asks for the quantized stream (GPTQ) has it carried in either mode, and one that compares
+    // it with the full-precision one (GPTAQ, Qronos) has both.
     const bool hasCalibration = calibration.defined() && calibration.size(0) > 0;
-    const bool needRef = hasCalibration && (analyze || floatCalibration);
+    const bool needRef = hasCalibration && (analyze || floatCalibration || transformWantsRef);
     const bool needQuant = hasCalibration && (analyze || !floatCalibration || transformWantsQuant);
     const ForwardContext calibCtx =
         hasCalibration ? m_model.makeContext(calibration.size(1)) : ForwardContext{};
@@ -105,6 +108,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
             if (hasCalibration) {
                 fromObserved.stream = observed;
                 fromQuant.stream = quant;
+                fromQuant.reference = ref;
                 if (floatCalibration && observedInputs)
                     fromObserved.captured = pass::captureInputs(run, observed, calibCtx);
                 if (quantizedInputs)

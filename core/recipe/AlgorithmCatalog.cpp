@@ -68,6 +68,24 @@ const std::vector<AlgorithmDef>& catalog() {
           P("damp_percent", T::Number).range(0.0, 1.0).byDefault(0.01),
           P("desc_act", T::Bool).byDefault(true), P("static_groups", T::Bool).byDefault(true),
           P("inside_layer_modules", T::StringList), P("model_decoder_layers", T::String)}},
+        {"gptaq",
+         "gptaq",
+         true,
+         2,
+         {P("block_size", T::Int).range(1, 1 << 20).byDefault(128),
+          P("damp_percent", T::Number).range(0.0, 1.0).byDefault(0.01),
+          P("alpha", T::Number).range(0.0, 1.0).byDefault(0.25),
+          P("desc_act", T::Bool).byDefault(true), P("static_groups", T::Bool).byDefault(true),
+          P("inside_layer_modules", T::StringList), P("model_decoder_layers", T::String)}},
+        {"qronos",
+         "qronos",
+         true,
+         2,
+         {P("block_size", T::Int).range(1, 1 << 20).byDefault(128),
+          P("desc_act", T::Bool).byDefault(true), P("static_groups", T::Bool).byDefault(true),
+          P("alpha", T::Number).range(0.0, 1.0).byDefault(1e-3),
+          P("beta", T::Number).range(1.0, 1e12).byDefault(1e4),
+          P("inside_layer_modules", T::StringList), P("model_decoder_layers", T::String)}},
         {"awq",
          "awq",
          true,
@@ -272,7 +290,8 @@ void validateAlgorithmParams(const std::string& name, const json& params, const 
     }
     // Quark's own cross-field rules, so a recipe Quark would refuse is refused here first.
     auto flag = [&](const char* key) { return algorithmParam(name, params, key).get<bool>(); };
-    if (name == "gptq" && flag("desc_act") && !flag("static_groups"))
+    if ((name == "gptq" || name == "gptaq" || name == "qronos") && flag("desc_act") &&
+        !flag("static_groups"))
         throw Error(source, fieldPrefix + ".static_groups",
                     "desc_act needs static_groups (Quark refuses desc_act without it)");
     if (name == "rotation") {

@@ -1,8 +1,9 @@
 // The quantization algorithms a recipe may name, with the parameters each takes. Parameter names
 // and types follow Quark's algorithm dataclasses (quark/torch/quantization/config/config.py:
-// GPTQConfig, AWQConfig, SmoothQuantConfig, AutoSmoothQuantConfig, RotationConfig) so a Quark
-// algo_config maps one to one. Every algorithm is kept by recipes (round trip, early validation);
-// `runnable` says which the engine runs (the others are refused by name when a run starts).
+// GPTQConfig, GPTAQConfig, QronosConfig, AWQConfig, SmoothQuantConfig, AutoSmoothQuantConfig,
+// RotationConfig) so a Quark algo_config maps one to one. Every algorithm is kept by recipes
+// (round trip, early validation); `runnable` says which the engine runs (the others are refused
+// by name when a run starts).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,7 +31,7 @@ struct AlgorithmParameterInfo {
 };
 
 struct AlgorithmInfo {
-    std::string name;      // ours: "gptq", "awq", "smoothquant", "autosmoothquant", "rotation"
+    std::string name;      // ours: "gptq", "gptaq", "qronos", "awq", "smoothquant", ...
     std::string quarkName; // Quark's algo_config name
     std::vector<AlgorithmParameterInfo> parameters;
     // Whether this build's engine runs it (makeBlockTransforms accepts it; a test keeps the two
@@ -47,7 +48,7 @@ const std::vector<AlgorithmInfo>& algorithmCatalog();
 // The catalog's entry of `name`; nullptr when unknown.
 const AlgorithmInfo* findAlgorithmInfo(const std::string& name);
 
-// "gptq", "awq", "smoothquant", "autosmoothquant", "rotation".
+// "gptq", "gptaq", "qronos", "awq", "smoothquant", "autosmoothquant", "rotation".
 const std::vector<std::string>& knownAlgorithmNames();
 
 // Checks `params` (a JSON object without "name") against the algorithm's parameter table.
@@ -66,7 +67,7 @@ nlohmann::json algorithmParam(const std::string& algorithm, const nlohmann::json
 
 // Quark's algo_config "name" for one of ours ("smoothquant" is Quark's "smooth"), and back.
 // algorithmFromQuarkName also knows Quark's deprecated "quarot" (= rotation) and returns nullopt
-// for algorithms we do not know (gptaq, qronos, svdquant, ...).
+// for algorithms we do not know (svdquant, osscar, ...).
 std::string quarkAlgorithmName(const std::string& name);
 std::optional<std::string> algorithmFromQuarkName(const std::string& quarkName);
 

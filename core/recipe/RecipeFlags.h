@@ -27,10 +27,11 @@ struct QuantFlags {
     // given. Given while no such scheme is in the recipe, or with a scheme that fixes another
     // group size (int4_wo_128), it is an error naming --group_size.
     int64_t groupSize = -1;
-    // Quark's --quant_algo names (awq, gptq, smoothquant, autosmoothquant, rotation, quarot) and
-    // its --pre_quantization_optimization names (rotation, quarot, smoothquant). Either given
-    // replaces the recipe's algorithms with both lists, the pre-quantization ones first (in
-    // Quark's order: rotation, quarot, smoothquant), all in the catalog's order of stages.
+    // Quark's --quant_algo names (awq, gptq, gptaq, qronos, smoothquant, autosmoothquant,
+    // rotation, quarot) and its --pre_quantization_optimization names (rotation, quarot,
+    // smoothquant). Either given replaces the recipe's algorithms with both lists, the
+    // pre-quantization ones first (in Quark's order: rotation, quarot, smoothquant), all in the
+    // catalog's order of stages.
     std::vector<std::string> quantAlgos;
     std::vector<std::string> preQuantOptimizations;
 };

@@ -32,8 +32,9 @@ private Q_SLOTS:
                 QCOMPARE(QString::fromStdString(e.field()), QStringLiteral("algorithms[0].name"));
             }
         }
-        // GPTQ, AWQ, SmoothQuant, AutoSmoothQuant and rotation run; every row was checked.
-        QVERIFY(runnable >= 5);
+        // GPTQ, GPTAQ, Qronos, AWQ, SmoothQuant, AutoSmoothQuant and rotation run; every row
+        // was checked.
+        QVERIFY(runnable >= 7);
         QCOMPARE(runnable + refused, int(qs::algorithmCatalog().size()));
     }
 
@@ -59,6 +60,8 @@ private Q_SLOTS:
         QCOMPARE(stageOf("smoothquant"), stageOf("autosmoothquant"));
         QVERIFY(stageOf("smoothquant") < stageOf("gptq"));
         QCOMPARE(stageOf("awq"), stageOf("gptq"));
+        QCOMPARE(stageOf("gptaq"), stageOf("gptq"));
+        QCOMPARE(stageOf("qronos"), stageOf("gptq"));
     }
 };
 
