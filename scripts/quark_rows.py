@@ -13,7 +13,8 @@ quantize_quark.py path), ModelQuantizer.quantize_model on our windows, then perp
 fake-quantized model. Prints one markdown row per recipe: label, perplexity, seconds (quantize +
 eval), or the exception's text when Quark refuses the row.
 
-usage: quark_rows.py SHARED_DIR [--rows uint4_wo_32_rtn,...] [--ours TSV]   (fp32 always runs)
+usage: quark_rows.py SHARED_DIR [--rows uint4_wo_32_rtn,...] [--ours TSV] [--float64-stats]
+       (fp32 always runs)
 Run with the venv of scripts/make-quark-venv.sh.
 """
 import argparse
@@ -91,6 +92,60 @@ ROWS = [
 ]
 
 
+def accumulate_in_float64():
+    """Makes Quark's GPTAQ and Qronos sum their statistics in float64, as Quantscope does.
+
+    Quark 0.13 keeps H = X~X~^T and the cross term (GPTAQ: (X - X~)X~^T, Qronos: X X~^T) as
+    float32 running means updated window by window; Quantscope sums every window's products in
+    float64 and rounds once. Everything else (the windows, the scaling, the solve in float32) is
+    Quark's own code. With this the two programs' rows can be compared without the rounding of
+    the accumulation (docs/results.md)."""
+    import math as m
+    from quark.torch.algorithm.gptaq.gptaq import Gptaq
+    from quark.torch.algorithm.qronos.qronos import Qronos
+
+    def rows_t(x):  # [.., T, in] -> [in, rows] in float64, as Quark transposes a linear's input
+        return x.double().reshape(-1, x.shape[-1]).t()
+
+    def qronos_quantized(self, quant_inp, out, name):
+        x = rows_t(quant_inp)
+        self.H, self.G = self.H.double(), self.G.double()
+        self.nsamples += 1
+        self.H *= (self.nsamples - 1) / self.nsamples
+        self.H += x.matmul(x.t()) / self.nsamples
+        self.q_input = x
+
+    def qronos_reference(self, inp, out, name):
+        self.G *= (self.nsamples - 1) / self.nsamples
+        self.G += rows_t(inp).matmul(self.q_input.t()) / self.nsamples
+        self.q_input = None
+
+    def gptaq_quantized(self, quant_inp, out, name):
+        self.H, self.delta_X_Xt = self.H.double(), self.delta_X_Xt.double()
+        self.nsamples += 1
+        self.H *= (self.nsamples - 1) / self.nsamples
+        self.delta_X_Xt *= (self.nsamples - 1) / self.nsamples
+        x = m.sqrt(2 / self.nsamples) * rows_t(quant_inp)
+        self.H += x.matmul(x.t())
+        self.q_input, self.batch_size = x, 1
+
+    def gptaq_reference(self, inp, out, name):
+        x = m.sqrt(2 / self.nsamples) * rows_t(inp)
+        self.delta_X_Xt += (x - self.q_input).matmul(self.q_input.t())
+
+    def solved_in_float32(quantize, *names):
+        def wrapped(self, *a, **k):
+            for n in names:
+                setattr(self, n, getattr(self, n).float())
+            return quantize(self, *a, **k)
+        return wrapped
+
+    Qronos.add_batch_quantized, Qronos.add_batch_nonquantized = qronos_quantized, qronos_reference
+    Qronos.quantize = solved_in_float32(Qronos.quantize, "H", "G")
+    Gptaq.add_batch_quantized, Gptaq.add_batch_nonquantized = gptaq_quantized, gptaq_reference
+    Gptaq.quantize = solved_in_float32(Gptaq.quantize, "H", "delta_X_Xt")
+
+
 def quark_config(scheme, algorithms, exclude):
     from quark.torch import LLMTemplate
 
@@ -114,10 +169,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("shared")
     ap.add_argument("--rows", default="")
+    ap.add_argument("--float64-stats", action="store_true",
+                    help="GPTAQ's and Qronos' statistics summed in float64 (accumulate_in_float64)")
     ap.add_argument("--ours", help="TSV of scripts/results.sh: label, perplexity, seconds; adds "
                     "Quantscope's columns (first row of each label: the stories260K tables)")
     args = ap.parse_args()
     torch.manual_seed(0)
+    if args.float64_stats:
+        accumulate_in_float64()
     model_dir = f"{args.shared}/models/stories260K"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     calib = windows(token_ids(tokenizer, f"{args.shared}/data/tinystories-calib.txt"), SEQ, NUM_CALIB)

@@ -338,9 +338,10 @@ private Q_SLOTS:
                                  "64",       "--kv_cache_dtype",
                                  "fp8",      "--exclude_layers",
                                  "lm_head",  "-q"};
-        Run r = cli(common + QStringList{"--model_export", "hf_format", "--quant_algo", "gptaq"});
+        Run r =
+            cli(common + QStringList{"--model_export", "hf_format", "--quant_algo", "svdquant"});
         QCOMPARE(r.exitCode, 2); // a bad command line
-        QVERIFY2(r.err.contains("--quant_algo") && r.err.contains("'gptaq'"), r.err);
+        QVERIFY2(r.err.contains("--quant_algo") && r.err.contains("'svdquant'"), r.err);
         QVERIFY(!QFileInfo::exists(out));
         // Quark's --model_export onnx writes the ONNX graph.
         r = cli(common + QStringList{"--model_export", "onnx"});

@@ -83,6 +83,13 @@ private Q_SLOTS:
                                          "--dataset CALIB --quant_algo gptq --group_size 32 "
                                          "--exclude_layers *down_proj")
                               << uint4g32 << QStringList{"gptq"};
+        // Quark's other GPTQ-family solvers, by the same line with their --quant_algo names.
+        for (const char* solver : {"gptaq", "qronos"})
+            QTest::newRow(solver) << QString("--model_dir MODEL --quant_scheme "
+                                             "w_uint4_per_group_asym --dataset CALIB --quant_algo "
+                                             "%1 --group_size 32 --exclude_layers *down_proj")
+                                         .arg(solver)
+                                  << uint4g32 << QStringList{solver};
         // The guide's SmoothQuant and rotation lines give no --dataset (Quark's default pileval,
         // a download): the local file added.
         QTest::newRow("smoothquant")

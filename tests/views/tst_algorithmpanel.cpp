@@ -87,7 +87,8 @@ private Q_SLOTS:
         QCOMPARE(algorithmNames(doc.recipe()),
                  (QStringList{QStringLiteral("rotation"), QStringLiteral("gptq")}));
         QCOMPARE(doc.undoStack()->count(), 4);
-        QVERIFY_THROWS_EXCEPTION(qs::Error, doc.setAlgorithmEnabled(QStringLiteral("gptaq"), true));
+        QVERIFY_THROWS_EXCEPTION(qs::Error,
+                                 doc.setAlgorithmEnabled(QStringLiteral("svdquant"), true));
     }
 
     void typedParametersLandWithTheirTypes() {

@@ -215,7 +215,8 @@ private Q_SLOTS:
         qs::RunRequest req;
         req.modelDir = m_model.toStdString();
         req.recipe = int8Recipe("float");
-        req.recipe.algorithms.push_back({"gptaq", nlohmann::json::object()}); // Quark's, not ours
+        req.recipe.algorithms.push_back(
+            {"svdquant", nlohmann::json::object()}); // Quark's, not ours
         int progressCalls = 0;
         try {
             qs::runQuantization(req,
@@ -223,7 +224,7 @@ private Q_SLOTS:
             QFAIL("ran a recipe whose algorithm the engine does not have");
         } catch (const qs::Error& e) {
             QCOMPARE(QString::fromStdString(e.field()), QStringLiteral("algorithms[0].name"));
-            QVERIFY2(QString(e.what()).contains("'gptaq'"), e.what());
+            QVERIFY2(QString(e.what()).contains("'svdquant'"), e.what());
         }
         QCOMPARE(progressCalls, 0);
 

@@ -312,7 +312,7 @@ private Q_SLOTS:
             "quantization_config.layer_type_quant_config.Conv2d");
         row("mla kv group", "/quantization_config/export/kv_cache_group", "[\"*kv_b_proj\"]",
             "quantization_config.export.kv_cache_group");
-        row("unknown algorithm", "/quantization_config/algo_config", "[{\"name\": \"gptaq\"}]",
+        row("unknown algorithm", "/quantization_config/algo_config", "[{\"name\": \"svdquant\"}]",
             "quantization_config.algo_config[0].name");
         row("algorithm param type", "/quantization_config/algo_config",
             "[{\"name\": \"gptq\", \"damp_percent\": \"high\"}]",
