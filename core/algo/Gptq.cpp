@@ -33,6 +33,16 @@ at::Tensor gptqHessianPart(const at::Tensor& x, int64_t inFeatures, const std::s
     return at::matmul(xd.t(), xd);
 }
 
+void checkPairedInputs(const at::Tensor& x, const at::Tensor& xq, int64_t inFeatures,
+                       const std::string& layer) {
+    if (x.dim() != 2 || xq.dim() != 2 || x.size(1) != inFeatures || xq.sizes() != x.sizes())
+        throw Error(layer, "inputs",
+                    "the full-precision inputs [" + std::to_string(x.size(0)) + ", " +
+                        std::to_string(x.size(-1)) + "] do not match the quantized ones [" +
+                        std::to_string(xq.size(0)) + ", " + std::to_string(xq.size(-1)) +
+                        "] row for row (expected width " + std::to_string(inFeatures) + ")");
+}
+
 at::Tensor gptqHessianFromSum(const at::Tensor& sum, int64_t rows, const std::string& layer) {
     if (rows == 0)
         throw Error(layer, "inputs", "GPTQ needs calibration inputs (zero rows captured)");

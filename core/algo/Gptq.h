@@ -41,6 +41,12 @@ at::Tensor gptqHessian(const std::vector<at::Tensor>& inputs, int64_t inFeatures
 at::Tensor gptqHessianPart(const at::Tensor& input, int64_t inFeatures, const std::string& layer);
 at::Tensor gptqHessianFromSum(const at::Tensor& sum, int64_t rows, const std::string& layer);
 
+// Throws qs::Error naming `layer` unless `x` (a linear's inputs in the full-precision model) and
+// `xq` (the same rows in the model quantized upstream) are both [rows, inFeatures] with the same
+// rows: what GPTAQ's and Qronos' cross terms pair row for row.
+void checkPairedInputs(const at::Tensor& x, const at::Tensor& xq, int64_t inFeatures,
+                       const std::string& layer);
+
 // Quantizes `weight` ([out, in], any float dtype, any device) with `spec` (an integer type per
 // group along the input axis, or per output channel). If H + damping is not positive definite
 // the damping is multiplied by 10 up to 1e6 times the mean diagonal (reported in the result)

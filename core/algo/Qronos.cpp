@@ -11,12 +11,7 @@ namespace qs::algo {
 
 at::Tensor qronosCrossPart(const at::Tensor& x, const at::Tensor& xq, int64_t inFeatures,
                            const std::string& layer) {
-    if (x.dim() != 2 || xq.dim() != 2 || x.size(1) != inFeatures || xq.sizes() != x.sizes())
-        throw Error(layer, "inputs",
-                    "the full-precision inputs [" + std::to_string(x.size(0)) + ", " +
-                        std::to_string(x.size(-1)) + "] do not match the quantized ones [" +
-                        std::to_string(xq.size(0)) + ", " + std::to_string(xq.size(-1)) +
-                        "] row for row (expected width " + std::to_string(inFeatures) + ")");
+    checkPairedInputs(x, xq, inFeatures, layer);
     return at::matmul(x.to(at::kDouble).t(), xq.to(at::kDouble));
 }
 

@@ -31,6 +31,27 @@ public:
     }
 };
 
+// Every linear's inputs over one forward of `block` on `input`, with the weights named in
+// `weights` standing in for the block's own (put back afterwards).
+inline std::map<std::string, std::vector<at::Tensor>>
+captureWithWeights(DecoderBlock& block, const ForwardContext& ctx, const at::Tensor& input,
+                   const std::map<std::string, at::Tensor>& weights) {
+    std::map<std::string, at::Tensor> saved;
+    for (LinearLayer* l : block.linears())
+        if (weights.count(l->name)) {
+            saved[l->name] = l->weight;
+            l->weight = weights.at(l->name);
+        }
+    InputCollector collector;
+    ForwardContext hooked = ctx;
+    hooked.hook = &collector;
+    block.forward(input, hooked);
+    for (LinearLayer* l : block.linears())
+        if (saved.count(l->name))
+            l->weight = saved.at(l->name);
+    return std::move(collector.inputs);
+}
+
 inline QString synthModel(const QString& name, SyntheticModelOptions o) {
     o.outDir = tempDir(name).toStdString();
     writeSyntheticModel(o);

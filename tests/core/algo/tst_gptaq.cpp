@@ -2,6 +2,7 @@
 // against GPTQ when nothing is asymmetric, on the objective it exists for, and as the pipeline's
 // transform on stories260K (its two streams paired row for row).
 #include "../quant/QuantTestHelpers.h"
+#include "AsymmetricInputs.h"
 #include "ScalingTestHarness.h"
 #include "StoriesRequest.h"
 #include "TestMain.h"
@@ -23,33 +24,14 @@ using namespace qs::quant;
 
 namespace {
 
-// Full-precision inputs with correlated features, and the same rows as a model quantized
-// upstream sees them: each value moved by up to half a step of a coarse grid (what an upstream
-// int8-like error looks like to this layer), so X and X~ differ row for row.
-struct AsymmetricInputs {
-    at::Tensor x, xq;
-};
-AsymmetricInputs asymmetricInputs(int64_t rows, int64_t features, uint64_t seed) {
-    at::manual_seed(seed);
-    const at::Tensor x =
-        at::matmul(at::randn({rows, features / 4}), at::randn({features / 4, features})) +
-        0.1 * at::randn({rows, features});
-    const double step = x.abs().max().item<double>() / 15.0;
-    return {x, at::round(x / step) * step};
-}
+using qs::test::asymmetricError;
+using qs::test::AsymmetricInputs;
+using qs::test::asymmetricInputs;
+using qs::test::uint4Groups;
 
-at::Tensor scaled(const at::Tensor& sum, int64_t rows) {
-    return (sum * (2.0 / double(rows))).to(at::kFloat);
-}
-
-at::Tensor crossOf(const AsymmetricInputs& in) {
-    return scaled(algo::gptaqCrossPart(in.x, in.xq, in.x.size(1), "l"), in.x.size(0));
-}
-
-QuantSpec uint4Groups(int group) {
-    QuantSpec s = resolveScheme("uint4_wo_32").weight;
-    s.groupSize = group;
-    return s;
+at::Tensor crossOf(const qs::test::AsymmetricInputs& in) {
+    return qs::test::scaledLikeTheHessian(algo::gptaqCrossPart(in.x, in.xq, in.x.size(1), "l"),
+                                          in.x.size(0));
 }
 
 // Quark 0.13's Gptaq.quantize with static groups and act order (its defaults), one column at a
@@ -106,12 +88,6 @@ at::Tensor quarkGptaq(const at::Tensor& weight, const at::Tensor& hessian, const
     return Q.index_select(1, at::argsort(perm));
 }
 
-// ||X W^T - X~ Q^T||^2: how far the quantized layer on the quantized model's inputs lands from
-// the full-precision layer on the full-precision inputs.
-double asymmetricError(const AsymmetricInputs& in, const at::Tensor& w, const at::Tensor& q) {
-    return (at::matmul(in.x, w.t()) - at::matmul(in.xq, q.t())).pow(2).sum().item<double>();
-}
-
 } // namespace
 
 class TestGptaq : public QObject {
@@ -147,7 +123,8 @@ private Q_SLOTS:
         const AsymmetricInputs in = asymmetricInputs(256, 64, 2);
         const at::Tensor w = quant::test::randomWeights({16, 64}, 4, 6);
         const at::Tensor h = algo::gptqHessian({in.x}, 64, "l");
-        const at::Tensor cross = scaled(algo::gptaqCrossPart(in.x, in.x, 64, "l"), 256);
+        const at::Tensor cross =
+            qs::test::scaledLikeTheHessian(algo::gptaqCrossPart(in.x, in.x, 64, "l"), 256);
         QVERIFY(cross.abs().max().item<float>() == 0.0f);
         algo::GptaqOptions o;
         o.blockSize = 16;
@@ -221,20 +198,7 @@ private Q_SLOTS:
 
         auto captureWith = [&](const at::Tensor& input,
                                const std::map<std::string, at::Tensor>& weights) {
-            std::map<std::string, at::Tensor> saved;
-            for (LinearLayer* l : block->linears())
-                if (weights.count(l->name)) {
-                    saved[l->name] = l->weight;
-                    l->weight = weights.at(l->name);
-                }
-            qs::test::InputCollector collector;
-            ForwardContext hooked = ctx;
-            hooked.hook = &collector;
-            block->forward(input, hooked);
-            for (LinearLayer* l : block->linears())
-                if (saved.count(l->name))
-                    l->weight = saved.at(l->name);
-            return collector.inputs;
+            return qs::test::captureWithWeights(*block, ctx, input, weights);
         };
         const auto quantizedInputs = captureWith(stream, {});
         const auto fullPrecision = captureWith(reference, {});
@@ -265,8 +229,8 @@ private Q_SLOTS:
             const at::Tensor x = fullPrecision.at(p.name).front();
             const at::Tensor& w = weightOf.at(p.name);
             QVERIFY2(at::equal(p.weight.reference, w), p.name.c_str()); // weights put back
-            const at::Tensor cross =
-                scaled(algo::gptaqCrossPart(x, xq, w.size(1), p.name), x.size(0));
+            const at::Tensor cross = qs::test::scaledLikeTheHessian(
+                algo::gptaqCrossPart(x, xq, w.size(1), p.name), x.size(0));
             const algo::GptqResult expected = algo::gptaqQuantize(
                 w, algo::gptqHessian({xq}, w.size(1), p.name), cross, scheme.weight, o, p.name);
             QVERIFY2(at::equal(p.weight.codes->codes, expected.codes.codes), p.name.c_str());

@@ -200,20 +200,7 @@ private Q_SLOTS:
         const QuantScheme scheme = resolveScheme("uint4_wo_32");
 
         auto captureWith = [&](const std::map<std::string, at::Tensor>& weights) {
-            std::map<std::string, at::Tensor> saved;
-            for (LinearLayer* l : block->linears())
-                if (weights.count(l->name)) {
-                    saved[l->name] = l->weight;
-                    l->weight = weights.at(l->name);
-                }
-            qs::test::InputCollector collector;
-            ForwardContext hooked = ctx;
-            hooked.hook = &collector;
-            block->forward(stream, hooked);
-            for (LinearLayer* l : block->linears())
-                if (saved.count(l->name))
-                    l->weight = saved.at(l->name);
-            return collector.inputs;
+            return qs::test::captureWithWeights(*block, ctx, stream, weights);
         };
         const auto fullPrecision = captureWith({});
         std::vector<LayerPlan> plans = qs::test::plansFor(*block, scheme);

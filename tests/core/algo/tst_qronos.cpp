@@ -2,6 +2,7 @@
 // its damping's eigenvalue against an exact one, on the objective it exists for, and through
 // the pipeline on stories260K.
 #include "../quant/QuantTestHelpers.h"
+#include "AsymmetricInputs.h"
 #include "StoriesRequest.h"
 #include "TestMain.h"
 #include "TestSupport.h"
@@ -24,29 +25,14 @@ using namespace qs::quant;
 
 namespace {
 
-// As in tst_gptaq: correlated full-precision inputs and the same rows moved by up to half a
-// step of a coarse grid, as a model quantized upstream gives them.
-struct AsymmetricInputs {
-    at::Tensor x, xq;
-};
-AsymmetricInputs asymmetricInputs(int64_t rows, int64_t features, uint64_t seed) {
-    at::manual_seed(seed);
-    const at::Tensor x =
-        at::matmul(at::randn({rows, features / 4}), at::randn({features / 4, features})) +
-        0.1 * at::randn({rows, features});
-    const double step = x.abs().max().item<double>() / 15.0;
-    return {x, at::round(x / step) * step};
-}
+using qs::test::asymmetricError;
+using qs::test::AsymmetricInputs;
+using qs::test::asymmetricInputs;
+using qs::test::uint4Groups;
 
-at::Tensor crossOf(const AsymmetricInputs& in) {
-    const at::Tensor sum = algo::qronosCrossPart(in.x, in.xq, in.x.size(1), "l");
-    return (sum * (2.0 / double(in.x.size(0)))).to(at::kFloat);
-}
-
-QuantSpec uint4Groups(int group) {
-    QuantSpec s = resolveScheme("uint4_wo_32").weight;
-    s.groupSize = group;
-    return s;
+at::Tensor crossOf(const qs::test::AsymmetricInputs& in) {
+    return qs::test::scaledLikeTheHessian(algo::qronosCrossPart(in.x, in.xq, in.x.size(1), "l"),
+                                          in.x.size(0));
 }
 
 // Quark's power_iteration: 30 steps from ones on H / max(H), the Rayleigh quotient scaled back.
@@ -125,10 +111,6 @@ at::Tensor quarkQronos(const at::Tensor& weight, const at::Tensor& hessian, cons
                 .sub_(at::matmul(Err1, L.narrow(0, i1 - 1, count).narrow(1, i2 - 1, cols - i2)));
     }
     return Q.index_select(1, at::argsort(perm));
-}
-
-double asymmetricError(const AsymmetricInputs& in, const at::Tensor& w, const at::Tensor& q) {
-    return (at::matmul(in.x, w.t()) - at::matmul(in.xq, q.t())).pow(2).sum().item<double>();
 }
 
 } // namespace
