@@ -101,27 +101,30 @@ quant::QuantParams readParams(const SafetensorsFile& file, const std::string& pr
     return p;
 }
 
-std::string shortJson(const nlohmann::json& v) {
+std::string shortJson(const nlohmann::ordered_json& v) {
     std::string s = v.is_null() ? std::string("absent") : v.dump();
     return s.size() > 120 ? s.substr(0, 117) + "..." : s;
 }
 
 // The first member where `was` and `now` differ, as a path ("recipe.algorithms[0].name"),
 // with both values; false when they are equal.
-bool firstDifference(const nlohmann::json& was, const nlohmann::json& now, const std::string& at,
-                     std::string& where, nlohmann::json& wasValue, nlohmann::json& nowValue) {
+bool firstDifference(const nlohmann::ordered_json& was, const nlohmann::ordered_json& now,
+                     const std::string& at, std::string& where, nlohmann::ordered_json& wasValue,
+                     nlohmann::ordered_json& nowValue) {
     if (was == now)
         return false;
     if (was.is_object() && now.is_object()) {
+        // In the order this run's key lists them (the recipe first: the likeliest to differ and
+        // the most telling to name), then what only the saved key has.
         std::vector<std::string> keys;
-        for (auto it = was.begin(); it != was.end(); ++it)
-            keys.push_back(it.key());
         for (auto it = now.begin(); it != now.end(); ++it)
-            if (!was.contains(it.key()))
+            keys.push_back(it.key());
+        for (auto it = was.begin(); it != was.end(); ++it)
+            if (!now.contains(it.key()))
                 keys.push_back(it.key());
         for (const std::string& k : keys) {
-            const nlohmann::json a = was.contains(k) ? was[k] : nlohmann::json();
-            const nlohmann::json b = now.contains(k) ? now[k] : nlohmann::json();
+            const nlohmann::ordered_json a = was.contains(k) ? was[k] : nlohmann::ordered_json();
+            const nlohmann::ordered_json b = now.contains(k) ? now[k] : nlohmann::ordered_json();
             if (firstDifference(a, b, at.empty() ? k : at + "." + k, where, wasValue, nowValue))
                 return true;
         }
@@ -140,7 +143,7 @@ bool firstDifference(const nlohmann::json& was, const nlohmann::json& now, const
 
 } // namespace
 
-ResumeState::ResumeState(std::string dir, nlohmann::json key)
+ResumeState::ResumeState(std::string dir, nlohmann::ordered_json key)
     : m_dir(std::move(dir)), m_key(std::move(key)) {}
 
 int ResumeState::open() {
@@ -155,10 +158,10 @@ int ResumeState::open() {
     }
     std::stringstream text;
     text << in.rdbuf();
-    nlohmann::json j;
+    nlohmann::ordered_json j;
     try {
-        j = nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::exception& e) {
+        j = nlohmann::ordered_json::parse(text.str());
+    } catch (const nlohmann::ordered_json::exception& e) {
         throw Error(manifest, "", std::string("not valid JSON: ") + e.what());
     }
     if (!j.is_object() || j.value("format", "") != kFormat)
@@ -166,19 +169,20 @@ int ResumeState::open() {
                     std::string("not a Quantscope resume state (") + kFormat + ")");
     if (!j.contains("version") || !j["version"].is_number_integer() || j["version"] != kVersion)
         throw Error(manifest, "version",
-                    "resume state version " + shortJson(j.value("version", nlohmann::json())) +
+                    "resume state version " +
+                        shortJson(j.value("version", nlohmann::ordered_json())) +
                         ", this build reads " + std::to_string(kVersion));
     std::string where;
-    nlohmann::json was, now;
-    if (firstDifference(j.value("key", nlohmann::json()), m_key, "", where, was, now))
+    nlohmann::ordered_json was, now;
+    if (firstDifference(j.value("key", nlohmann::ordered_json()), m_key, "", where, was, now))
         throw Error(manifest, where,
                     "the saved state is of another run: " + where + " was " + shortJson(was) +
                         ", now " + shortJson(now) + "; run the interrupted command again, or " +
                         "remove " + m_dir + " to start afresh");
-    const nlohmann::json& finished = j["finished_blocks"];
+    const nlohmann::ordered_json& finished = j["finished_blocks"];
     if (!finished.is_number_integer() || finished.get<int64_t>() < 0)
         throw Error(manifest, "finished_blocks", "not a non-negative integer");
-    const nlohmann::json& seconds = j["block_seconds"];
+    const nlohmann::ordered_json& seconds = j["block_seconds"];
     if (!seconds.is_array() || int64_t(seconds.size()) != finished.get<int64_t>())
         throw Error(manifest, "block_seconds", "not one time per finished block");
     for (const auto& s : seconds) {
@@ -216,12 +220,12 @@ void ResumeState::restoreBlock(int index, DecoderBlock& block, std::vector<Layer
     const std::string file = path(numbered("block", index));
     const std::unique_ptr<SafetensorsFile> saved = SafetensorsFile::open(file);
     const auto meta = saved->header().metadata.find(kBlockMeta);
-    nlohmann::json j;
+    nlohmann::ordered_json j;
     try {
         if (meta == saved->header().metadata.end())
             throw Error(file, kBlockMeta, "missing");
-        j = nlohmann::json::parse(meta->second);
-    } catch (const nlohmann::json::exception& e) {
+        j = nlohmann::ordered_json::parse(meta->second);
+    } catch (const nlohmann::ordered_json::exception& e) {
         throw Error(file, kBlockMeta, std::string("not valid JSON: ") + e.what());
     }
     if (j.value("block", -1) != index || !j["plans"].is_array() ||
@@ -245,7 +249,7 @@ void ResumeState::restoreBlock(int index, DecoderBlock& block, std::vector<Layer
     }
     for (size_t i = 0; i < plans.size(); ++i) {
         LayerPlan& p = plans[i];
-        const nlohmann::json& s = j["plans"][i];
+        const nlohmann::ordered_json& s = j["plans"][i];
         const std::string field = std::string(kBlockMeta) + ".plans[" + std::to_string(i) + "]";
         if (!s.is_object() || s.value("name", "") != p.name)
             throw Error(file, field, "does not describe " + p.name);
@@ -269,9 +273,9 @@ void ResumeState::restoreBlock(int index, DecoderBlock& block, std::vector<Layer
         p.weight.dequantized = l.weight;
         p.transforms.clear();
         try {
-            for (const auto& t : s.value("transforms", nlohmann::json::array()))
+            for (const auto& t : s.value("transforms", nlohmann::ordered_json::array()))
                 p.transforms.push_back(t.get<std::string>());
-        } catch (const nlohmann::json::exception& e) {
+        } catch (const nlohmann::ordered_json::exception& e) {
             throw Error(file, field + ".transforms",
                         std::string("not a list of names: ") + e.what());
         }
@@ -322,7 +326,7 @@ void ResumeState::saveBlock(int index, DecoderBlock& block, const std::vector<La
         throw Error(m_dir, "", "cannot create the resume state's folder");
     if (withBlock) {
         NamedTensors tensors;
-        nlohmann::json described = nlohmann::json::array();
+        nlohmann::ordered_json described = nlohmann::ordered_json::array();
         std::map<std::string, const LinearLayer*> linears;
         for (LinearLayer* l : block.linears()) {
             linears[l->name] = l;
@@ -351,8 +355,9 @@ void ResumeState::saveBlock(int index, DecoderBlock& block, const std::vector<La
             described.push_back(
                 {{"name", p.name}, {"weight", weight}, {"transforms", p.transforms}});
         }
-        writeTensors(path(numbered("block", index)), tensors,
-                     {{kBlockMeta, nlohmann::json{{"block", index}, {"plans", described}}.dump()}});
+        writeTensors(
+            path(numbered("block", index)), tensors,
+            {{kBlockMeta, nlohmann::ordered_json{{"block", index}, {"plans", described}}.dump()}});
     }
     NamedTensors carried;
     const at::Tensor* const streamTensors[] = {&streams.reference, &streams.quantized,
@@ -380,11 +385,11 @@ void ResumeState::remove() {
 }
 
 void ResumeState::writeManifest() const {
-    const nlohmann::json j = {{"format", kFormat},
-                              {"version", kVersion},
-                              {"key", m_key},
-                              {"finished_blocks", m_finished},
-                              {"block_seconds", m_seconds}};
+    const nlohmann::ordered_json j = {{"format", kFormat},
+                                      {"version", kVersion},
+                                      {"key", m_key},
+                                      {"finished_blocks", m_finished},
+                                      {"block_seconds", m_seconds}};
     writeFileAtomically(path(kManifest), j.dump(2) + "\n");
 }
 

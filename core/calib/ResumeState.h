@@ -39,7 +39,7 @@ class ResumeState {
 public:
     // `dir`: the state's folder (created on the first save); `key`: one member per input that
     // decides the result (recipe, model files, data, threads, world size ...).
-    ResumeState(std::string dir, nlohmann::json key);
+    ResumeState(std::string dir, nlohmann::ordered_json key);
 
     const std::string& dir() const { return m_dir; }
     // Reads state.json when there is one and returns how many blocks are finished (0: none, a
@@ -78,7 +78,7 @@ private:
     void writeManifest() const;
 
     std::string m_dir;
-    nlohmann::json m_key;
+    nlohmann::ordered_json m_key;
     int m_finished = 0;
     std::vector<double> m_seconds;
 };

@@ -13,7 +13,7 @@ namespace qs {
 
 namespace {
 
-nlohmann::json idsDigest(const at::Tensor& ids) {
+nlohmann::ordered_json idsDigest(const at::Tensor& ids) {
     if (!ids.defined())
         return nullptr;
     const at::Tensor host = toHost(ids.to(at::kLong));
@@ -23,15 +23,15 @@ nlohmann::json idsDigest(const at::Tensor& ids) {
     return {{"shape", host.sizes().vec()}, {"sha256", h.result().toHex().toStdString()}};
 }
 
-nlohmann::json fileIdentity(const QFileInfo& f) {
+nlohmann::ordered_json fileIdentity(const QFileInfo& f) {
     return {{"size", f.size()},
             {"modified", f.lastModified().toUTC().toString(Qt::ISODateWithMs).toStdString()}};
 }
 
 // A model is a folder of files (config, weights, tokenizer) or one file (GGUF).
-nlohmann::json modelFiles(const std::string& modelDir) {
+nlohmann::ordered_json modelFiles(const std::string& modelDir) {
     const QFileInfo root(QString::fromStdString(modelDir));
-    nlohmann::json files = nlohmann::json::object();
+    nlohmann::ordered_json files = nlohmann::ordered_json::object();
     if (root.isFile()) {
         files[root.fileName().toStdString()] = fileIdentity(root);
         return files;
@@ -52,20 +52,22 @@ std::string resumeRankDir(const std::string& outDir, int rank) {
     return resumeDir(outDir) + "/rank-" + std::to_string(rank);
 }
 
-nlohmann::json resumeKey(const RunRequest& req, const PreparedRun& prep, int rank, int worldSize) {
-    nlohmann::json recipe = prep.recipe.toJson();
+nlohmann::ordered_json resumeKey(const RunRequest& req, const PreparedRun& prep, int rank,
+                                 int worldSize) {
+    nlohmann::ordered_json recipe = prep.recipe.toOrderedJson();
     if (recipe.contains("provenance") && recipe["provenance"].is_object())
         recipe["provenance"].erase("created_at"); // when it was written, not what it does
-    nlohmann::json options = nlohmann::json::object();
+    nlohmann::ordered_json options = nlohmann::ordered_json::object();
     for (const auto& [name, value] : req.exportOptions)
         options[name] = value;
+    // The order a refusal looks in: the first field that differs is the one it names.
     return {{"recipe", std::move(recipe)},
+            {"world_size", worldSize},
+            {"rank", rank},
+            {"threads", at::get_num_threads()},
             {"model_files", modelFiles(req.modelDir)},
             {"calibration_ids", idsDigest(prep.calibration)},
             {"evaluation_ids", idsDigest(prep.evaluation)},
-            {"threads", at::get_num_threads()},
-            {"world_size", worldSize},
-            {"rank", rank},
             {"export_formats", prep.exportFormats},
             {"export_options", std::move(options)}};
 }

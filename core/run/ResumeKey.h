@@ -20,7 +20,7 @@ std::string resumeDir(const std::string& outDir);
 // (names, sizes, modification times), the calibration and evaluation token ids (SHA-256),
 // the threads (a matmul's last bits can depend on how many split it), the world size and
 // rank, the export formats and their options.
-nlohmann::json resumeKey(const RunRequest& request, const PreparedRun& prepared, int rank,
-                         int worldSize);
+nlohmann::ordered_json resumeKey(const RunRequest& request, const PreparedRun& prepared, int rank,
+                                 int worldSize);
 
 } // namespace qs
