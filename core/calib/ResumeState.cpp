@@ -3,6 +3,7 @@
 #include "calib/PlanReport.h"
 #include "io/SafetensorsFile.h"
 #include "io/TensorDType.h"
+#include "quant/TypeTraits.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
@@ -79,6 +80,18 @@ at::Tensor requireTensor(const SafetensorsFile& file, const std::string& name,
     if (!t.defined())
         throw Error(file.path(), name, "missing from the saved block");
     return t;
+}
+
+// Integer codes are kept as int32 while a run computes (LayerPlan.h); every int4, uint4, int8
+// and uint8 code fits a byte, so the state stores them as one (a quarter of the bytes) and the
+// restore widens them back, exactly.
+at::Tensor narrowCodes(const quant::QuantizedTensor& q) {
+    const quant::TypeTraits& t = quant::traits(q.dtype);
+    const at::Tensor& codes = q.codes;
+    if (t.encoding != quant::Encoding::Int || codes.is_floating_point() || t.qmin < -128 ||
+        t.qmax > 255 || codes.element_size() == 1)
+        return codes;
+    return codes.to(t.qmin < 0 ? at::kChar : at::kByte);
 }
 
 void addParams(NamedTensors& out, const std::string& prefix, const quant::QuantParams& p) {
@@ -280,10 +293,20 @@ void ResumeState::restoreBlock(int index, DecoderBlock& block, std::vector<Layer
                         std::string("not a list of names: ") + e.what());
         }
         p.weight.codes.reset();
-        if (const at::Tensor codes = readTensor(*saved, "plan:" + p.name + ":codes", device);
+        if (at::Tensor codes = readTensor(*saved, "plan:" + p.name + ":codes", device);
             codes.defined()) {
             if (!p.scheme)
                 throw Error(file, p.name, "has codes but the recipe leaves the layer unquantized");
+            if (const nlohmann::ordered_json& d = s.value("codes_dtype", nlohmann::ordered_json());
+                !d.is_null()) {
+                const std::optional<DType> wide =
+                    d.is_string() ? dtypeFromName(d.get<std::string>()) : std::nullopt;
+                const std::optional<at::ScalarType> type =
+                    wide ? denseScalarType(*wide) : std::nullopt;
+                if (!type)
+                    throw Error(file, field + ".codes_dtype", "not a dtype: " + d.dump());
+                codes = codes.to(*type); // exact: every code fits the narrow type
+            }
             p.weight.codes =
                 quant::QuantizedTensor{p.scheme->weight.dtype, codes,
                                        readParams(*saved, "plan:" + p.name + ":codes.", device)};
@@ -344,16 +367,23 @@ void ResumeState::saveBlock(int index, DecoderBlock& block, const std::vector<La
             const bool weight = l != linears.end() && l->second->weight.defined();
             if (weight)
                 tensors.emplace_back(p.name + ".weight", l->second->weight);
+            nlohmann::ordered_json codesDtype; // the codes' own dtype when stored narrower
             if (p.weight.codes) {
-                tensors.emplace_back("plan:" + p.name + ":codes", p.weight.codes->codes);
+                const at::Tensor& codes = p.weight.codes->codes;
+                const at::Tensor narrow = narrowCodes(*p.weight.codes);
+                if (narrow.scalar_type() != codes.scalar_type())
+                    codesDtype = dtypeName(*dtypeOfScalarType(codes.scalar_type()));
+                tensors.emplace_back("plan:" + p.name + ":codes", narrow);
                 addParams(tensors, "plan:" + p.name + ":codes.", p.weight.codes->params);
             }
             for (auto [role, quantizer] :
                  {std::pair{"input", &p.input}, std::pair{"output", &p.output}})
                 if (*quantizer && (*quantizer)->isStatic() && (*quantizer)->isFrozen())
                     addParams(tensors, "plan:" + p.name + ":" + role + ".", (*quantizer)->params());
-            described.push_back(
-                {{"name", p.name}, {"weight", weight}, {"transforms", p.transforms}});
+            described.push_back({{"name", p.name},
+                                 {"weight", weight},
+                                 {"transforms", p.transforms},
+                                 {"codes_dtype", codesDtype}});
         }
         writeTensors(
             path(numbered("block", index)), tensors,

@@ -1,6 +1,8 @@
 // quantscope-cli quantize --resume: a run killed (SIGKILL) after some blocks finished continues
 // from its saved state and writes the same bytes as an uninterrupted run; state of another run
-// (another recipe, another world size) is refused naming what differs, with nothing written.
+// (another recipe, another world size) is refused naming what differs, with nothing written; a
+// distributed run that lost a rank resumes over the same ranks to one process's bytes.
+#include "LoopbackPort.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
@@ -193,6 +195,82 @@ private Q_SLOTS:
                                                                      << "--quiet");
         QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
         QVERIFY(QFile::exists(out + "/quark/config.json"));
+        QVERIFY(!QFileInfo::exists(out + ".resume"));
+    }
+
+    // Two ranks started by hand (torchrun's variables); rank 1 is killed once it has saved a
+    // block, rank 0 then stops too (it lost a rank), possibly one block further. The same
+    // command over 2 ranks continues from the block both finished and writes what one
+    // uninterrupted process writes (the ranks split the calibration exactly:
+    // docs/distributed.md).
+    void distributedRunResumesAfterALostRank() {
+        const QStringList gptq{
+            "--quant-scheme", "w_uint4_per_group_asym", "--group-size", "4", "--quant-algo",
+            "gptq",           "--allow-unloadable"};
+        const QString base = qs::test::tempDir("resume-dist-base");
+        const Run whole = qs::test::runCli(quantizeArgs(base, gptq) << "--quiet");
+        QVERIFY2(whole.exitCode == 0, whole.err.constData());
+        const QMap<QString, QByteArray> expected = files(base);
+
+        const QString out = qs::test::tempDir("resume-dist");
+        QDir(out).removeRecursively();
+        const int port = qs::test::freeLoopbackPort();
+        QVERIFY(port > 0);
+        const QStringList args = quantizeArgs(out, gptq) << "--resume"
+                                                         << "--quiet"
+                                                         << "--dist-timeout"
+                                                         << "30";
+        QProcess ranks[2];
+        for (int r = 0; r < 2; ++r) {
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert("WORLD_SIZE", "2");
+            env.insert("RANK", QString::number(r));
+            env.insert("LOCAL_RANK", QString::number(r));
+            env.insert("MASTER_ADDR", "127.0.0.1");
+            env.insert("MASTER_PORT", QString::number(port));
+            ranks[r].setProcessEnvironment(env);
+            ranks[r].start(qs::test::binDir() + "/quantscope-cli", args);
+            QVERIFY(ranks[r].waitForStarted());
+        }
+        // Kill rank 1 when rank 0 has saved a block rank 1 has not (it is past the block's last
+        // collective, saving or about to): the ranks then stop one block apart, the case where
+        // rank 0 must go back to the earlier boundary. Polled; at the last block it is killed
+        // whatever the counts, since a finished run leaves nothing to resume.
+        const QString rank0State = out + ".resume/rank-0/state.json";
+        const QString rank1State = out + ".resume/rank-1/state.json";
+        for (;;) {
+            const int at0 = readJson(rank0State)["finished_blocks"].toInt();
+            const int at1 = readJson(rank1State)["finished_blocks"].toInt();
+            if ((at1 >= 1 && at0 > at1) || at1 >= kBlocks - 2 ||
+                ranks[1].state() != QProcess::Running)
+                break;
+            ranks[1].waitForFinished(2);
+        }
+        ::kill(pid_t(ranks[1].processId()), SIGKILL);
+        ranks[1].waitForFinished(-1);
+        QCOMPARE(ranks[1].exitStatus(), QProcess::CrashExit);
+        QVERIFY(ranks[0].waitForFinished(120000));
+        QCOMPARE(ranks[0].exitCode(), 1);
+        QVERIFY(!promoted(out));
+        const int finished0 =
+            readJson(out + ".resume/rank-0/state.json")["finished_blocks"].toInt();
+        const int finished1 = readJson(rank1State)["finished_blocks"].toInt();
+        QVERIFY2(
+            finished1 >= 1 && finished1 < kBlocks && finished0 >= finished1 &&
+                finished0 <= finished1 + 1,
+            qPrintable(
+                QString("rank 0 finished %1 blocks, rank 1 %2").arg(finished0).arg(finished1)));
+
+        const Run resumed = qs::test::runCli(quantizeArgs(out, gptq) << "--resume"
+                                                                     << "--quiet"
+                                                                     << "--nproc"
+                                                                     << "2");
+        QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+        const QMap<QString, QByteArray> got = files(out);
+        QCOMPARE(got.keys(), expected.keys());
+        for (const QString& name : expected.keys())
+            QVERIFY2(got[name] == expected[name],
+                     qPrintable(name + " differs from the uninterrupted process's"));
         QVERIFY(!QFileInfo::exists(out + ".resume"));
     }
 
