@@ -191,6 +191,20 @@ private Q_SLOTS:
         QVERIFY2(ranks.err.contains("world_size was 1, now 2"), ranks.err.constData());
         QVERIFY(!promoted(out));
 
+        // A damaged block file (cut short): refused naming the file, nothing written.
+        const QString blockFile = out + ".resume/rank-0/block-00000.safetensors";
+        QVERIFY(QFile::copy(blockFile, blockFile + ".kept"));
+        {
+            QFile f(blockFile);
+            QVERIFY(f.resize(f.size() / 2));
+        }
+        const Run damaged = qs::test::runCli(quantizeArgs(out, gptq) << "--resume");
+        QVERIFY(damaged.exitCode != 0);
+        QVERIFY2(damaged.err.contains("block-00000.safetensors"), damaged.err.constData());
+        QVERIFY(!promoted(out));
+        QVERIFY(QFile::remove(blockFile));
+        QVERIFY(QFile::rename(blockFile + ".kept", blockFile));
+
         const Run resumed = qs::test::runCli(quantizeArgs(out, gptq) << "--resume"
                                                                      << "--quiet");
         QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
