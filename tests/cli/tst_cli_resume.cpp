@@ -161,6 +161,34 @@ private Q_SLOTS:
         QVERIFY(!QFileInfo::exists(out + ".resume")); // a committed run leaves no state
     }
 
+    // quantize --evaluation_dataset carries the evaluation windows through the blocks as a
+    // third stream: restored, the perplexity is the same double.
+    void evaluationAfterAResumeIsTheSame() {
+        const QStringList int8{"--quant-scheme", "int8", "--evaluation_dataset",
+                               qs::test::sharedPath("data/tinystories-eval.txt")};
+        const Run whole =
+            qs::test::runCli(quantizeArgs(qs::test::tempDir("resume-eval-base"), int8) << "--json");
+        QVERIFY2(whole.exitCode == 0, whole.err.constData());
+        const QString out = qs::test::tempDir("resume-eval");
+        QDir(out).removeRecursively();
+        const QJsonObject killed = killAfterFirstBlock(quantizeArgs(out, int8));
+        QVERIFY(killed["finished_blocks"].toInt() >= 1);
+        const Run resumed = qs::test::runCli(quantizeArgs(out, int8) << "--resume"
+                                                                     << "--json");
+        QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+        const double expected = QJsonDocument::fromJson(whole.out)
+                                    .object()["perplexity"]
+                                    .toObject()["mean_nll"]
+                                    .toDouble();
+        const double got = QJsonDocument::fromJson(resumed.out)
+                               .object()["perplexity"]
+                               .toObject()["mean_nll"]
+                               .toDouble();
+        QVERIFY(expected > 0);
+        QVERIFY2(got == expected, qPrintable(QString::number(got, 'g', 17) + " against " +
+                                             QString::number(expected, 'g', 17)));
+    }
+
     void stateOfAnotherRunIsRefused() {
         const QStringList gptq{
             "--quant-scheme", "w_uint4_per_group_asym", "--group-size", "4", "--quant-algo",
