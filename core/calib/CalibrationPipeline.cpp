@@ -76,7 +76,7 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
     ResumeState* const resume = m_options.resume;
     const int resumed = resume ? resume->finishedBlocks() : 0;
     if (resumed > blocks)
-        throw Error("resume", "finished_blocks",
+        throw Error(resume->dir() + "/state.json", "finished_blocks",
                     std::to_string(resumed) + " finished blocks saved for a model of " +
                         std::to_string(blocks));
     for (int bi = 0; bi < resumed; ++bi) {

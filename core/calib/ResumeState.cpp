@@ -187,11 +187,14 @@ int ResumeState::open() {
                         ", this build reads " + std::to_string(kVersion));
     std::string where;
     nlohmann::ordered_json was, now;
-    if (firstDifference(j.value("key", nlohmann::ordered_json()), m_key, "", where, was, now))
+    if (firstDifference(j.value("key", nlohmann::ordered_json()), m_key, "", where, was, now)) {
+        if (where.empty())
+            where = "key"; // not an object at all
         throw Error(manifest, where,
                     "the saved state is of another run: " + where + " was " + shortJson(was) +
                         ", now " + shortJson(now) + "; run the interrupted command again, or " +
                         "remove " + m_dir + " to start afresh");
+    }
     const nlohmann::ordered_json& finished = j["finished_blocks"];
     if (!finished.is_number_integer() || finished.get<int64_t>() < 0)
         throw Error(manifest, "finished_blocks", "not a non-negative integer");
