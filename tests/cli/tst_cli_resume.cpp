@@ -330,6 +330,7 @@ private Q_SLOTS:
         QVERIFY2(r.err.contains("state.json") && r.err.contains("not valid JSON"),
                  r.err.constData());
         QVERIFY(!promoted(out));
+        QDir(out + ".resume").removeRecursively(); // beside the temporary folder, not in it
     }
 };
 
