@@ -17,6 +17,11 @@ int runQuantize(const QStringList& args) {
     addOutputOptions(parser);
     addQuarkEvaluationOptions(parser);
     parser.addOption({"json", "Machine-readable summary."});
+    parser.addOption(
+        {"resume", "Keep each finished block's state in OUT.resume/ and, when a killed run of the "
+                   "same command left state there, continue after its last finished block (the "
+                   "same files as an uninterrupted run); state of another run is refused naming "
+                   "what differs. Removed once the export is written."});
     addRunOptions(parser);
     addDistributedOptions(parser);
     if (!parseOrHelp(parser, expandMultiValueFlags(args),
@@ -35,6 +40,7 @@ int runQuantize(const QStringList& args) {
     q.outDir = outDir;
     q.exportFormats = formats;
     q.allowUnloadable = parser.isSet("allow-unloadable");
+    q.resume = parser.isSet("resume");
     if (evaluatesAfterQuantizing(parser)) {
         // Quark's flow: the quantized model's perplexity after the export (here on the local
         // file given; the windows as the recipe says, else the model's context up to 512).

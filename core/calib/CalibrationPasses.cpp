@@ -1,6 +1,7 @@
 #include "calib/CalibrationPasses.h"
 
 #include "calib/CalibrationShards.h"
+#include "calib/PlanReport.h"
 #include "eval/WindowShards.h"
 #include "model/ForwardThreads.h"
 #include "util/Error.h"
@@ -208,15 +209,7 @@ void quantizeWeights(BlockRun& run) {
             run.linears[i]->weight = at::Tensor(); // setWeights skips it (no reference)
 
         p.createActivationQuantizers();
-        LayerReport& rep = p.report;
-        rep.name = p.name;
-        rep.kind = p.kind;
-        rep.block = p.block;
-        rep.shape = p.shape;
-        rep.quantized = p.quantized();
-        rep.note = p.note;
-        rep.quantScheme = p.scheme;
-        rep.scheme = p.scheme ? p.scheme->label() : std::string();
+        fillReportHeader(p);
     }
 }
 

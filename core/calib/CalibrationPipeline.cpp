@@ -1,5 +1,6 @@
 #include "calib/CalibrationPipeline.h"
 
+#include "calib/ResumeState.h"
 #include "eval/Perplexity.h"
 #include "model/DeviceRunAhead.h"
 #include "util/Error.h"
@@ -69,20 +70,60 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
     const ForwardContext calibCtx =
         hasCalibration ? m_model.makeContext(calibration.size(1)) : ForwardContext{};
     at::Tensor ref, quant;
-    if (hasCalibration) {
-        const at::Tensor embedded = m_model.embed(calibration.to(device));
-        ref = needRef ? embedded : at::Tensor();
-        quant = needQuant ? (needRef ? embedded.clone() : embedded) : at::Tensor();
-    }
     ForwardContext evalCtx;
     at::Tensor evalStream;
-    if (evaluation.defined()) {
+    if (evaluation.defined())
         evalCtx = m_model.makeContext(evaluation.size(1));
-        evalStream = m_model.embed(evaluation.to(device));
+    // A resumed run: the finished blocks go to the sink as saved, the streams continue from
+    // the boundary after the last of them.
+    ResumeState* const resume = m_options.resume;
+    const int resumed = resume ? resume->finishedBlocks() : 0;
+    if (resumed > blocks)
+        throw Error(resume->dir() + "/state.json", "finished_blocks",
+                    std::to_string(resumed) + " finished blocks saved for a model of " +
+                        std::to_string(blocks));
+    for (int bi = 0; bi < resumed; ++bi) {
+        progress.report(bi, 0.0, "restoring");
+        std::unique_ptr<DecoderBlock> block = m_model.loadBlock(bi);
+        std::vector<LayerPlan> plans = m_planner.planBlock(*block);
+        if (sink) {
+            resume->restoreBlock(bi, *block, plans, device);
+            sink(bi, *block, plans);
+        }
+        for (const LayerPlan& p : plans)
+            result.layers.push_back(p.report);
+        result.blockSeconds.push_back(resume->blockSeconds().at(size_t(bi)));
+    }
+    if (resumed > 0) {
+        ResumeStreams saved = resume->restoreStreams(device);
+        const auto check = [&](const at::Tensor& t, bool needed, const char* name,
+                               const at::Tensor& ids) {
+            const bool fits =
+                t.defined() == needed &&
+                (!needed || (t.dim() == 3 && t.size(0) == ids.size(0) && t.size(1) == ids.size(1)));
+            if (!fits)
+                throw Error(resume->dir(), name,
+                            std::string("the saved ") + name +
+                                " stream does not fit this run's windows");
+        };
+        check(saved.reference, needRef, "reference", calibration);
+        check(saved.quantized, needQuant, "quantized", calibration);
+        check(saved.evaluation, evaluation.defined(), "evaluation", evaluation);
+        ref = saved.reference;
+        quant = saved.quantized;
+        evalStream = saved.evaluation;
+    } else {
+        if (hasCalibration) {
+            const at::Tensor embedded = m_model.embed(calibration.to(device));
+            ref = needRef ? embedded : at::Tensor();
+            quant = needQuant ? (needRef ? embedded.clone() : embedded) : at::Tensor();
+        }
+        if (evaluation.defined())
+            evalStream = m_model.embed(evaluation.to(device));
     }
 
     DeviceRunAhead runAhead(device);
-    for (int bi = 0; bi < blocks; ++bi) {
+    for (int bi = resumed; bi < blocks; ++bi) {
         runAhead.waitForRoom();
         const auto t0 = std::chrono::steady_clock::now();
         // The previous block's weights are freed by now; their pages go back before the next
@@ -180,6 +221,14 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         runAhead.enqueued();
         result.blockSeconds.push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        if (resume) {
+            progress.report(bi, 0.99, "saving its state");
+            resume->saveBlock(bi, *block, m_options.keepPlans ? result.plans.back() : plans,
+                              {ref, quant, evalStream}, result.blockSeconds.back(), bool(sink));
+            if (m_options.afterSave)
+                m_options.afterSave();
+            resume->dropOlderStreams();
+        }
     } // the block (and, unless kept, its plans) is released here
     releaseFreedHeapMemory();
     result.skipped = m_planner.skipped();

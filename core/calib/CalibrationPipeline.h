@@ -16,6 +16,8 @@
 
 namespace qs {
 
+class ResumeState; // calib/ResumeState.h
+
 // Tokens per forward batch on a device. The CPU's 2048 keeps one batch's activations in cache
 // (docs/performance.md); a GPU needs larger matmuls to fill its cores and launches a kernel per
 // operation per batch, so it takes 8192 (a 7B-shaped block's largest temporary at 8192 tokens:
@@ -47,6 +49,13 @@ struct PipelineOptions {
     // Set when the calibration windows given to run() are this rank's shards of a run spread
     // over ranks (calib/CalibrationShards.h); it must outlive run().
     const CalibrationShards* shards = nullptr;
+    // Set when a killed run may continue (--resume): its finished blocks are restored from
+    // here instead of computed (their exports replayed, the streams taken as saved), and every
+    // block this run finishes is saved to it before the next starts. It must outlive run().
+    ResumeState* resume = nullptr;
+    // With `resume` in a distributed run: called after each block's state is saved, with no
+    // rank past it until every rank has saved it (a collective), so the older streams can go.
+    std::function<void()> afterSave;
 };
 
 struct PipelineResult {

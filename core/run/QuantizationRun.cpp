@@ -1,12 +1,14 @@
 #include "run/QuantizationRun.h"
 
 #include "calib/CalibrationShards.h"
+#include "calib/ResumeState.h"
 #include "dist/RankGroup.h"
 #include "eval/FidelityComparison.h"
 #include "eval/WindowShards.h"
 #include "export/FormatWriter.h"
 #include "export/TransformedOuterTensors.h"
 #include "run/FullPrecisionReference.h"
+#include "run/ResumeKey.h"
 #include "util/Error.h"
 
 #include <QDir>
@@ -196,6 +198,28 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
             options.shards = &calibrationShards;
         }
     }
+    // A run that may resume keeps its state beside the export, each rank its own
+    // (calib/ResumeState.h); ranks continue from the last block every one of them finished.
+    std::optional<ResumeState> resume;
+    if (req.resume) {
+        if (req.outDir.empty())
+            throw Error("resume", "out", "a run resumes into its export folder: give one (--out)");
+        if (req.analyze || req.keepPlans)
+            throw Error("resume", req.analyze ? "analyze" : "keepPlans",
+                        "only an export run resumes (its per-layer analysis or kept plans are "
+                        "not saved)");
+        const int rank = split ? req.ranks->rank() : 0;
+        const int world = split ? req.ranks->size() : 1;
+        resume.emplace(resumeRankDir(req.outDir, rank), resumeKey(req, prep, rank, world));
+        int finished = resume->open();
+        if (split) {
+            finished = int(req.ranks->min({double(finished)}).at(0));
+            resume->rewindTo(finished);
+            // No rank drops the older boundary's streams before every rank saved the newer.
+            options.afterSave = [&req] { req.ranks->max(0.0); };
+        }
+        options.resume = &*resume;
+    }
     CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
 
     const auto runStart = std::chrono::steady_clock::now();
@@ -217,6 +241,10 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     }
     for (auto& e : exporters)
         e->commit(prep.recipe.toOrderedJson().dump(2) + "\n");
+    if (resume) {
+        resume->remove();
+        QDir().rmdir(QString::fromStdString(resumeDir(req.outDir))); // once no rank's is left
+    }
 
     outcome.warnings = prep.warnings;
     if (!unsplitCalibration.empty())

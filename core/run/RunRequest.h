@@ -56,6 +56,11 @@ struct RunRequest {
     // Write layouts the format holds but its consumers cannot load (as Quark itself does),
     // with a warning per layer instead of a refusal.
     bool allowUnloadable = false;
+    // Keep each finished block's state beside outDir (run/ResumeKey.h: "OUT.resume") and, when
+    // a killed run with the same inputs left state there, continue after its last finished
+    // block: the same files as an uninterrupted run. State of another run is refused, naming
+    // what differs. A run that commits its export removes the state.
+    bool resume = false;
 
     // The processes of a distributed run (dist/RankGroup.h), or none: one process. An
     // evaluation then runs each rank's shards of the windows (eval/WindowShards.h) and gathers
