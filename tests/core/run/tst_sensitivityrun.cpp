@@ -231,16 +231,22 @@ private Q_SLOTS:
             req.analyze = analyze;
             req.sensitivity = true;
             double furthest = 0;
-            std::string message;
+            std::string message, blockRead;
             try {
-                qs::runJob(req, [&](double f, const std::string&) {
+                qs::runJob(req, [&](double f, const std::string& m) {
                     furthest = std::max(furthest, f);
+                    if (m.find("block ") != std::string::npos && blockRead.empty())
+                        blockRead = m;
                     return true;
                 });
             } catch (const qs::Error& e) {
                 message = e.what();
             }
             QVERIFY2(message.find("nothing to measure") != std::string::npos, message.c_str());
+            // No block was read (the pipeline reports each one it loads), nothing counted done.
+            QVERIFY2(blockRead.empty(), qPrintable(QStringLiteral("analyze %1: %2")
+                                                       .arg(analyze)
+                                                       .arg(QString::fromStdString(blockRead))));
             QCOMPARE(furthest, 0.0);
         }
     }
