@@ -352,6 +352,9 @@ void EvalPanel::chooseDataFile() {
 void EvalPanel::updateButtons() {
     m_evaluate->setEnabled(m_modelLoaded && !m_busy && !m_running && !dataPath().isEmpty());
     m_cancel->setEnabled(m_running);
+    // Only while it can do something: idle, its width went to the settings (at 1280x720
+    // logical px, 2560x1440 at a device pixel ratio of 2, the row scrolled sideways).
+    m_cancel->setVisible(m_running);
     m_progress->setVisible(m_running); // an empty bar beside idle settings reads as a text field
     for (QWidget* w :
          std::initializer_list<QWidget*>{m_data, m_browse, m_seqLen, m_maxWindows, m_dtype})
