@@ -6,7 +6,8 @@
 # with the built-in demo model, the demo model analyzed with an int8 recipe (--analyze) with its
 # worst outlier layer selected (layer detail), the same after the recipe fix of
 # docs/walkthrough.md, the layer detail after Analyze with SmoothQuant (--grab detail), and the
-# recipe panel on its own (--grab recipe), and the Design Recipe dock after a search (--design).
+# recipe panel on its own (--grab recipe), the Design Recipe dock after a search (--design), and
+# the Evaluation panel after Evaluate with the fixed recipe (--grab evaluation).
 # Settings and the demo model go to a temporary home, so the user's own are neither used nor
 # changed and every run starts from the default 1400x900 layout (the whole screen where it is
 # smaller).
@@ -90,6 +91,14 @@ printf '{"format": "quantscope-recipe", "version": 1, %s, %s}\n' "$calibration" 
   "\"evaluation\": {\"data\": \"$eval_text\", \"seq_len\": 128, \"max_windows\": 4}" \
   >"$home/design.json"
 shoot design-recipe --demo --recipe "$home/design.json" --design 6 --grab design
+# Evaluate with the walk-through's fixed recipe (docs/walkthrough.md): the Evaluation panel alone,
+# its text and windows (the recipe's), the unquantized and quantized perplexity, their
+# difference and the fidelity.
+printf '{"format": "quantscope-recipe", "version": 1, "global": "int8", %s, %s, %s}\n' \
+  '"layer_overrides": [{"pattern": "model.layers.0.mlp.gate_proj", "scheme": "w_int8_a_int8_per_token_dynamic"}]' \
+  "$calibration" "\"evaluation\": {\"data\": \"$eval_text\", \"seq_len\": 128, \"max_windows\": 4}" \
+  >"$home/evaluate.json"
+shoot evaluation --demo --recipe "$home/evaluate.json" --evaluate --grab evaluation
 # A mixture-of-experts checkpoint written by transformers (when ../shared is there): router and
 # experts in the tree, layer 0's experts collapsed, one expert's down_proj selected with the
 # calibration tokens routed to it.

@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -15,6 +16,9 @@
 namespace qs {
 
 namespace {
+
+// The metric box's items: the y axis's short label.
+constexpr int AxisLabelRole = Qt::UserRole + 1;
 
 // Tableau 10: distinct enough for the seven projections of a Llama block.
 QColor kindColour(int i) {
@@ -33,20 +37,34 @@ DepthChart::DepthChart(QWidget* parent)
     m_stale->setText(tr("Stale: computed under an older recipe; run Analyze again"));
     m_stale->setStyleSheet(QStringLiteral("color: #b00020"));
     m_stale->hide();
-    const std::pair<int, const char*> metrics[] = {
-        {LayerTreeModel::OutputSqnrAccumulatedColumn, QT_TR_NOOP("Output SQNR, accumulated (dB)")},
-        {LayerTreeModel::OutputSqnrLocalColumn, QT_TR_NOOP("Output SQNR, local (dB)")},
-        {LayerTreeModel::WeightSqnrColumn, QT_TR_NOOP("Weight SQNR (dB)")},
-        {LayerTreeModel::OutlierScoreColumn, QT_TR_NOOP("Outlier score")},
-        {LayerTreeModel::InputAbsmaxColumn, QT_TR_NOOP("Input absmax")},
-        {LayerTreeModel::KlProxyColumn, QT_TR_NOOP("KL proxy (after Analyze)")},
-        {LayerTreeModel::KlAloneColumn, QT_TR_NOOP("KL, layer alone (Sensitivity)")},
+    // The metric's name is in the box right above the chart; the y axis takes a short label
+    // (the long one was cut in a short dock: at 2560x1440 with a device pixel ratio of 2 the
+    // axis is about 130 px tall).
+    struct Metric {
+        int column;
+        const char* name;
+        const char* axis;
     };
-    for (const auto& [column, title] : metrics)
-        m_metric->addItem(tr(title), column);
+    const Metric metrics[] = {
+        {LayerTreeModel::OutputSqnrAccumulatedColumn, QT_TR_NOOP("Output SQNR, accumulated (dB)"),
+         QT_TR_NOOP("SQNR (dB)")},
+        {LayerTreeModel::OutputSqnrLocalColumn, QT_TR_NOOP("Output SQNR, local (dB)"),
+         QT_TR_NOOP("SQNR (dB)")},
+        {LayerTreeModel::WeightSqnrColumn, QT_TR_NOOP("Weight SQNR (dB)"), QT_TR_NOOP("SQNR (dB)")},
+        {LayerTreeModel::OutlierScoreColumn, QT_TR_NOOP("Outlier score"), QT_TR_NOOP("score")},
+        {LayerTreeModel::InputAbsmaxColumn, QT_TR_NOOP("Input absmax"), QT_TR_NOOP("absmax")},
+        {LayerTreeModel::KlProxyColumn, QT_TR_NOOP("KL proxy (after Analyze)"),
+         QT_TR_NOOP("KL proxy")},
+        {LayerTreeModel::KlAloneColumn, QT_TR_NOOP("KL, layer alone (Sensitivity)"),
+         QT_TR_NOOP("KL")},
+    };
+    for (const Metric& m : metrics) {
+        m_metric->addItem(tr(m.name), m.column);
+        m_metric->setItemData(m_metric->count() - 1, tr(m.axis), AxisLabelRole);
+    }
     connect(m_metric, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
 
-    m_plot->setAxisLabels(tr("Block"), m_metric->currentText());
+    m_plot->setAxisLabels(tr("Block"), m_metric->currentData(AxisLabelRole).toString());
     m_plot->setIntegerX(true);
     m_plot->setLegendVisible(true);
     m_plot->onPointClicked([this](int series, int point) {
@@ -60,10 +78,17 @@ DepthChart::DepthChart(QWidget* parent)
     top->addWidget(m_metric);
     top->addWidget(m_stale);
     top->addStretch(1);
+    // The chart keeps the height its axes and legend need (PlotWidget::readableHeight) and
+    // scrolls in a dock made shorter, rather than raising the window's minimum height.
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(m_plot);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setMinimumHeight(40);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
-    layout->addWidget(m_plot, 1);
+    layout->addWidget(scroll, 1);
     refresh();
 }
 
@@ -105,7 +130,7 @@ void DepthChart::refresh() {
     m_plot->clear();
     m_names.clear();
     const int column = metricColumn();
-    m_plot->setAxisLabels(tr("Block"), m_metric->currentText());
+    m_plot->setAxisLabels(tr("Block"), m_metric->currentData(AxisLabelRole).toString());
     // The absmax spans orders of magnitude between blocks: a log axis keeps the small ones legible.
     m_plot->setLogY(column == LayerTreeModel::InputAbsmaxColumn);
 

@@ -87,9 +87,15 @@ void LayerTreeModel::treeReset() {
     m_resetting = false;
 }
 
+std::string LayerTreeModel::layerRecipeHash(const Recipe& recipe) {
+    Recipe r = recipe;
+    r.evaluation = EvaluationSpec{};
+    return recipeHash(r);
+}
+
 void LayerTreeModel::setRecipe(const Recipe& recipe) {
     m_recipe = recipe;
-    m_recipeHash = recipeHash(m_recipe); // once per edit: both marks below compare it
+    m_recipeHash = layerRecipeHash(m_recipe); // once per edit: both marks below compare it
     m_hasRecipe = true;
     m_showsUnfitSkipped = !m_unfitSkipped.isEmpty() && m_recipeHash == m_unfitRecipeHash;
     announceColumns(SchemeColumn, ExcludedColumn, {Qt::DisplayRole, Qt::ToolTipRole, SortRole});

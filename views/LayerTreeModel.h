@@ -72,13 +72,17 @@ public:
     bool showsStoredSchemes() const {
         return !m_stored.empty() && !(m_hasRecipe && m_recipe.quantizesAnything());
     }
-    // The recipe the shown reports were computed under (recipe/Provenance.h recipeHash). While
-    // reports are shown and setRecipe gives another recipe, the results are stale: metric cells
-    // are greyed without heat, their tooltips and the headers say so, resultsStaleChanged fires.
+    // The recipe as the layers' figures depend on it: its recipeHash (recipe/Provenance.h)
+    // without the evaluation spec, which Evaluate and Sensitivity read and no layer's figures or
+    // scheme depend on (entering the evaluation text after Analyze leaves its results current).
+    static std::string layerRecipeHash(const Recipe& recipe);
+    // The recipe the shown reports were computed under (layerRecipeHash). While reports are
+    // shown and setRecipe gives another recipe, the results are stale: metric cells are greyed
+    // without heat, their tooltips and the headers say so, resultsStaleChanged fires.
     void setReportsRecipeHash(const std::string& hash);
     const std::string& reportsRecipeHash() const { return m_reportsRecipeHash; }
     bool resultsStale() const { return m_stale; }
-    // The layers a run under the recipe `underRecipe` (recipeHash) left unquantized because
+    // The layers a run under the recipe `underRecipe` (layerRecipeHash) left unquantized because
     // their shape does not fit their scheme (unfit_policy "skip"), as RunOutcome::skipped gives
     // them ("layer: reason"). While the recipe is that one, the scheme column says so after the
     // scheme, which the layer did not get, and its tooltip gives the reason. An empty list clears.
@@ -162,7 +166,7 @@ private:
     bool m_hasRecipe = false;
     std::optional<Recipe> m_proposed;
     QHash<QString, QString> m_unfitSkipped; // setUnfitSkipped: layer -> reason
-    std::string m_recipeHash;               // recipeHash(m_recipe), kept with it
+    std::string m_recipeHash;               // layerRecipeHash(m_recipe), kept with it
     std::string m_unfitRecipeHash;          // the recipe they were skipped under
     bool m_showsUnfitSkipped = false;       // that recipe is the current one
     StoredSchemes m_stored;

@@ -62,7 +62,11 @@ PlotWidget::PlotWidget(QWidget* parent)
     QFont legendFont = font();
     legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
     m_plot->legend->setFont(legendFont);
-    m_plot->setMinimumSize(120, 80);
+    m_plot->setMinimumWidth(120);
+    updateReadableHeight();
+    // After QCustomPlot has laid out its elements and before it draws: the axes' sizes are the
+    // ones the ticks will be drawn at.
+    connect(m_plot, &QCustomPlot::afterLayout, this, &PlotWidget::fitTicksToSize);
     connect(m_plot, &QCustomPlot::plottableClick, this,
             [this](QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent*) {
                 const auto it = d->links.constFind(plottable);
@@ -95,6 +99,7 @@ void PlotWidget::setTitle(const QString& title) {
         m_plot->plotLayout()->addElement(0, 0, d->title);
     }
     d->title->setText(title);
+    updateReadableHeight();
 }
 
 void PlotWidget::setAxisLabels(const QString& x, const QString& y) {
@@ -244,6 +249,7 @@ void PlotWidget::setNote(const QString& text) {
             layout->remove(d->note);
             layout->simplify();
             d->note = nullptr;
+            updateReadableHeight();
         }
         return;
     }
@@ -260,6 +266,7 @@ void PlotWidget::setNote(const QString& text) {
         layout->addElement(row, 0, d->note);
     }
     d->note->setText(text);
+    updateReadableHeight();
 }
 
 int PlotWidget::legendColumns() const {
@@ -279,6 +286,51 @@ void PlotWidget::fitLegendToWidth() {
         legend->setWrap(columns);
         legend->setFillOrder(QCPLegend::foColumnsFirst, true); // re-flow the entries
     }
+    updateReadableHeight();
+}
+
+int PlotWidget::readableHeight() const {
+    // In lines of the widget's font (logical pixels: the same at any device pixel ratio).
+    const int line = fontMetrics().height();
+    int height = 0;
+    // (through the base: QCPTextElement makes its override protected)
+    for (const QCPLayoutElement* text :
+         {static_cast<QCPLayoutElement*>(d->title), static_cast<QCPLayoutElement*>(d->note)})
+        if (text)
+            height += text->minimumOuterSizeHint().height();
+    // The axes: a margin above, the plot area with room for three or four tick labels on y, the x
+    // tick labels and the x axis label under it.
+    height += line / 2 + 7 * line + 2 * line + 12;
+    const QCPLegend* legend = m_plot->legend;
+    if (legend->visible() && legend->itemCount() > 0) {
+        int rowHeight = 0;
+        for (int i = 0; i < legend->itemCount(); ++i)
+            if (const QCPAbstractLegendItem* item = legend->item(i))
+                rowHeight = std::max(rowHeight, item->minimumOuterSizeHint().height());
+        const int columns = std::max(1, legend->wrap());
+        const int rows = (legend->itemCount() + columns - 1) / columns;
+        height += rows * (rowHeight + legend->rowSpacing()) + 4; // the legend row's margins
+    }
+    return height;
+}
+
+void PlotWidget::updateReadableHeight() {
+    const int height = readableHeight();
+    if (m_plot->minimumHeight() != height)
+        m_plot->setMinimumHeight(height);
+}
+
+void PlotWidget::fitTicksToSize() {
+    // QCustomPlot's default asks for five ticks whatever the size: in a short plot the y labels
+    // ran into one another ("400000300000...").
+    const int line = fontMetrics().height();
+    const int yTicks = std::clamp(m_plot->axisRect()->height() / (2 * line), 2, 5);
+    const int xTicks =
+        std::clamp(m_plot->axisRect()->width() / (6 * fontMetrics().averageCharWidth()), 2, 6);
+    if (m_plot->yAxis->ticker()->tickCount() != yTicks)
+        m_plot->yAxis->ticker()->setTickCount(yTicks);
+    if (m_plot->xAxis->ticker()->tickCount() != xTicks)
+        m_plot->xAxis->ticker()->setTickCount(xTicks);
 }
 
 void PlotWidget::resizeEvent(QResizeEvent* event) {
@@ -290,7 +342,7 @@ void PlotWidget::resizeEvent(QResizeEvent* event) {
 void PlotWidget::rescaleAndReplot() {
     // An empty plot shows no legend: an empty legend box is a stray frame over the note.
     m_plot->legend->setVisible(m_legendWanted && m_plot->legend->itemCount() > 0);
-    fitLegendToWidth();
+    fitLegendToWidth(); // and the height the legend's rows need
     if (m_series.empty() && m_verticalLines == 0) {
         // Nothing drawn: the axes start over instead of keeping the last data's ranges (a plot
         // emptied for another model showed the previous model's axes).

@@ -78,6 +78,11 @@ public:
 
     // Legend entries per row below the axes: as many as the plot's width fits whole.
     int legendColumns() const;
+    // The least height at which the title, the note, the axes with room for a few ticks and
+    // every legend row (at the plot's width now) are drawn whole: the widget asks for no less,
+    // so a short dock scrolls its plots instead of cutting their legends and stacking their tick
+    // labels (issue 28, the layer detail at 2560x1440 with a device pixel ratio of 2).
+    int readableHeight() const;
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
@@ -86,6 +91,10 @@ private:
     struct Private;
     int addSeries(Series series);
     void fitLegendToWidth();
+    // Sets the minimum height to readableHeight().
+    void updateReadableHeight();
+    // As many ticks as the axes' size shows without their labels touching.
+    void fitTicksToSize();
 
     QCustomPlot* m_plot;
     std::unique_ptr<Private> d;

@@ -326,28 +326,6 @@ QWidget* RecipePanel::createDataGroup() {
         edit([this, v] { m_document->setCalibrationSeed(static_cast<quint64>(v)); });
     });
 
-    m_evalData = new QLineEdit(group);
-    m_evalData->setObjectName(QStringLiteral("evaluationData"));
-    m_evalData->setPlaceholderText(tr("evaluation text (UTF-8)"));
-    connect(m_evalData, &QLineEdit::editingFinished, this, [this] {
-        edit([this] { m_document->setEvaluationData(m_evalData->text().trimmed()); });
-    });
-    auto* browseEval = new QPushButton(tr("…"), group);
-    browseEval->setToolTip(tr("Choose the evaluation text file"));
-    connect(browseEval, &QPushButton::clicked, this, [this] {
-        const QString path = chooseTextFile(tr("Evaluation Text"), m_evalData->text());
-        if (!path.isEmpty())
-            edit([this, path] { m_document->setEvaluationData(path); });
-    });
-    m_evalSeqLen = makeSpinBox(0, 0, group);
-    applyFieldLimit(m_evalSeqLen, limits::evaluationSeqLen, tr("model context"));
-    connect(m_evalSeqLen, &QSpinBox::valueChanged, this,
-            [this](int v) { edit([this, v] { m_document->setEvaluationSeqLen(v); }); });
-    m_evalWindows = makeSpinBox(0, 0, group);
-    applyFieldLimit(m_evalWindows, limits::evaluationMaxWindows, tr("all"));
-    connect(m_evalWindows, &QSpinBox::valueChanged, this,
-            [this](int v) { edit([this, v] { m_document->setEvaluationMaxWindows(v); }); });
-
     m_calibMode = new QComboBox(group);
     m_calibMode->setObjectName(QStringLiteral("calibrationMode"));
     for (const std::string& mode : knownCalibrationModes())
@@ -362,19 +340,14 @@ QWidget* RecipePanel::createDataGroup() {
     auto* calibRow = new QHBoxLayout;
     calibRow->addWidget(m_calibData, 1);
     calibRow->addWidget(browseCalib);
-    auto* evalRow = new QHBoxLayout;
-    evalRow->addWidget(m_evalData, 1);
-    evalRow->addWidget(browseEval);
     auto* form = new QFormLayout(group);
-    // Both files first: they must be visible without scrolling at the default window size.
+    // The file first: it must be visible without scrolling at the default window size. The
+    // evaluation text and windows are set where the model is evaluated (EvalPanel).
     form->addRow(tr("Calibration:"), calibRow);
-    form->addRow(tr("Evaluation:"), evalRow);
     form->addRow(tr("Calib samples:"), m_calibSamples);
     form->addRow(tr("Calib sequence length:"), m_calibSeqLen);
     form->addRow(tr("Seed:"), m_calibSeed);
     form->addRow(tr("Observers see:"), m_calibMode);
-    form->addRow(tr("Eval sequence length:"), m_evalSeqLen);
-    form->addRow(tr("Eval windows:"), m_evalWindows);
     return group;
 }
 
@@ -497,9 +470,6 @@ void RecipePanel::followRecipe(const Recipe& recipe) {
     setSpin(m_calibSeqLen, recipe.calibration.seqLen);
     setSpin(m_calibSeed, static_cast<int64_t>(recipe.calibration.seed));
     selectData(m_calibMode, QString::fromStdString(calibrationModeName(recipe.calibration.mode)));
-    setText(m_evalData, recipe.evaluation.dataPath);
-    setSpin(m_evalSeqLen, recipe.evaluation.seqLen);
-    setSpin(m_evalWindows, recipe.evaluation.maxWindows);
 }
 
 QString RecipePanel::chooseTextFile(const QString& title, const QString& current) {

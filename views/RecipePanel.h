@@ -24,8 +24,8 @@ class RecipeOverridesModel;
 
 // Edits the recipe of a RecipeDocument: global scheme, per-pattern overrides and exclusions
 // (one pattern editor with a live preview of the open model's linears it matches), per-kind
-// overrides, KV cache, unfit policy, calibration and evaluation data, and the algorithms with
-// their parameters (AlgorithmPanel).
+// overrides, KV cache, unfit policy, calibration data, and the algorithms with their parameters
+// (AlgorithmPanel). The evaluation text and windows are the evaluation panel's (EvalPanel).
 // Every change is a RecipeDocument edit (undoable); the panel follows recipeChanged.
 class RecipePanel : public QWidget {
     Q_OBJECT
@@ -56,7 +56,6 @@ public:
     RecipeOverridesModel* overridesModel() const { return m_overrides; }
     RecipeExclusionsModel* exclusionsModel() const { return m_exclusions; }
     QLineEdit* calibrationDataEdit() const { return m_calibData; }
-    QLineEdit* evaluationDataEdit() const { return m_evalData; }
     QSpinBox* calibrationSamplesBox() const { return m_calibSamples; }
     QComboBox* calibrationModeBox() const { return m_calibMode; }
     QSpinBox* calibrationSeqLenBox() const { return m_calibSeqLen; }
@@ -105,9 +104,6 @@ private:
     QSpinBox* m_calibSeqLen;
     QSpinBox* m_calibSeed;
     QComboBox* m_calibMode;
-    QLineEdit* m_evalData;
-    QSpinBox* m_evalSeqLen;
-    QSpinBox* m_evalWindows;
     QLabel* m_message;
     AlgorithmPanel* m_algorithms;
 };

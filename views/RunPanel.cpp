@@ -4,7 +4,6 @@
 #include "RunSensitivityModel.h"
 
 #include <QComboBox>
-#include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -22,44 +21,23 @@
 
 namespace qs {
 
-namespace {
-
-QLabel* makeValueLabel(QWidget* parent) {
-    auto* label = new QLabel(QStringLiteral("–"), parent);
-    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    label->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    return label;
-}
-
-QString perplexityText(const std::optional<PerplexityResult>& r) {
-    return r ? QString::number(r->perplexity, 'f', 4) : QStringLiteral("–");
-}
-
-} // namespace
-
 RunPanel::RunPanel(QWidget* parent)
     : QWidget(parent), m_analyze(new QPushButton(tr("Analyze"), this)),
       m_quantize(new QPushButton(tr("Quantize…"), this)),
-      m_evaluate(new QPushButton(tr("Evaluate"), this)),
       m_sensitivity(new QPushButton(tr("Sensitivity"), this)),
       m_cancel(new QPushButton(tr("Cancel"), this)), m_progress(new QProgressBar(this)),
-      m_status(new QLabel(this)), m_time(new QLabel(this)), m_fpPpl(makeValueLabel(this)),
-      m_quantPpl(makeValueLabel(this)), m_kl(makeValueLabel(this)), m_sameTop(makeValueLabel(this)),
-      m_pplDelta(makeValueLabel(this)), m_compare(new QComboBox(this)),
-      m_perplexityCompute(makeValueLabel(this)), m_sensitivityCompute(new QLabel(this)),
-      m_sensitivityTotals(new QLabel(this)), m_sensitivityModel(new RunSensitivityModel(this)),
-      m_sensitivityView(new QTableView(this)), m_clock(new QTimer(this)) {
+      m_status(new QLabel(this)), m_time(new QLabel(this)), m_compare(new QComboBox(this)),
+      m_sensitivityCompute(new QLabel(this)), m_sensitivityTotals(new QLabel(this)),
+      m_sensitivityModel(new RunSensitivityModel(this)), m_sensitivityView(new QTableView(this)),
+      m_clock(new QTimer(this)) {
     setObjectName(QStringLiteral("runPanel"));
     m_analyze->setToolTip(tr("Per-layer errors and activation statistics on the calibration "
                              "data, streamed into the layer tree block by block"));
     m_quantize->setToolTip(tr("Write a fake-quantized checkpoint and the recipe to a folder"));
-    m_evaluate->setToolTip(tr("Perplexity of the full-precision and the quantized model on the "
-                              "recipe's evaluation text"));
     m_sensitivity->setToolTip(tr("Perplexity with each layer quantized alone, and with all but "
                                  "each layer quantized"));
     connect(m_analyze, &QPushButton::clicked, this, &RunPanel::analyzeRequested);
     connect(m_quantize, &QPushButton::clicked, this, &RunPanel::quantizeRequested);
-    connect(m_evaluate, &QPushButton::clicked, this, &RunPanel::evaluateRequested);
     connect(m_sensitivity, &QPushButton::clicked, this, &RunPanel::sensitivityRequested);
     connect(m_cancel, &QPushButton::clicked, this, &RunPanel::cancelRequested);
 
@@ -75,8 +53,7 @@ RunPanel::RunPanel(QWidget* parent)
     auto* buttons = new QGridLayout;
     buttons->addWidget(m_analyze, 0, 0);
     buttons->addWidget(m_quantize, 0, 1);
-    buttons->addWidget(m_evaluate, 1, 0);
-    buttons->addWidget(m_sensitivity, 1, 1);
+    buttons->addWidget(m_sensitivity, 0, 2);
     // Runs made since the model was opened: the tree and the depth chart show the one chosen
     // here beside the current results.
     m_compare->setObjectName(QStringLiteral("compareWithRun"));
@@ -93,20 +70,6 @@ RunPanel::RunPanel(QWidget* parent)
     auto* progressRow = new QHBoxLayout;
     progressRow->addWidget(m_progress, 1);
     progressRow->addWidget(m_cancel);
-
-    auto* perplexity = new QGroupBox(tr("Perplexity and fidelity"), this);
-    auto* pplForm = new QFormLayout(perplexity);
-    // "Unquantized", not "fp32": the model computes in the precision chosen, named below.
-    pplForm->addRow(tr("Unquantized:"), m_fpPpl);
-    pplForm->addRow(tr("Quantized:"), m_quantPpl);
-    pplForm->addRow(tr("Difference:"), m_pplDelta);
-    pplForm->addRow(tr("KL divergence:"), m_kl);
-    pplForm->addRow(tr("Same top token:"), m_sameTop);
-    pplForm->addRow(tr("Computed on:"), m_perplexityCompute);
-    m_kl->setToolTip(tr("Mean KL(unquantized ‖ quantized) over the scored tokens, as llama.cpp's "
-                        "--kl-divergence computes it"));
-    m_sameTop->setToolTip(tr("Share of scored tokens whose most likely next token is the same in "
-                             "both models"));
 
     auto* proxy = new QSortFilterProxyModel(this);
     proxy->setSourceModel(m_sensitivityModel);
@@ -140,7 +103,6 @@ RunPanel::RunPanel(QWidget* parent)
     // taller than the screen), and a squeezed wrapped status was cut at both ends.
     layout->addWidget(m_status);
     layout->addLayout(compareRow);
-    layout->addWidget(perplexity);
     layout->addWidget(sensitivity, 1);
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(content);
@@ -226,40 +188,6 @@ QString RunPanel::formatDuration(double seconds) {
         .arg(s % 60, 2, 10, QLatin1Char('0'));
 }
 
-void RunPanel::showPerplexities(const std::optional<PerplexityResult>& fp,
-                                const std::optional<PerplexityResult>& quantized,
-                                const std::optional<FidelityReport>& fidelity) {
-    m_fpPpl->setText(perplexityText(fp));
-    m_quantPpl->setText(perplexityText(quantized));
-    // One run computes both figures; either names its device and precision.
-    const std::optional<PerplexityResult>& any = quantized ? quantized : fp;
-    const QString compute = any ? display::compute(any->device, any->dtype) : QString();
-    m_perplexityCompute->setText(compute.isEmpty() ? QStringLiteral("–") : compute);
-    m_pplDelta->setText(QStringLiteral("–"));
-    if (fp && quantized && fp->perplexity > 0.0) {
-        const double delta = quantized->perplexity - fp->perplexity;
-        m_pplDelta->setText(QStringLiteral("%1%2 (%1%3 %)")
-                                .arg(delta >= 0.0 ? QStringLiteral("+") : QString(),
-                                     QString::number(delta, 'f', 4),
-                                     QString::number(100.0 * delta / fp->perplexity, 'f', 2)));
-    }
-    if (fp && quantized && fp->perplexity > 0.0)
-        m_quantPpl->setToolTip(
-            tr("%1% above the unquantized model")
-                .arg(QString::number(100.0 * (quantized->perplexity / fp->perplexity - 1.0), 'f',
-                                     2)));
-    if (!fidelity) {
-        m_kl->setText(QStringLiteral("–"));
-        m_sameTop->setText(QStringLiteral("–"));
-        return;
-    }
-    m_kl->setText(QStringLiteral("%1 ± %2").arg(QString::number(fidelity->klMean.value, 'f', 6),
-                                                QString::number(fidelity->klMean.error, 'f', 6)));
-    m_sameTop->setText(QStringLiteral("%1 ± %2 %")
-                           .arg(QString::number(100.0 * fidelity->sameTop.value, 'f', 2),
-                                QString::number(100.0 * fidelity->sameTop.error, 'f', 2)));
-}
-
 void RunPanel::addRun(int id, const QString& label) {
     m_compare->addItem(label, id);
 }
@@ -310,7 +238,7 @@ void RunPanel::showSensitivityTotals(const SensitivityResult& result) {
 
 void RunPanel::updateButtons() {
     const bool canStart = m_modelLoaded && !m_running;
-    for (QPushButton* b : {m_analyze, m_quantize, m_evaluate, m_sensitivity})
+    for (QPushButton* b : {m_analyze, m_quantize, m_sensitivity})
         b->setEnabled(canStart);
     m_cancel->setEnabled(m_running);
 }

@@ -1,8 +1,6 @@
 #pragma once
 
 #include "analysis/Sensitivity.h"
-#include "eval/FidelityReport.h"
-#include "eval/PerplexityResult.h"
 
 #include <QElapsedTimer>
 #include <QWidget>
@@ -21,10 +19,10 @@ namespace qs {
 
 class RunSensitivityModel;
 
-// Starts recipe runs (Analyze, Quantize…, Evaluate, Sensitivity) and shows the one in progress:
-// progress bar, elapsed time and an ETA extrapolated from the progress fraction, Cancel. Shows
-// the results that are numbers: fp32 and quantized perplexity side by side, sensitivity rows.
-// The panel only asks; the owner runs the job and reports back.
+// Starts recipe runs (Analyze, Quantize…, Sensitivity) and shows the one in progress, whichever
+// started it (Evaluate is the evaluation panel's): progress bar, elapsed time and an ETA
+// extrapolated from the progress fraction, Cancel. Shows the sensitivity rows and the runs to
+// compare with. The panel only asks; the owner runs the job and reports back.
 class RunPanel : public QWidget {
     Q_OBJECT
 public:
@@ -37,12 +35,6 @@ public:
     bool isRunning() const { return m_running; }
     void setProgress(double fraction, const QString& message);
 
-    // The evaluation's figures: perplexities, and the quantized model's fidelity to the
-    // full-precision one (mean KL divergence, top-1 agreement) when the run measured it, with the
-    // device and precision that computed them (the results' own).
-    void showPerplexities(const std::optional<PerplexityResult>& fp,
-                          const std::optional<PerplexityResult>& quantized,
-                          const std::optional<FidelityReport>& fidelity = std::nullopt);
     void clearSensitivity();
     void addSensitivityRow(const SensitivityRow& row);
     void showSensitivityTotals(const SensitivityResult& result);
@@ -65,21 +57,13 @@ public:
 
     QPushButton* analyzeButton() const { return m_analyze; }
     QPushButton* quantizeButton() const { return m_quantize; }
-    QPushButton* evaluateButton() const { return m_evaluate; }
     QPushButton* sensitivityButton() const { return m_sensitivity; }
     QPushButton* cancelButton() const { return m_cancel; }
     QProgressBar* progressBar() const { return m_progress; }
     QLabel* statusLabel() const { return m_status; }
     QLabel* timeLabel() const { return m_time; }
-    QLabel* fpPerplexityLabel() const { return m_fpPpl; }
-    QLabel* quantizedPerplexityLabel() const { return m_quantPpl; }
-    QLabel* klLabel() const { return m_kl; }
-    QLabel* sameTopLabel() const { return m_sameTop; }
-    // Quantized minus unquantized perplexity, absolute and relative.
-    QLabel* perplexityDifferenceLabel() const { return m_pplDelta; }
     QComboBox* compareCombo() const { return m_compare; }
-    // "cpu · float32": the device and precision of the perplexities shown, of the sensitivity rows.
-    QLabel* perplexityComputeLabel() const { return m_perplexityCompute; }
+    // "Computed on cpu · float32": the device and precision of the sensitivity rows.
     QLabel* sensitivityComputeLabel() const { return m_sensitivityCompute; }
     RunSensitivityModel* sensitivityModel() const { return m_sensitivityModel; }
     QTableView* sensitivityView() const { return m_sensitivityView; }
@@ -87,7 +71,6 @@ public:
 Q_SIGNALS:
     void analyzeRequested();
     void quantizeRequested();
-    void evaluateRequested();
     void sensitivityRequested();
     void cancelRequested();
     // The user chose a run to compare with (-1: none).
@@ -101,19 +84,12 @@ private:
 
     QPushButton* m_analyze;
     QPushButton* m_quantize;
-    QPushButton* m_evaluate;
     QPushButton* m_sensitivity;
     QPushButton* m_cancel;
     QProgressBar* m_progress;
     QLabel* m_status;
     QLabel* m_time;
-    QLabel* m_fpPpl;
-    QLabel* m_quantPpl;
-    QLabel* m_kl;
-    QLabel* m_sameTop;
-    QLabel* m_pplDelta;
     QComboBox* m_compare;
-    QLabel* m_perplexityCompute;
     QLabel* m_sensitivityCompute;
     QLabel* m_sensitivityTotals;
     RunSensitivityModel* m_sensitivityModel;

@@ -15,9 +15,9 @@ QString withGuiField(const QString& message) {
         {QStringLiteral("calibration.num_samples"), tr("Recipe panel, Data: Calib samples")},
         {QStringLiteral("calibration.seq_len"), tr("Recipe panel, Data: Calib sequence length")},
         {QStringLiteral("calibration.mode"), tr("Recipe panel, Data: Observers see")},
-        {QStringLiteral("evaluation.data"), tr("Recipe panel, Data: Evaluation file")},
-        {QStringLiteral("evaluation.seq_len"), tr("Recipe panel, Data: Eval sequence length")},
-        {QStringLiteral("evaluation.max_windows"), tr("Recipe panel, Data: Eval windows")},
+        {QStringLiteral("evaluation.data"), tr("Evaluation panel: Text")},
+        {QStringLiteral("evaluation.seq_len"), tr("Evaluation panel: Windows, tokens per window")},
+        {QStringLiteral("evaluation.max_windows"), tr("Evaluation panel: Windows")},
     };
     for (const auto& [field, where] : fields)
         if (message.contains(QStringLiteral("field '") + field + QLatin1Char('\'')))

@@ -49,7 +49,6 @@ namespace {
 const char* const GeometryKey = "window/geometry";
 const char* const WindowStateKey = "window/state";
 const char* const WorkbenchStateKey = "workbench/state";
-const char* const EvalDataPathKey = "eval/dataPath";
 const char* const RecipeFileKey = "recipe/lastFile";
 constexpr int StateVersion = 1;
 constexpr int StatusMessageMs = 8000;
@@ -103,17 +102,14 @@ MainWindow::MainWindow(QWidget* parent)
 
     EvalPanel* eval = m_workbench->evalPanel();
     eval->setDevices(Engine::availableDevices());
-    connect(eval, &EvalPanel::runRequested, this, &MainWindow::runEvaluation);
+    // Its text and windows are the recipe's; its Evaluate is a run (RunController).
+    eval->setDocument(m_recipe);
     // The user's device and precision belong to the model shown: they come back with it.
     connect(eval, &EvalPanel::computeChosen, this,
             [this](const QString& device, const QString& dtype) {
                 if (!m_modelKey.isEmpty())
                     ModelComputeSettings::save(m_modelKey, {device, dtype});
             });
-    connect(eval, &EvalPanel::cancelRequested, this, [this] {
-        if (m_evalJob)
-            m_evalJob->cancel();
-    });
 
     connect(m_recipe, &RecipeDocument::recipeChanged, this, &MainWindow::onRecipeChanged);
     connect(m_workbench, &WorkbenchPage::excludeLayerRequested, m_recipeActions,
@@ -126,7 +122,6 @@ MainWindow::MainWindow(QWidget* parent)
     QSettings settings;
     m_recipeActions->setLastFile(settings.value(QLatin1String(RecipeFileKey)).toString());
     setRecentModels(m_recent.entries());
-    eval->setDataPath(settings.value(QLatin1String(EvalDataPathKey)).toString());
     // A saved layout is only as good as the screen it was saved on: a geometry larger than this
     // screen gets the default size, and the dock states saved with it are dropped (sized for
     // that window). Docks restored crushed are caught once the workbench is shown
@@ -286,8 +281,6 @@ void MainWindow::chooseGgufFile() { // the engine dequantizes it once into a cac
 }
 
 void MainWindow::closeModel() {
-    if (m_evalJob)
-        m_evalJob->cancel();
     m_runs->cancelRun();
     m_search->reset();
     m_modelDirectory.clear();
@@ -422,34 +415,6 @@ void MainWindow::showAbout() {
     box->open();
 }
 
-void MainWindow::runEvaluation() {
-    if (m_evalJob || m_modelDirectory.isEmpty())
-        return;
-    EvalPanel* eval = m_workbench->evalPanel();
-    QSettings().setValue(QLatin1String(EvalDataPathKey), eval->dataPath());
-    eval->setRunning(true);
-    Job* job = m_engine->evaluate(eval->request());
-    m_evalJob = job;
-    connect(job, &Job::progress, eval, &EvalPanel::setProgress);
-    connect(job, &Job::evaluated, this, [this, eval](const PerplexityResult& result) {
-        m_evalJob = nullptr;
-        eval->showResult(result);
-        statusBar()->showMessage(tr("Perplexity %1 over %2 windows")
-                                     .arg(QString::number(result.perplexity, 'f', 4))
-                                     .arg(result.windows),
-                                 StatusMessageMs);
-    });
-    connect(job, &Job::failed, this, [this, eval](const QString& message) {
-        m_evalJob = nullptr;
-        eval->showFailure(message);
-    });
-    connect(job, &Job::cancelled, this, [this, eval] {
-        m_evalJob = nullptr;
-        eval->showCancelled();
-    });
-    statusBar()->showMessage(tr("Evaluating %1…").arg(QFileInfo(eval->dataPath()).fileName()));
-}
-
 void MainWindow::onRecipeChanged() {
     const Recipe& recipe = m_recipe->recipe();
     m_workbench->setRecipe(recipe);
@@ -536,7 +501,6 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         for (const char* key : {GeometryKey, WindowStateKey, WorkbenchStateKey})
             settings.remove(QLatin1String(key));
     }
-    settings.setValue(QLatin1String(EvalDataPathKey), m_workbench->evalPanel()->dataPath());
     settings.setValue(QLatin1String(RecipeFileKey), m_recipeActions->lastFile());
     m_engine->cancelAll();
     event->accept();

@@ -37,8 +37,8 @@ class StartPage;
 class WorkbenchPage;
 
 // Composes the start page and the workbench page, the menus and the status bar around the one
-// qs::Engine it owns. It opens models and evaluates them itself, following each Job it starts;
-// recipe runs are the RunController's, recipe files and layer edits the RecipeActions', the
+// qs::Engine it owns. It opens models itself, following each Job it starts; recipe runs
+// (Evaluate included) are the RunController's, recipe files and layer edits the RecipeActions', the
 // status bar's job progress the JobStatusIndicator's. Nothing here waits on the engine.
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -132,7 +132,6 @@ private:
     void showAbout();
     void closeModel();
     void showWorkbench(bool show);
-    void runEvaluation();
     void updateStartPageBusy();
     void onRecipeChanged();
     void onModelOpened(const ModelInfo& info);
@@ -154,8 +153,7 @@ private:
 
     QPointer<Job> m_openJob; // the latest openModel job; older results are ignored
     QString m_openingDirectory;
-    QPointer<Job> m_demoJob; // writing the demo model
-    QPointer<Job> m_evalJob;
+    QPointer<Job> m_demoJob;  // writing the demo model
     QString m_modelDirectory; // model shown in the workbench
     QString m_modelKey;       // its identity for per-model settings: the folder or .gguf opened
     QString m_recipeAfterOpen;

@@ -10,6 +10,8 @@ namespace qs {
 
 namespace {
 const char* const LastCalibrationKey = "recipe/lastCalibration";
+// The key the evaluation panel kept its own text under, before it edited the recipe's.
+const char* const LastEvaluationKey = "eval/dataPath";
 constexpr int ParentsSearched = 3;
 } // namespace
 
@@ -23,6 +25,7 @@ Recipe RecipeDefaults::propose(const Recipe& current, const QString& modelDirect
     Recipe proposed = current;
     proposed.global = quant::resolveScheme(DefaultScheme);
     proposed.calibration.dataPath = calibrationFor(modelDirectory).toStdString();
+    proposed.evaluation.dataPath = lastEvaluation().toStdString();
     return proposed;
 }
 
@@ -58,6 +61,16 @@ QString RecipeDefaults::calibrationNear(const QString& modelDirectory) {
 void RecipeDefaults::rememberCalibration(const QString& path) {
     if (!path.isEmpty())
         QSettings().setValue(QLatin1String(LastCalibrationKey), QFileInfo(path).absoluteFilePath());
+}
+
+QString RecipeDefaults::lastEvaluation() {
+    const QString last = QSettings().value(QLatin1String(LastEvaluationKey)).toString();
+    return !last.isEmpty() && QFileInfo(last).isFile() ? last : QString();
+}
+
+void RecipeDefaults::rememberEvaluation(const QString& path) {
+    if (!path.isEmpty())
+        QSettings().setValue(QLatin1String(LastEvaluationKey), QFileInfo(path).absoluteFilePath());
 }
 
 } // namespace qs

@@ -11,7 +11,7 @@ namespace qs {
 // every layer fits it) and a calibration text: the last one a run used (kept in QSettings), else
 // a calibration text shipped beside the model (a data/ folder holding *calib*.txt in the
 // model's folder or up to three folders above it, as the project's shared models have; the
-// TinyStories sample first).
+// TinyStories sample first); and the evaluation text the last Evaluate or Sensitivity used.
 class RecipeDefaults {
 public:
     static constexpr const char* DefaultScheme = "int8";
@@ -28,6 +28,9 @@ public:
     static QString calibrationNear(const QString& modelDirectory);
     // Remembers the calibration text a run used for the next model opened.
     static void rememberCalibration(const QString& path);
+    // The evaluation text the last evaluation used, when it is still there; empty otherwise.
+    static QString lastEvaluation();
+    static void rememberEvaluation(const QString& path);
 };
 
 } // namespace qs

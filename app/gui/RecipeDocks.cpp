@@ -47,13 +47,14 @@ void RecipeDocks::applyLayout(const QSize& windowSize) {
         dock->show();
     m_recipeDock->raise();
     m_runDock->raise();
-    // Tabifying moved the page's docks about: let the page size them again, then give the
-    // recipe tabs more of the right-hand column than the runs (the recipe scrolls, but its
-    // pattern preview should be in view).
+    // Tabifying moved the page's docks about: let the page size them again, then share the
+    // right-hand column between the recipe tabs and the evaluation and runs tabs about evenly
+    // (the recipe scrolls, its pattern preview should be in view; the evaluation's settings and
+    // figures should be in view together at 1366x768).
     m_workbench->resetLayout(windowSize);
     // After the page has laid out the new tab groups; sized now, the split would not stick.
     QTimer::singleShot(0, this, [this] {
-        m_workbench->resizeDocks({m_recipeDock, m_runDock}, {550, 450}, Qt::Vertical);
+        m_workbench->resizeDocks({m_recipeDock, m_runDock}, {520, 480}, Qt::Vertical);
     });
 }
 

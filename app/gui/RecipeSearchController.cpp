@@ -81,14 +81,12 @@ void RecipeSearchController::startSearch() {
     base.layerOverrides.clear();
     base.layerTypeOverrides.clear();
     base.kvCache.reset();
-    // As every run: the device and precision of the evaluation panel, and its text when the
-    // recipe names none.
-    const EvalRequest eval = m_workbench->evalPanel()->request();
-    if (base.evaluation.dataPath.empty())
-        base.evaluation = eval.evaluation;
+    // As every run: the device and precision of the evaluation panel (whose text and windows
+    // are the recipe's).
+    const EvalPanel* eval = m_workbench->evalPanel();
     request.run.recipe = base;
-    request.run.device = eval.device;
-    request.run.dtype = eval.dtype;
+    request.run.device = eval->device().toStdString();
+    request.run.dtype = eval->dtype().toStdString();
     m_job = m_engine->searchRecipe(request);
     m_view->setBusy(true);
     connect(m_job, &Job::recipeSearched, this, [this, base](const SchemeSearchResult& result) {

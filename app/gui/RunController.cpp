@@ -32,8 +32,10 @@ RunController::RunController(Engine* engine, RecipeDocument* recipe, WorkbenchPa
       m_runPanel(runPanel), m_runDock(runDock), m_statusBar(statusBar), m_window(window) {
     connect(m_runPanel, &RunPanel::analyzeRequested, this, [this] { startRun(RunKind::Analyze); });
     connect(m_runPanel, &RunPanel::quantizeRequested, this, &RunController::openExportDialog);
-    connect(m_runPanel, &RunPanel::evaluateRequested, this,
-            [this] { startRun(RunKind::Evaluate); });
+    // Evaluate is the evaluation panel's: its settings, its button, its figures.
+    EvalPanel* eval = m_workbench->evalPanel();
+    connect(eval, &EvalPanel::evaluateRequested, this, [this] { startRun(RunKind::Evaluate); });
+    connect(eval, &EvalPanel::cancelRequested, this, &RunController::cancelRun);
     connect(m_runPanel, &RunPanel::sensitivityRequested, this,
             [this] { startRun(RunKind::Sensitivity); });
     connect(m_runPanel, &RunPanel::cancelRequested, this, &RunController::cancelRun);
@@ -57,10 +59,11 @@ void RunController::setModelDirectory(const QString& directory) {
         return;
     // Results belong to the model that made them: another model starts without any.
     m_runPanel->clearSensitivity();
-    m_runPanel->showPerplexities(std::nullopt, std::nullopt);
+    m_workbench->evalPanel()->clearResult();
     m_reportsBeforeRun.clear();
     m_lastFp.reset();
     m_lastQuantized.reset();
+    m_lastFidelity.reset();
     // Runs are compared within one model.
     m_history.clear();
     m_runPanel->clearRuns();
@@ -77,19 +80,16 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
     request.evaluate = request.evaluateFullPrecision = kind == RunKind::Evaluate;
     request.sensitivity = kind == RunKind::Sensitivity;
     request.recipe = m_recipe->recipe();
-    m_runDocumentHash = recipeHash(request.recipe);
+    m_runDocumentHash = LayerTreeModel::layerRecipeHash(request.recipe);
     if (kind == RunKind::Quantize)
         request.outDir = outDir.toStdString();
     if (!exportTargets.empty())
         request.recipe.exportTargets = exportTargets;
     request.exportOptions = exportOptions;
     // Every run computes on the device and in the precision chosen in the evaluation panel.
-    const EvalRequest eval = m_workbench->evalPanel()->request();
-    request.device = eval.device;
-    request.dtype = eval.dtype;
-    // The evaluation text of the recipe, else the one chosen in the evaluation panel.
-    if (request.recipe.evaluation.dataPath.empty() && !eval.evaluation.dataPath.empty())
-        request.recipe.evaluation = eval.evaluation;
+    EvalPanel* eval = m_workbench->evalPanel();
+    request.device = eval->device().toStdString();
+    request.dtype = eval->dtype().toStdString();
     QString title;
     switch (kind) {
     case RunKind::Analyze:
@@ -106,7 +106,7 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
         title = tr("Quantizing to %1").arg(QDir::toNativeSeparators(outDir));
         break;
     case RunKind::Evaluate:
-        m_runPanel->showPerplexities(std::nullopt, std::nullopt);
+        eval->setRunning(true);
         title = tr("Evaluating");
         break;
     case RunKind::Sensitivity:
@@ -119,11 +119,16 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
     // The next model opened proposes the calibration text this run used.
     RecipeDefaults::rememberCalibration(
         QString::fromStdString(request.recipe.calibration.dataPath));
+    if (kind == RunKind::Evaluate || kind == RunKind::Sensitivity)
+        RecipeDefaults::rememberEvaluation(
+            QString::fromStdString(request.recipe.evaluation.dataPath));
     m_kind = kind;
     m_runRecipe = request.recipe;
     Job* job = m_engine->run(request);
     m_job = job;
     connect(job, &Job::progress, m_runPanel, &RunPanel::setProgress);
+    if (kind == RunKind::Evaluate)
+        connect(job, &Job::progress, eval, &EvalPanel::setProgress);
     connect(job, &Job::layerReports, m_workbench,
             [this](int /*block*/, const std::vector<LayerReport>& layers) {
                 m_workbench->addLayerReports(layers);
@@ -136,7 +141,13 @@ bool RunController::startRun(RunKind kind, const QString& outDir,
     connect(job, &Job::failed, this, &RunController::onFailed);
     connect(job, &Job::cancelled, this, &RunController::onCancelled);
     m_runPanel->setRunning(title);
-    m_runDock->raise();
+    eval->setBusy(true);
+    // The panel that shows this run's results comes to the front: the evaluation's figures are
+    // in the Evaluation tab, the rest in the Runs tab.
+    if (kind == RunKind::Evaluate)
+        m_workbench->evalDock()->raise();
+    else
+        m_runDock->raise();
     Q_EMIT runStarted(job);
     return true;
 }
@@ -200,7 +211,8 @@ void RunController::onRunFinished(const RunOutcome& summary) {
         m_lastFp = summary.fullPrecision;
         m_lastQuantized = summary.perplexity;
         m_lastFidelity = summary.fidelity;
-        m_runPanel->showPerplexities(summary.fullPrecision, summary.perplexity, summary.fidelity);
+        m_workbench->evalPanel()->showPerplexities(summary.fullPrecision, summary.perplexity,
+                                                   summary.fidelity);
         status = tr("Evaluation done");
         break;
     case RunKind::Sensitivity:
@@ -222,6 +234,7 @@ void RunController::onRunFinished(const RunOutcome& summary) {
     for (const std::string& w : summary.warnings)
         status += QStringLiteral("\n") + tr("Warning: %1").arg(QString::fromStdString(w));
     m_runPanel->setIdle(status);
+    m_workbench->evalPanel()->setBusy(false);
     m_statusBar->showMessage(status, StatusMessageMs);
     Q_EMIT runFinished(summary);
 }
@@ -229,6 +242,10 @@ void RunController::onRunFinished(const RunOutcome& summary) {
 void RunController::onFailed(const QString& message) {
     m_job = nullptr;
     m_runPanel->setIdle(tr("Failed: %1").arg(message));
+    EvalPanel* eval = m_workbench->evalPanel();
+    if (m_kind == RunKind::Evaluate)
+        eval->showFailure(message);
+    eval->setBusy(false);
     Q_EMIT runFailed(message);
 }
 
@@ -240,8 +257,11 @@ void RunController::onCancelled() {
         m_workbench->layerTreeModel()->setReportsRecipeHash(m_reportsRecipeHashBeforeRun);
         m_workbench->addLayerReports(std::exchange(m_reportsBeforeRun, {}));
     } else if (m_kind == RunKind::Evaluate) {
-        m_runPanel->showPerplexities(m_lastFp, m_lastQuantized, m_lastFidelity);
+        EvalPanel* eval = m_workbench->evalPanel();
+        eval->showPerplexities(m_lastFp, m_lastQuantized, m_lastFidelity);
+        eval->showCancelled();
     }
+    m_workbench->evalPanel()->setBusy(false);
     m_runPanel->setIdle(tr("Cancelled"));
     Q_EMIT runCancelled();
 }

@@ -30,9 +30,10 @@ class RunPanel;
 class WorkbenchPage;
 
 // The one recipe run allowed at a time: builds its RunRequest from the recipe and the evaluation
-// panel, starts it on the Engine and follows its Job, streaming layer reports into the workbench
-// and results into the run panel. A cancelled run puts back what it replaced. Kept out of
-// MainWindow so the window only composes pages and menus.
+// panel's device and precision, starts it on the Engine and follows its Job, streaming layer
+// reports into the workbench, the evaluation's figures into the evaluation panel (whose Evaluate
+// it runs) and the other results into the run panel. A cancelled run puts back what it replaced.
+// Kept out of MainWindow so the window only composes pages and menus.
 class RunController : public QObject {
     Q_OBJECT
 public:
@@ -97,8 +98,8 @@ private:
     std::optional<FidelityReport> m_lastFidelity;
     std::vector<RunRecord> m_history; // this model's Analyze runs, oldest first
     Recipe m_runRecipe;               // the recipe of the run going
-    // recipeHash of the document's recipe the run started from (m_runRecipe may add the
-    // evaluation panel's text and the export targets): what the tree's marks are tied to.
+    // layerRecipeHash of the document's recipe the run started from (m_runRecipe may add the export
+    // targets): what the tree's marks are tied to.
     std::string m_runDocumentHash;
 };
 

@@ -89,8 +89,9 @@ ScreenshotHarness::ScreenshotHarness(QCommandLineParser& parser)
       m_grabOption(
           QStringLiteral("grab"),
           QStringLiteral("With --screenshot: what to save, \"window\" (default), \"recipe\" "
-                         "(the recipe panel only), \"runs\" (the runs panel only) or \"detail\" "
-                         "(the layer detail only) or \"design\" (the Design Recipe dock)."),
+                         "(the recipe panel only), \"runs\" (the runs panel only), \"evaluation\" "
+                         "(the evaluation panel only) or \"detail\" (the layer detail only) or "
+                         "\"design\" (the Design Recipe dock)."),
           QStringLiteral("PART"), QStringLiteral("window")) {
     parser.addOption(m_screenshotOption);
     parser.addOption(m_analyzeOption);
@@ -116,9 +117,10 @@ QString ScreenshotHarness::usageError(bool opensModel) const {
             return QStringLiteral("--%1 goes with --screenshot").arg(o->names().constFirst());
     const QString grab = m_parser.value(m_grabOption);
     if (grab != QLatin1String("window") && grab != QLatin1String("recipe") &&
-        grab != QLatin1String("runs") && grab != QLatin1String("detail") &&
-        grab != QLatin1String("design"))
-        return QStringLiteral("--grab takes window, recipe, runs, detail or design, not %1")
+        grab != QLatin1String("runs") && grab != QLatin1String("evaluation") &&
+        grab != QLatin1String("detail") && grab != QLatin1String("design"))
+        return QStringLiteral(
+                   "--grab takes window, recipe, runs, evaluation, detail or design, not %1")
             .arg(grab);
     bool bitsOk = true;
     if (m_parser.isSet(m_designOption) &&
@@ -200,17 +202,19 @@ void ScreenshotHarness::shootSoon() {
     // A part alone, at a size that shows it whole (the layer detail's plots: all three rows of
     // them).
     QDockWidget* part =
-        grab == QLatin1String("recipe") ? m_window->recipeDock()
-        : grab == QLatin1String("runs") ? m_window->runDock()
+        grab == QLatin1String("recipe")       ? m_window->recipeDock()
+        : grab == QLatin1String("runs")       ? m_window->runDock()
+        : grab == QLatin1String("evaluation") ? m_window->workbenchPage()->evalDock()
         : grab == QLatin1String("detail")
             ? m_window->workbenchPage()->findChild<QDockWidget*>(QStringLiteral("layerDetailDock"))
         : grab == QLatin1String("design") ? m_window->recipeSearch()->dock()
                                           : nullptr;
     if (part) {
         part->setFloating(true);
-        part->resize(grab == QLatin1String("detail")   ? QSize(1200, 860)
-                     : grab == QLatin1String("design") ? QSize(900, 560)
-                                                       : QSize(560, 1000));
+        part->resize(grab == QLatin1String("detail")       ? QSize(1200, 860)
+                     : grab == QLatin1String("design")     ? QSize(900, 560)
+                     : grab == QLatin1String("evaluation") ? QSize(480, 400)
+                                                           : QSize(560, 1000));
         part->show();
         part->raise();
     }

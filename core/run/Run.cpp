@@ -5,6 +5,7 @@
 #include "run/SensitivityRun.h"
 
 #include <chrono>
+#include <optional>
 
 namespace qs {
 
@@ -31,11 +32,33 @@ RunOutcome runJob(const RunRequest& request, const PipelineProgress& progress) {
     const bool pipelinePass = request.analyze || request.evaluate || !request.outDir.empty() ||
                               request.keepPlans ||
                               (!request.sensitivity && !request.evaluateFullPrecision);
+    // A sensitivity study is made ready before anything runs: its bad input, a recipe with
+    // nothing to measure among it, fails at once rather than after the analysis, and its work is
+    // known to weigh against the analysis's.
+    std::optional<SensitivityStudy> study;
+    if (request.sensitivity) {
+        RunRequest studied = request;
+        studied.analyze = false;
+        studied.outDir.clear();
+        study.emplace(studied, [&progress](double, const std::string& m) {
+            return !progress || progress(0.0, m);
+        });
+    }
     // The parts' shares of the progress bar (the full-precision evaluation is a short pass over
-    // the evaluation windows; a sensitivity study evaluates twice per layer).
+    // the evaluation windows). The analysis and the study share theirs by work (run/StudyWork.h):
+    // the study is several times longer, and half each made the ETA wrong by as much.
     const double fpShare = request.evaluateFullPrecision ? 0.3 : 0.0;
-    const double sensitivityShare =
-        request.sensitivity ? (pipelinePass ? 0.5 * (1.0 - fpShare) : 1.0 - fpShare) : 0.0;
+    double sensitivityShare = 0.0;
+    if (study) {
+        const double passWork = pipelinePass && request.analyze ? study->analysisWork() : 0.0;
+        const double studyWork = study->work();
+        // A pass without analysis (evaluation, export) is weighed as half the bar, as before.
+        const double studyPart = !pipelinePass ? 1.0
+                                 : passWork > 0 && studyWork > 0
+                                     ? studyWork / (passWork + studyWork)
+                                     : 0.5;
+        sensitivityShare = studyPart * (1.0 - fpShare);
+    }
     const double passShare = pipelinePass ? 1.0 - fpShare - sensitivityShare : 0.0;
     double from = 0.0;
     auto part = [&](double share, const std::string& label) -> PipelineProgress {
@@ -71,13 +94,8 @@ RunOutcome runJob(const RunRequest& request, const PipelineProgress& progress) {
         outcome.fullPrecision =
             evaluateModelOnText(request.modelDir, fp, part(fpShare, "fp32"), request.tokenizer);
     }
-    if (request.sensitivity) {
-        RunRequest study = request;
-        study.analyze = false;
-        study.outDir.clear();
-        outcome.sensitivity =
-            runSensitivity(study, part(sensitivityShare, ""), request.onSensitivityRow);
-    }
+    if (study)
+        outcome.sensitivity = study->run(part(sensitivityShare, ""), request.onSensitivityRow);
     outcome.device = compute.device.str();
     outcome.dtype = dtypeLabel(compute.dtype);
     outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

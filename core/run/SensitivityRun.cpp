@@ -13,85 +13,71 @@ namespace qs {
 
 namespace {
 
-// The study's progress by work done rather than by measurements done: a row of block 0 runs
-// every block and the head, one of the last block one block and the head, and the calibration
-// runs the model over several times an evaluation's tokens. Counted in multiply-adds of the
-// linears over the tokens each step runs (headers only: known before anything is computed), the
-// fraction grows about evenly in time and the ETA extrapolated from it holds (issue 28: counting
-// measurements alike, Sensitivity's ETA swung from 53 s to 66 s).
-class StudyWork {
-public:
-    StudyWork(const ModuleNode& tree, int blocks) : m_blockMacs(size_t(blocks), 0.0) {
-        std::vector<const ModuleNode*> leaves;
-        tree.collect("linear", leaves);
-        for (const ModuleNode* l : leaves)
-            if (l->blockIndex >= 0 && l->blockIndex < blocks && l->shape.size() == 2)
-                m_blockMacs[size_t(l->blockIndex)] += double(l->shape[0]) * double(l->shape[1]);
-        leaves.clear();
-        tree.collect("head", leaves);
-        for (const ModuleNode* h : leaves)
-            if (h->shape.size() == 2)
-                m_headMacs += double(h->shape[0]) * double(h->shape[1]);
-    }
-
-    // One pass of every block over `tokens` (float and sequential calibration alike carry one
-    // stream through the blocks).
-    double calibration(int64_t tokens) const { return double(tokens) * fromBlock(0); }
-    // One evaluation of `tokens` from block `b` on, the head included.
-    double evaluation(int64_t tokens, int b) const {
-        return double(tokens) * (fromBlock(b) + m_headMacs);
-    }
-    double blocksShare(int b) const {
-        const double all = fromBlock(b) + m_headMacs;
-        return all > 0 ? fromBlock(b) / all : 1.0;
-    }
-
-private:
-    double fromBlock(int b) const {
-        double sum = 0;
-        for (size_t i = size_t(std::max(0, b)); i < m_blockMacs.size(); ++i)
-            sum += m_blockMacs[i];
-        return sum;
-    }
-    std::vector<double> m_blockMacs;
-    double m_headMacs = 0;
-};
-
-} // namespace
-
-SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgress& progress,
-                                 const std::function<void(const SensitivityRow&)>& onRow) {
+RunRequest studyRequest(const RunRequest& request) {
     RunRequest base = request;
     base.evaluate = true;
     base.analyze = false;
     base.outDir.clear();
-    PreparedRun prep = prepareRun(base, progress);
+    return base;
+}
 
+} // namespace
+
+SensitivityStudy::SensitivityStudy(const RunRequest& request, const PipelineProgress& progress)
+    : m_prep(prepareRun(studyRequest(request), progress)),
+      m_studyWork(m_prep.handle.moduleTree(), m_prep.model->numBlocks()) {
+    const ModuleNode tree = m_prep.handle.moduleTree();
+    const int64_t calibTokens = m_prep.calibration.defined() ? m_prep.calibration.numel() : 0;
+    const int64_t evalTokens = m_prep.evaluation.numel();
+    // The rows to come, by block, from the recipe's resolution on the headers (the calibration
+    // plans the same layers): the total work before any is done, and none is nothing to measure.
+    m_work = m_studyWork.calibration(calibTokens) + 2 * m_studyWork.evaluation(evalTokens, 0);
+    std::map<std::string, int> blockOf; // one pass: a MoE model has tens of thousands
+    std::vector<const ModuleNode*> linears;
+    tree.collect("linear", linears);
+    for (const ModuleNode* l : linears)
+        blockOf[l->name] = l->blockIndex;
+    std::set<std::string> rows;
+    for (const auto& [name, scheme] : m_prep.planner->quantizedLinears(tree))
+        if (const auto it = blockOf.find(name);
+            it != blockOf.end() && rows.insert(expertRowName(name)).second)
+            m_work += 2 * m_studyWork.evaluation(evalTokens, it->second);
+    if (rows.empty())
+        throw Error("recipe", "global", "the recipe quantizes no layer: nothing to measure");
+}
+
+double SensitivityStudy::analysisWork() const {
+    // The analysis calibrates on the recipe's samples even where the study needs none (a
+    // weight-only recipe): as many windows as asked, of the recipe's length within the model's.
+    int64_t tokens = m_prep.calibration.defined() ? m_prep.calibration.numel() : 0;
+    if (tokens == 0) {
+        int64_t seq = m_prep.recipe.calibration.seqLen;
+        const int64_t maxPos = m_prep.handle.config.maxPositions;
+        if (maxPos > 0 && seq > maxPos)
+            seq = maxPos;
+        tokens = m_prep.recipe.calibration.numSamples * seq;
+    }
+    return m_studyWork.analysis(tokens);
+}
+
+SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgress& progress,
+                                 const std::function<void(const SensitivityRow&)>& onRow) {
+    return SensitivityStudy(request, progress).run(progress, onRow);
+}
+
+SensitivityResult SensitivityStudy::run(const PipelineProgress& progress,
+                                        const std::function<void(const SensitivityRow&)>& onRow) {
+    PreparedRun& prep = m_prep;
+    const StudyWork& work = m_studyWork;
     const PipelineOptions options = planKeepingOptions(prep);
     CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
 
     std::vector<std::vector<LayerPlan>> plans;
     const int blocks = prep.model->numBlocks();
-    const ModuleNode tree = prep.handle.moduleTree();
-    const StudyWork work(tree, blocks);
     const int64_t calibTokens = prep.calibration.defined() ? prep.calibration.numel() : 0;
     const int64_t evalTokens = prep.evaluation.numel();
     const double calibrationUnits = work.calibration(calibTokens);
-    // The rows to come, by block, from the recipe's resolution on the headers (the calibration
-    // plans the same layers): the total work before any is done.
-    double total = calibrationUnits + 2 * work.evaluation(evalTokens, 0);
-    {
-        std::map<std::string, int> blockOf; // one pass: a MoE model has tens of thousands
-        std::vector<const ModuleNode*> linears;
-        tree.collect("linear", linears);
-        for (const ModuleNode* l : linears)
-            blockOf[l->name] = l->blockIndex;
-        std::set<std::string> rows;
-        for (const auto& [name, scheme] : prep.planner->quantizedLinears(tree))
-            if (const auto it = blockOf.find(name);
-                it != blockOf.end() && rows.insert(expertRowName(name)).second)
-                total += 2 * work.evaluation(evalTokens, it->second);
-    }
+    double total = m_work;
     double done = 0;
     // A step of `units` whose inner progress runs over the blocks from `fromBlock` (the head
     // after them, when the step ends).

@@ -1,7 +1,9 @@
 #pragma once
 
 #include "analysis/Sensitivity.h"
+#include "run/PreparedRun.h"
 #include "run/QuantizationRun.h"
+#include "run/StudyWork.h"
 
 #include <functional>
 #include <string>
@@ -14,7 +16,34 @@ namespace qs {
 // activation quantizers) with layers switched on and off: one calibration plus one evaluation
 // per measurement. With float calibration (the default) the frozen ranges equal what a
 // calibration of each row's recipe would give; with sequential calibration they are the whole
-// recipe's. `request.evaluate` is implied; `onRow` (optional) receives each row as it is measured.
+// recipe's. `request.evaluate` is implied.
+//
+// Made in two steps so that a longer run can check it and weigh it before any work: the
+// constructor prepares the request (recipe checked, data tokenized, nothing computed), finds the
+// rows from the recipe's resolution on the headers and refuses a recipe that quantizes no layer
+// ("nothing to measure"); run() computes. runJob makes the study before an analysis it runs
+// first, so neither that refusal nor the study's own bad input waits for the analysis.
+class SensitivityStudy {
+public:
+    explicit SensitivityStudy(const RunRequest& request, const PipelineProgress& progress = {});
+
+    // The study's work, and that of an analysis pass over the same calibration data, in
+    // StudyWork's unit: how a run that does both shares its progress out.
+    double work() const { return m_work; }
+    double analysisWork() const;
+
+    // Runs the study (once); progress over it, 0..1. `onRow` (optional) receives each row as it
+    // is measured.
+    SensitivityResult run(const PipelineProgress& progress = {},
+                          const std::function<void(const SensitivityRow&)>& onRow = {});
+
+private:
+    PreparedRun m_prep;
+    StudyWork m_studyWork;
+    double m_work = 0;
+};
+
+// SensitivityStudy(request).run(progress, onRow), one progress over both.
 SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgress& progress = {},
                                  const std::function<void(const SensitivityRow&)>& onRow = {});
 

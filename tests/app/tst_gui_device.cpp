@@ -145,7 +145,7 @@ private Q_SLOTS:
         }
         QVERIFY(compared >= 32);
 
-        QTest::mouseClick(window.runPanel()->evaluateButton(), Qt::LeftButton);
+        QTest::mouseClick(window.workbenchPage()->evalPanel()->evaluateButton(), Qt::LeftButton);
         QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() == 2, 600000);
         QVERIFY2(failed.isEmpty(), qPrintable(failed.value(0).value(0).toString()));
         const auto outcome = finished.at(1).at(0).value<qs::RunOutcome>();

@@ -192,8 +192,8 @@ private Q_SLOTS:
         QVERIFY2(r.exitCode == 0, qPrintable(r.stderrText));
         QCOMPARE(QImage(detailPng).size(), QSize(1200, 860)); // the layer detail dock only
 
-        // Evaluate, then Sensitivity, then the runs panel alone (perplexities, fidelity and the
-        // per-layer table filled).
+        // Evaluate, then Sensitivity, then the runs panel alone (the per-layer table filled);
+        // Evaluate alone, then the evaluation panel alone (perplexities and fidelity).
         recipe.evaluation.dataPath =
             qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")).toStdString();
         recipe.evaluation.seqLen = 64;
@@ -207,6 +207,15 @@ private Q_SLOTS:
                    home);
         QVERIFY2(r.exitCode == 0, qPrintable(r.stderrText));
         QCOMPARE(QImage(runsPng).size(), QSize(560, 1000)); // the runs dock only
+        // The evaluation panel alone.
+        const QString evalPng = home + QStringLiteral("/evaluation.png");
+        r = runGui({qs::test::sharedPath(QStringLiteral("models/stories260K")),
+                    QStringLiteral("--recipe"), recipePath, QStringLiteral("--evaluate"),
+                    QStringLiteral("--grab"), QStringLiteral("evaluation"),
+                    QStringLiteral("--screenshot"), evalPng},
+                   home);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.stderrText));
+        QCOMPARE(QImage(evalPng).size(), QSize(480, 400));
     }
 };
 

@@ -4,6 +4,7 @@
 // damages one file, as a download gone wrong or a crafted file would.
 #include "EvalPanel.h"
 #include "MainWindow.h"
+#include "RecipeDocument.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
@@ -128,9 +129,13 @@ private Q_SLOTS:
             QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
             if (stage == QLatin1String("evaluate")) {
                 qs::EvalPanel* eval = window.workbenchPage()->evalPanel();
-                eval->setDataPath(
+                // Evaluate runs the recipe (the proposed int8 one): it calibrates first, and the
+                // copy has no calibration text beside it to propose.
+                window.recipeDocument()->setCalibrationData(
+                    qs::test::sharedPath(QStringLiteral("data/tinystories-calib.txt")));
+                window.recipeDocument()->setEvaluationData(
                     qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
-                QTest::mouseClick(eval->runButton(), Qt::LeftButton);
+                QTest::mouseClick(eval->evaluateButton(), Qt::LeftButton);
                 QTRY_VERIFY_WITH_TIMEOUT(!eval->isRunning(), 60000);
             } else {
                 QSignalSpy refused(&window, &qs::MainWindow::recipeLoadFailed);

@@ -5,6 +5,7 @@
 // screen, the layer names in its scrollable details, without growing the window.
 #include "DepthChart.h"
 #include "ErrorBox.h"
+#include "EvalPanel.h"
 #include "MainWindow.h"
 #include "RecipeDocument.h"
 #include "RunPanel.h"
@@ -14,11 +15,14 @@
 
 #include <QDockWidget>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QtTest>
 
 namespace {
@@ -226,6 +230,38 @@ private Q_SLOTS:
                      qPrintable(dockReport(window)));
         QVERIFY2(page->detailDock()->width() >= 1366 / 2 - 100, qPrintable(dockReport(window)));
         QVERIFY2(window.layoutProblem().isEmpty(), qPrintable(window.layoutProblem()));
+    }
+
+    // Issue 28 item 4: at 1366x768 the evaluation's figures (unquantized, quantized, their
+    // difference, the fidelity) are in view in the Evaluation tab together with its settings and
+    // Evaluate button, without undocking it (they sat below the fold of the Runs dock).
+    void theEvaluationIsReadableAt1366x768() {
+        qs::MainWindow window;
+        window.resize(1366, 740); // a 1366x768 screen less a panel
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        openAndWait(window);
+        window.resetLayout();
+        qs::WorkbenchPage* page = window.workbenchPage();
+        page->evalDock()->raise();
+        qs::EvalPanel* eval = page->evalPanel();
+        qs::PerplexityResult fp, quantized;
+        fp.perplexity = 5.7471;
+        quantized.perplexity = 6.0;
+        fp.windows = quantized.windows = 4;
+        fp.seqLen = quantized.seqLen = 128;
+        qs::FidelityReport fidelity;
+        fidelity.klMean = {0.08, 0.001};
+        fidelity.sameTop = {0.84, 0.003};
+        eval->showPerplexities(fp, quantized, fidelity);
+        for (QWidget* shown : std::initializer_list<QWidget*>{
+                 eval->dataEdit(), eval->maxWindowsBox(), eval->evaluateButton(),
+                 eval->fpPerplexityLabel(), eval->quantizedPerplexityLabel(),
+                 eval->perplexityDifferenceLabel(), eval->klLabel(), eval->sameTopLabel()})
+            QTRY_VERIFY2(shown->visibleRegion().boundingRect() == shown->rect(),
+                         qPrintable(shown->objectName() + QLatin1Char(' ') +
+                                    QString::number(page->evalDock()->height()) +
+                                    QStringLiteral(" px tall\n") + dockReport(window)));
     }
 
     // Issue 28: quitting with recipe edits that were never saved asks first.

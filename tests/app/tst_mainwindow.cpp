@@ -13,6 +13,7 @@
 #include "ModelComputeSettings.h"
 #include "ModelSummaryView.h"
 #include "ModuleTreeModel.h"
+#include "RecipeDefaults.h"
 #include "RecipeDocument.h"
 #include "RecipePanel.h"
 #include "RunPanel.h"
@@ -27,6 +28,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
@@ -247,18 +249,20 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
 
         qs::EvalPanel* eval = window.workbenchPage()->evalPanel();
-        eval->setDataPath(qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
+        eval->dataEdit()->setText(
+            qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
+        Q_EMIT eval->dataEdit()->editingFinished();
         eval->seqLenBox()->setValue(256);
         eval->maxWindowsBox()->setValue(0);
-        QVERIFY(eval->runButton()->isEnabled());
+        QVERIFY(eval->evaluateButton()->isEnabled());
         GuiTurns turns(window.engine());
         // Issue 9: the status bar's bar shows the percentage and the time left.
         QStringList statusTexts;
         connect(window.statusProgressBar(), &QProgressBar::valueChanged, this,
                 [&] { statusTexts << window.statusProgressBar()->text(); });
-        QTest::mouseClick(eval->runButton(), Qt::LeftButton);
+        QTest::mouseClick(eval->evaluateButton(), Qt::LeftButton);
         QVERIFY(eval->isRunning());
-        QTRY_VERIFY_WITH_TIMEOUT(!eval->isRunning(), 300000);
+        QTRY_VERIFY_WITH_TIMEOUT(!eval->isRunning(), 600000);
         const QRegularExpression withEta(QStringLiteral("^\\d+%, about .+ left$"));
         QVERIFY2(std::any_of(statusTexts.begin(), statusTexts.end(),
                              [&](const QString& t) { return withEta.match(t).hasMatch(); }),
@@ -267,20 +271,20 @@ private Q_SLOTS:
         // 44 windows, perplexity 5.7471 from an independent plain-PyTorch
         // implementation.
         bool ok = false;
-        const double ppl = eval->resultLabel(QStringLiteral("perplexity"))->text().toDouble(&ok);
+        const double ppl = eval->fpPerplexityLabel()->text().toDouble(&ok);
         QVERIFY2(ok, qPrintable(eval->statusLabel()->text()));
         // The protocol's agreement with the reference is 1e-4 relative (docs/evaluation.md); the
         // label shows 4 decimals, which adds at most 0.00005 / 5.7471 < 1e-5.
         QVERIFY2(std::abs(ppl - 5.7471) / 5.7471 < 1e-4 + 1e-5,
                  qPrintable(QString::number(ppl, 'f', 6)));
-        QCOMPARE(eval->resultLabel(QStringLiteral("windows"))->text(),
-                 QStringLiteral("44 × 256 tokens"));
+        QCOMPARE(eval->windowsLabel()->text(), QStringLiteral("44 × 256 tokens"));
         // 44 windows report progress many times (at most every 50 ms of the engine's work):
         // the GUI thread handled some of it, and its own timer, while the work went on.
         turns.report("evaluation");
         QVERIFY(turns.progressWhileBusy() > 0);
         QVERIFY(turns.ticksWhileBusy() > 0);
-        QCOMPARE(QSettings().value(QStringLiteral("eval/dataPath")).toString(), eval->dataPath());
+        // The text is remembered: the next model opened with a fresh recipe proposes it.
+        QCOMPARE(qs::RecipeDefaults::lastEvaluation(), eval->dataPath());
     }
 
     void evaluationFailureIsReported() {
@@ -292,12 +296,12 @@ private Q_SLOTS:
         qs::EvalPanel* eval = window.workbenchPage()->evalPanel();
         const QString missing =
             qs::test::tempDir(QStringLiteral("eval")) + QStringLiteral("/no.txt");
-        eval->setDataPath(missing);
-        QTest::mouseClick(eval->runButton(), Qt::LeftButton);
+        window.recipeDocument()->setEvaluationData(missing);
+        QTest::mouseClick(eval->evaluateButton(), Qt::LeftButton);
         QTRY_VERIFY_WITH_TIMEOUT(!eval->isRunning(), 60000);
         QTRY_VERIFY(visibleBox(window, QStringLiteral("errorBox")) != nullptr);
         QVERIFY(eval->statusLabel()->text().startsWith(QStringLiteral("Failed")));
-        QVERIFY(eval->runButton()->isEnabled());
+        QVERIFY(eval->evaluateButton()->isEnabled());
     }
 
     // Issue 29: the precision chosen in the eval panel is the one the workbench's runs compute
@@ -308,9 +312,10 @@ private Q_SLOTS:
         window.show();
         openAndWait(window, m_stories);
         qs::EvalPanel* eval = window.workbenchPage()->evalPanel();
-        eval->setDataPath(qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
-        eval->seqLenBox()->setValue(64);
-        eval->maxWindowsBox()->setValue(2);
+        qs::RecipeDocument* doc = window.recipeDocument();
+        doc->setEvaluationData(qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
+        doc->setEvaluationSeqLen(64);
+        doc->setEvaluationMaxWindows(2);
         eval->setCompute(QStringLiteral("cpu"), QStringLiteral("bfloat16"));
 
         QSignalSpy finished(&window, &qs::MainWindow::runFinished);
@@ -323,7 +328,7 @@ private Q_SLOTS:
         QCOMPARE(evaluated.perplexity->dtype, std::string("bfloat16"));
         QCOMPARE(evaluated.fullPrecision->dtype, std::string("bfloat16"));
         qs::RunPanel* runs = window.runPanel();
-        QCOMPARE(runs->perplexityComputeLabel()->text(), QStringLiteral("cpu · bfloat16"));
+        QCOMPARE(eval->perplexityComputeLabel()->text(), QStringLiteral("cpu · bfloat16"));
         QVERIFY2(runs->statusLabel()->text().contains(QStringLiteral("(cpu · bfloat16)")),
                  qPrintable(runs->statusLabel()->text()));
 
@@ -384,8 +389,8 @@ private Q_SLOTS:
         QCOMPARE(qs::withGuiField(other), other);
     }
 
-    // Issue 9: at the default size the data files (calibration and evaluation) are in view
-    // without scrolling the recipe panel.
+    // Issue 9: at the default size the data files (calibration, in the recipe panel, and
+    // evaluation, in the evaluation panel) are in view without scrolling.
     void dataFilesVisibleAtDefaultSize() {
         qs::MainWindow window;
         window.show();
@@ -393,8 +398,9 @@ private Q_SLOTS:
         window.openModel(m_stories);
         QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, 60000);
         QCOMPARE(window.size(), QSize(1400, 900));
+        window.workbenchPage()->evalDock()->raise();
         for (QLineEdit* edit : {window.recipePanel()->calibrationDataEdit(),
-                                window.recipePanel()->evaluationDataEdit()}) {
+                                window.workbenchPage()->evalPanel()->dataEdit()}) {
             QTRY_VERIFY(edit->isVisible());
             // Wholly inside the visible part of the scroll area.
             QCOMPARE(edit->visibleRegion().boundingRect(), edit->rect());
@@ -433,7 +439,7 @@ private Q_SLOTS:
         close->trigger();
         QVERIFY(!window.isWorkbenchShown());
         QCOMPARE(window.workbenchPage()->layerTree()->model()->nodeCount(), 0);
-        QVERIFY(!window.workbenchPage()->evalPanel()->runButton()->isEnabled());
+        QVERIFY(!window.workbenchPage()->evalPanel()->evaluateButton()->isEnabled());
     }
 
     // Results belong to the model that made them: opening a model (even the same folder again)

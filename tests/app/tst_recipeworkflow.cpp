@@ -28,6 +28,7 @@
 #include <QDir>
 #include <QFile>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLocale>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -209,10 +210,6 @@ private Q_SLOTS:
         doc->setCalibrationData(m_calib);
         doc->setCalibrationSamples(4);
         doc->setCalibrationSeqLen(64);
-        // The evaluation panel's text goes into the run's recipe, not the document's: the
-        // results still belong to the document's recipe.
-        window.workbenchPage()->evalPanel()->setDataPath(
-            qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
         QSignalSpy finished(&window, &qs::MainWindow::runFinished);
         QVERIFY(window.startRun(qs::RunKind::Analyze));
         QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 300000);
@@ -225,6 +222,16 @@ private Q_SLOTS:
                      .toString(),
                  QStringLiteral("uint4_wo_32"));
         QVERIFY(!page->layerTreeModel()->resultsStale());
+        // The evaluation text entered afterwards (in the evaluation panel, an edit of the
+        // recipe) changes no layer's figures: they stay current, the marks stay.
+        qs::EvalPanel* eval = page->evalPanel();
+        eval->dataEdit()->setText(
+            qs::test::sharedPath(QStringLiteral("data/tinystories-eval.txt")));
+        Q_EMIT eval->dataEdit()->editingFinished();
+        QVERIFY(!doc->recipe().evaluation.dataPath.empty());
+        QVERIFY(!page->layerTreeModel()->resultsStale());
+        QCOMPARE(page->layerValue(down, qs::LayerTreeModel::SchemeColumn).toString(),
+                 QStringLiteral("unfit, not uint4_wo_32"));
         // Another scheme: the marks no longer describe the recipe.
         doc->setGlobalScheme(QStringLiteral("int8"));
         QCOMPARE(page->layerValue(down, qs::LayerTreeModel::SchemeColumn).toString(),

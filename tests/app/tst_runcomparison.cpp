@@ -6,6 +6,7 @@
 // metric cell, equal to the difference of the two runs' values), the depth chart overlays the
 // earlier run's curves, and Evaluate shows the perplexity difference.
 #include "DepthChart.h"
+#include "EvalPanel.h"
 #include "LayerDetailView.h"
 #include "LayerTreeModel.h"
 #include "MainWindow.h"
@@ -165,7 +166,8 @@ private Q_SLOTS:
         const auto outcome = finished.first().first().value<qs::RunOutcome>();
         QVERIFY(outcome.fullPrecision && outcome.perplexity);
         const double delta = outcome.perplexity->perplexity - outcome.fullPrecision->perplexity;
-        const QString shown = runs->perplexityDifferenceLabel()->text();
+        const QString shown =
+            window.workbenchPage()->evalPanel()->perplexityDifferenceLabel()->text();
         QVERIFY2(shown.startsWith((delta >= 0 ? QStringLiteral("+") : QString()) +
                                   QString::number(delta, 'f', 4)),
                  qPrintable(shown));

@@ -6,6 +6,7 @@
 
 #include <qcustomplot.h>
 
+#include <QScrollArea>
 #include <QtTest>
 
 namespace {
@@ -115,6 +116,46 @@ private Q_SLOTS:
         plot.clear();
         QCOMPARE(custom->plotLayout()->rowCount(), rows);
         QVERIFY(plot.note().isEmpty());
+    }
+
+    // Issue 28: in a short scroll area (the layer detail's, at 2560x1440 with a device pixel
+    // ratio of 2: about 150 logical px a plot) the plots were squeezed until QCustomPlot cut
+    // their legends and stacked their tick labels. A plot keeps the height its title, note, axes
+    // and legend rows need, and the area scrolls; the legend is whole, the axes have room, and
+    // the y tick labels do not run into one another.
+    void aShortAreaScrollsRatherThanCutTheLegend() {
+        QScrollArea area;
+        area.setWidgetResizable(true);
+        auto* plot = new qs::PlotWidget;
+        plot->setTitle("Input activations");
+        plot->setAxisLabels("Value", "Count");
+        plot->setNote("int8 grid, s = 0.002441 (every 4th level drawn)");
+        area.setWidget(plot);
+        area.resize(320, 140);
+        area.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&area));
+        addEightSeries(*plot);
+        auto* custom = plot->findChild<QCustomPlot*>();
+        QCoreApplication::sendPostedEvents(); // the layout requests: the area's sizes now
+        custom->replot();
+        const int line = plot->fontMetrics().height();
+        const QRect legend = custom->legend->outerRect();
+        QVERIFY2(legend.bottom() <= custom->height() && legend.top() >= 0,
+                 qPrintable(QStringLiteral("legend rows %1..%2 in a %3 px plot")
+                                .arg(legend.top())
+                                .arg(legend.bottom())
+                                .arg(custom->height())));
+        for (int i = 0; i < custom->legend->itemCount(); ++i) // cells may be empty
+            if (const QCPAbstractLegendItem* item = custom->legend->item(i))
+                QVERIFY(item->outerRect().bottom() <= custom->height());
+        const int axes = custom->axisRect()->height();
+        QVERIFY2(axes >= 3 * line, qPrintable(QStringLiteral("axes %1 px tall").arg(axes)));
+        const int ticks = custom->yAxis->tickVector().size();
+        QVERIFY2(ticks * line <= axes + line,
+                 qPrintable(QStringLiteral("%1 y ticks in %2 px").arg(ticks).arg(axes)));
+        // Taller than the area: the area scrolls.
+        QVERIFY(plot->height() >= plot->readableHeight());
+        QVERIFY(plot->height() > area.viewport()->height());
     }
 
     void anEmptyPlotShowsNoLegend() {

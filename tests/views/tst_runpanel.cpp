@@ -1,6 +1,6 @@
 // RunPanel: buttons follow the model and the one-run-at-a-time rule, progress and ETA follow the
-// fraction, perplexities show side by side with the device and precision that computed them, and
-// the sensitivity table (through its sorting proxy) passes QAbstractItemModelTester while rows
+// fraction, Evaluate is not here (the evaluation panel's, tst_evalpanel), and the sensitivity
+// table (through its sorting proxy) passes QAbstractItemModelTester while rows
 // stream in, under a caption naming their device and precision.
 #include "RunPanel.h"
 #include "RunSensitivityModel.h"
@@ -21,7 +21,10 @@ private Q_SLOTS:
     void buttonsFollowTheState() {
         qs::RunPanel panel;
         const QList<QPushButton*> starts{panel.analyzeButton(), panel.quantizeButton(),
-                                         panel.evaluateButton(), panel.sensitivityButton()};
+                                         panel.sensitivityButton()};
+        // Issue 28: one evaluation UI; the run panel has no Evaluate of its own.
+        for (QPushButton* b : panel.findChildren<QPushButton*>())
+            QVERIFY2(!b->text().contains(QStringLiteral("Evaluate")), qPrintable(b->text()));
         for (QPushButton* b : starts)
             QVERIFY(!b->isEnabled());
         panel.setModelLoaded(true);
@@ -85,49 +88,9 @@ private Q_SLOTS:
         QVERIFY(qs::RunPanel::remainingText(0.01, 10.0).isEmpty());
     }
 
-    void perplexitiesSideBySide() {
+    // The sensitivity rows name the device and precision of the run that made them.
+    void sensitivityNamesItsCompute() {
         qs::RunPanel panel;
-        qs::PerplexityResult fp, q;
-        fp.perplexity = 5.74712;
-        q.perplexity = 6.0;
-        panel.showPerplexities(fp, q);
-        QCOMPARE(panel.fpPerplexityLabel()->text(), QStringLiteral("5.7471"));
-        QCOMPARE(panel.quantizedPerplexityLabel()->text(), QStringLiteral("6.0000"));
-        // (6 / 5.74712 - 1) * 100 = 4.40 %
-        QVERIFY2(panel.quantizedPerplexityLabel()->toolTip().contains(QStringLiteral("4.40%")),
-                 qPrintable(panel.quantizedPerplexityLabel()->toolTip()));
-        // Issue 28: the difference beside both, absolute and relative.
-        QCOMPARE(panel.perplexityDifferenceLabel()->text(), QStringLiteral("+0.2529 (+4.40 %)"));
-        panel.showPerplexities(fp, std::nullopt);
-        QCOMPARE(panel.perplexityDifferenceLabel()->text(), QStringLiteral("–"));
-        panel.showPerplexities(fp, q);
-        QCOMPARE(panel.klLabel()->text(), QStringLiteral("–")); // no fidelity measured
-        qs::FidelityReport fidelity;
-        fidelity.klMean = {0.0821119, 0.0014464};
-        fidelity.sameTop = {0.83779, 0.00348};
-        panel.showPerplexities(fp, q, fidelity);
-        QCOMPARE(panel.klLabel()->text(), QStringLiteral("0.082112 ± 0.001446"));
-        QCOMPARE(panel.sameTopLabel()->text(), QStringLiteral("83.78 ± 0.35 %"));
-        panel.showPerplexities(std::nullopt, std::nullopt);
-        QCOMPARE(panel.fpPerplexityLabel()->text(), QStringLiteral("–"));
-        QCOMPARE(panel.klLabel()->text(), QStringLiteral("–"));
-    }
-
-    // The figures name the device and precision of the run that made them: the results' own.
-    void perplexitiesNameTheirCompute() {
-        qs::RunPanel panel;
-        qs::PerplexityResult fp, q;
-        fp.perplexity = 5.7;
-        q.perplexity = 6.0;
-        fp.device = q.device = "cpu";
-        fp.dtype = q.dtype = "bfloat16";
-        panel.showPerplexities(fp, q);
-        QCOMPARE(panel.perplexityComputeLabel()->text(), QStringLiteral("cpu · bfloat16"));
-        panel.showPerplexities(fp, std::nullopt); // the unquantized figure alone names it too
-        QCOMPARE(panel.perplexityComputeLabel()->text(), QStringLiteral("cpu · bfloat16"));
-        panel.showPerplexities(std::nullopt, std::nullopt);
-        QCOMPARE(panel.perplexityComputeLabel()->text(), QStringLiteral("–"));
-
         panel.setSensitivityCompute("cpu", "float16");
         QCOMPARE(panel.sensitivityComputeLabel()->text(),
                  QStringLiteral("Computed on cpu · float16"));

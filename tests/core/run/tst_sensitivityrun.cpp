@@ -10,6 +10,7 @@
 #include "recipe/LayerPattern.h"
 #include "recipe/RecipeFlags.h"
 #include "run/QuantizationRun.h"
+#include "run/Run.h"
 #include "run/SensitivityRun.h"
 #include "synth/SyntheticModel.h"
 #include "util/Error.h"
@@ -167,6 +168,87 @@ private Q_SLOTS:
         const double want = (block[0] + block[1] + head) / (block[1] + head);
         QVERIFY2(std::abs(first / last - want) <= 1e-9 * want,
                  qPrintable(QString("ratio %1, work %2").arg(first / last).arg(want)));
+    }
+
+    // `analyze --sensitivity` (runJob with both): the analysis and the study share the bar by
+    // their work, in the study's unit (run/StudyWork.h), so the study starts where the analysis's
+    // share ends: A / (A + S), A = 3 passes of the calibration tokens through the blocks (two
+    // streams and each layer's local output), S = the study's calibration, its two reference
+    // evaluations and two per row, each from the row's block through the head. Half each (as
+    // before) gave the study, several times longer, half the bar.
+    void analysisAndStudyShareProgressByWork() {
+        qs::RunRequest req = request("int8", "float");
+        req.analyze = true;
+        req.sensitivity = true;
+        std::vector<std::pair<double, std::string>> reports;
+        const qs::RunOutcome out = qs::runJob(req, [&](double f, const std::string& m) {
+            reports.emplace_back(f, m);
+            return true;
+        });
+        QVERIFY(out.sensitivity);
+        for (size_t i = 1; i < reports.size(); ++i)
+            QVERIFY2(reports[i].first >= reports[i - 1].first,
+                     qPrintable(QString::fromStdString(reports[i].second)));
+        double studyStart = -1;
+        for (const auto& [f, m] : reports)
+            if (m.rfind("calibration: ", 0) == 0) {
+                studyStart = f;
+                break;
+            }
+        QVERIFY(studyStart > 0);
+
+        double block[2] = {0, 0}, head = 0;
+        std::vector<const qs::ModuleNode*> nodes;
+        const qs::ModuleNode tree = qs::openModelHandle(m_model.toStdString()).moduleTree();
+        tree.collect("linear", nodes);
+        for (const qs::ModuleNode* n : nodes)
+            if (n->blockIndex >= 0)
+                block[n->blockIndex] += double(n->shape[0]) * double(n->shape[1]);
+        nodes.clear();
+        tree.collect("head", nodes);
+        head = double(nodes[0]->shape[0]) * double(nodes[0]->shape[1]);
+        const double calibTokens = 4 * 32, evalTokens = 5 * 48;
+        const double analysis = 3 * calibTokens * (block[0] + block[1]);
+        const double rowsPerBlock = double(m_layers.size()) / 2;
+        const double study = calibTokens * (block[0] + block[1]) +
+                             2 * evalTokens * (block[0] + block[1] + head) +
+                             rowsPerBlock * 2 * evalTokens * (block[0] + block[1] + head) +
+                             rowsPerBlock * 2 * evalTokens * (block[1] + head);
+        const double want = analysis / (analysis + study);
+        QVERIFY2(std::abs(studyStart - want) <= 1e-9,
+                 qPrintable(
+                     QString("the study starts at %1, its work at %2").arg(studyStart).arg(want)));
+    }
+
+    // A recipe that quantizes no layer (every one excluded) has nothing to measure: refused before
+    // any block is computed, whether the study runs alone (the GUI's Sensitivity) or after an
+    // analysis (the CLI's analyze --sensitivity); it used to come after the calibration, or after
+    // the whole analysis.
+    void nothingToMeasureIsRefusedBeforeAnyWork() {
+        for (const bool analyze : {false, true}) {
+            qs::RunRequest req = request("int8", "float");
+            req.recipe.exclude.push_back("*");
+            req.analyze = analyze;
+            req.sensitivity = true;
+            double furthest = 0;
+            std::string message, blockRead;
+            try {
+                qs::runJob(req, [&](double f, const std::string& m) {
+                    furthest = std::max(furthest, f);
+                    if (m.find("block ") != std::string::npos && blockRead.empty())
+                        blockRead = m;
+                    return true;
+                });
+            } catch (const qs::Error& e) {
+                message = e.what();
+            }
+            QVERIFY2(message.find("nothing to measure") != std::string::npos, message.c_str());
+            // No block was read (the pipeline reports each one it loads), nothing counted done.
+            QVERIFY2(blockRead.empty(), qPrintable(QStringLiteral("analyze %1: %2")
+                                                       .arg(analyze)
+                                                       .arg(QString::fromStdString(blockRead))));
+            QCOMPARE(furthest, 0.0);
+        }
     }
 
     void emptyRecipeIsRefused() {
