@@ -2,10 +2,14 @@
 // same rows as a model quantized upstream gives them, and the error both solvers minimise.
 #pragma once
 
+#include "quant/Observer.h"
 #include "quant/QuantSpec.h"
+#include "quant/Quantize.h"
 #include "quant/SchemeRegistry.h"
 
 #include <ATen/ATen.h>
+
+#include <vector>
 
 namespace qs::test {
 
@@ -36,6 +40,45 @@ inline double asymmetricError(const AsymmetricInputs& in, const at::Tensor& w,
 // A cross term summed in float64 over `rows` rows, scaled like gptqHessian (2/rows).
 inline at::Tensor scaledLikeTheHessian(const at::Tensor& sum, int64_t rows) {
     return (sum * (2.0 / double(rows))).to(at::kFloat);
+}
+
+// What Quark's BaseHessianAlgorithm does before its loop (static groups, act order): inputs
+// whose Hessian diagonal is zero fixed (diagonal 1, their weight columns and `crossDeadZeroed`'s
+// columns zeroed), one grid per group from the weights so prepared, then weights, Hessian and
+// cross term permuted to decreasing Hessian diagonal.
+struct QuarkPrepared {
+    at::Tensor W, H, cross, perm;
+    quant::QuantSpec grid; // one group's grid: per output channel
+    std::vector<quant::QuantParams> grids;
+    int64_t groupSize = 0;
+    const quant::QuantParams& gridOf(int64_t column) const {
+        return grids[size_t(perm[column].item<int64_t>() / groupSize)];
+    }
+};
+
+inline QuarkPrepared quarkPrepare(const at::Tensor& weight, const at::Tensor& hessian,
+                                  const at::Tensor& cross, const quant::QuantSpec& spec,
+                                  bool crossDeadZeroed) {
+    QuarkPrepared r;
+    at::Tensor W = weight.clone(), H = hessian.clone(), C = cross.clone();
+    const at::Tensor dead = H.diagonal() == 0;
+    H.diagonal().masked_fill_(dead, 1.0);
+    W.masked_fill_(dead.unsqueeze(0), 0.0);
+    if (crossDeadZeroed)
+        C.masked_fill_(dead.unsqueeze(0), 0.0);
+    r.groupSize = spec.groupSize;
+    r.grid = spec;
+    r.grid.granularity = quant::Granularity::PerChannel;
+    r.grid.chAxis = 0;
+    r.grid.groupSize = 0;
+    for (int64_t g = 0; g < W.size(1); g += r.groupSize)
+        r.grids.push_back(
+            quant::computeParams(r.grid, quant::observeRange(W.narrow(1, g, r.groupSize), r.grid)));
+    r.perm = at::argsort(H.diagonal(), 0, true);
+    r.W = W.index_select(1, r.perm);
+    r.H = H.index_select(0, r.perm).index_select(1, r.perm);
+    r.cross = C.index_select(0, r.perm).index_select(1, r.perm);
+    return r;
 }
 
 inline quant::QuantSpec uint4Groups(int group) {

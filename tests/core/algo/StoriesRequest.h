@@ -9,6 +9,8 @@
 #include "recipe/Recipe.h"
 #include "run/QuantizationRun.h"
 
+#include <QtTest>
+
 #include <string>
 #include <vector>
 
@@ -58,6 +60,22 @@ inline StoriesBounds storiesBounds(RunRequest req) {
     req.recipe.algorithms.clear();
     req.evaluate = true;
     return {full, runQuantization(req, {}).perplexity->perplexity};
+}
+
+// Runs `req` twice: the algorithm's perplexity must lie between full precision and rounding to
+// nearest (StoriesBounds) and replay bit for bit. A failed check fails the calling test (check
+// QTest::currentTestFailed() after).
+inline void checkBetweenBoundsAndReplays(const RunRequest& req, const char* algorithm) {
+    const QuantizationOutcome a = runQuantization(req, {});
+    const QuantizationOutcome b = runQuantization(req, {});
+    QVERIFY(a.perplexity.has_value() && b.perplexity.has_value());
+    const StoriesBounds bounds = storiesBounds(req);
+    qInfo("stories260K %s + %s: perplexity %.6f (round to nearest %.6f, full precision %.6f)",
+          req.recipe.global ? req.recipe.global->label().c_str() : "no scheme", algorithm,
+          a.perplexity->perplexity, bounds.roundToNearest, bounds.fullPrecision);
+    QVERIFY(a.perplexity->perplexity == b.perplexity->perplexity);
+    QVERIFY(a.perplexity->perplexity < bounds.roundToNearest);
+    QVERIFY(a.perplexity->perplexity > bounds.fullPrecision);
 }
 
 } // namespace qs::test

@@ -41,23 +41,11 @@ at::Tensor crossOf(const qs::test::AsymmetricInputs& in) {
 // i2:].
 at::Tensor quarkGptaq(const at::Tensor& weight, const at::Tensor& hessian, const at::Tensor& cross,
                       const QuantSpec& spec, double alpha, double dampPercent, int64_t blockSize) {
-    at::Tensor W = weight.clone(), H = hessian.clone(), D = cross.clone();
-    const int64_t cols = W.size(1), gs = spec.groupSize;
-    const at::Tensor dead = H.diagonal() == 0;
-    H.diagonal().masked_fill_(dead, 1.0);
-    W.masked_fill_(dead.unsqueeze(0), 0.0);
-    D.masked_fill_(dead.unsqueeze(0), 0.0);
-    QuantSpec grid = spec;
-    grid.granularity = Granularity::PerChannel;
-    grid.chAxis = 0;
-    grid.groupSize = 0;
-    std::vector<QuantParams> grids;
-    for (int64_t g = 0; g < cols; g += gs)
-        grids.push_back(computeParams(grid, observeRange(W.narrow(1, g, gs), grid)));
-    const at::Tensor perm = at::argsort(H.diagonal(), 0, true);
-    W = W.index_select(1, perm);
-    H = H.index_select(0, perm).index_select(1, perm);
-    D = D.index_select(0, perm).index_select(1, perm);
+    const qs::test::QuarkPrepared prep = qs::test::quarkPrepare(weight, hessian, cross, spec, true);
+    at::Tensor W = prep.W, H = prep.H;
+    const at::Tensor& D = prep.cross;
+    const at::Tensor& perm = prep.perm;
+    const int64_t cols = W.size(1);
     H = H + at::eye(cols) * (dampPercent * H.diagonal().mean().item<double>());
     const at::Tensor Hinv = at::linalg_cholesky(at::cholesky_inverse(at::linalg_cholesky(H)), true);
     const at::Tensor L = Hinv.t();
@@ -71,8 +59,7 @@ at::Tensor quarkGptaq(const at::Tensor& weight, const at::Tensor& hessian, const
         const at::Tensor P1 = P.narrow(0, i1, count).narrow(1, i1, count);
         for (int64_t i = 0; i < count; ++i) {
             const at::Tensor w = W1.narrow(1, i, 1);
-            const QuantParams& p = grids[size_t(perm[i1 + i].item<int64_t>() / gs)];
-            const at::Tensor q = fakeQuantize(w, grid, p);
+            const at::Tensor q = fakeQuantize(w, prep.grid, prep.gridOf(i1 + i));
             Q.narrow(1, i1 + i, 1).copy_(q);
             const at::Tensor err = (w - q) / L1T[i][i];
             const at::Tensor step = at::matmul(err, L1T.narrow(0, i, 1).narrow(1, i, count - i)) -
@@ -248,16 +235,7 @@ private Q_SLOTS:
         const RunRequest req =
             qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
                                      {{"gptaq", nlohmann::json::object()}}, {15, 256, true});
-        const QuantizationOutcome a = runQuantization(req, {});
-        const QuantizationOutcome b = runQuantization(req, {});
-        QVERIFY(a.perplexity.has_value() && b.perplexity.has_value());
-        const qs::test::StoriesBounds bounds = qs::test::storiesBounds(req);
-        qInfo("stories260K uint4_wo_32 + GPTAQ: perplexity %.6f (round to nearest %.6f, full "
-              "precision %.6f)",
-              a.perplexity->perplexity, bounds.roundToNearest, bounds.fullPrecision);
-        QVERIFY(a.perplexity->perplexity == b.perplexity->perplexity);
-        QVERIFY(a.perplexity->perplexity < bounds.roundToNearest);
-        QVERIFY(a.perplexity->perplexity > bounds.fullPrecision);
+        qs::test::checkBetweenBoundsAndReplays(req, "GPTAQ");
     }
 };
 

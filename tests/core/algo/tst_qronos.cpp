@@ -51,25 +51,13 @@ double quarkPowerIteration(const at::Tensor& H) {
 // defaults), statement for statement.
 at::Tensor quarkQronos(const at::Tensor& weight, const at::Tensor& hessian, const at::Tensor& cross,
                        const QuantSpec& spec, double alpha, double beta, int64_t blockSize) {
-    at::Tensor W = weight.clone(), H = hessian.clone(), G = cross.clone();
-    const int64_t cols = W.size(1), gs = spec.groupSize;
-    const at::Tensor dead = H.diagonal() == 0;
-    H.diagonal().masked_fill_(dead, 1.0);
-    W.masked_fill_(dead.unsqueeze(0), 0.0);
-    QuantSpec grid = spec;
-    grid.granularity = Granularity::PerChannel;
-    grid.chAxis = 0;
-    grid.groupSize = 0;
-    std::vector<QuantParams> grids;
-    for (int64_t g = 0; g < cols; g += gs)
-        grids.push_back(computeParams(grid, observeRange(W.narrow(1, g, gs), grid)));
-    const at::Tensor perm = at::argsort(H.diagonal(), 0, true);
-    W = W.index_select(1, perm);
-    H = H.index_select(0, perm).index_select(1, perm);
-    G = G.index_select(0, perm).index_select(1, perm);
-    auto gridOf = [&](int64_t c) -> const QuantParams& {
-        return grids[size_t(perm[c].item<int64_t>() / gs)];
-    };
+    const qs::test::QuarkPrepared prep =
+        qs::test::quarkPrepare(weight, hessian, cross, spec, false);
+    at::Tensor W = prep.W;
+    const at::Tensor &H = prep.H, &G = prep.cross;
+    const int64_t cols = W.size(1);
+    const QuantSpec& grid = prep.grid;
+    auto gridOf = [&](int64_t c) -> const QuantParams& { return prep.gridOf(c); };
 
     at::Tensor Hinv = H.clone();
     const double damp = alpha * quarkPowerIteration(H);
@@ -110,7 +98,7 @@ at::Tensor quarkQronos(const at::Tensor& weight, const at::Tensor& hessian, cons
             W.narrow(1, i2, cols - i2)
                 .sub_(at::matmul(Err1, L.narrow(0, i1 - 1, count).narrow(1, i2 - 1, cols - i2)));
     }
-    return Q.index_select(1, at::argsort(perm));
+    return Q.index_select(1, at::argsort(prep.perm));
 }
 
 } // namespace
@@ -187,16 +175,7 @@ private Q_SLOTS:
         const RunRequest req =
             qs::test::storiesRequest("uint4_wo_32", {"*down_proj", "*lm_head"},
                                      {{"qronos", nlohmann::json::object()}}, {15, 256, true});
-        const QuantizationOutcome a = runQuantization(req, {});
-        const QuantizationOutcome b = runQuantization(req, {});
-        QVERIFY(a.perplexity.has_value() && b.perplexity.has_value());
-        const qs::test::StoriesBounds bounds = qs::test::storiesBounds(req);
-        qInfo("stories260K uint4_wo_32 + Qronos: perplexity %.6f (round to nearest %.6f, full "
-              "precision %.6f)",
-              a.perplexity->perplexity, bounds.roundToNearest, bounds.fullPrecision);
-        QVERIFY(a.perplexity->perplexity == b.perplexity->perplexity);
-        QVERIFY(a.perplexity->perplexity < bounds.roundToNearest);
-        QVERIFY(a.perplexity->perplexity > bounds.fullPrecision);
+        qs::test::checkBetweenBoundsAndReplays(req, "Qronos");
     }
 };
 
