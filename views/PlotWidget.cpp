@@ -54,6 +54,13 @@ PlotWidget::PlotWidget(QWidget* parent)
     legendRow->setMargins(QMargins(4, 0, 4, 2));
     m_plot->axisRect()->insetLayout()->take(m_plot->legend);
     legendRow->addElement(0, 0, m_plot->legend);
+    // QCustomPlot caps a layout column at the least of its elements' maximum widths, and an
+    // empty legend's is a few pixels: without a stretchable cell beside it, an empty plot's
+    // axes were squeezed to its title's width (issue 28). The cell takes only what the legend
+    // leaves.
+    legendRow->addElement(0, 1, new QCPLayoutElement(m_plot));
+    legendRow->setColumnStretchFactor(0, 1.0);
+    legendRow->setColumnStretchFactor(1, 0.001);
     m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
     m_plot->legend->setBorderPen(Qt::NoPen);
     m_plot->legend->setRowSpacing(0);
@@ -265,7 +272,32 @@ void PlotWidget::setNote(const QString& text) {
         d->note->setMargins(QMargins(4, 2, 4, 0));
         layout->addElement(row, 0, d->note);
     }
-    d->note->setText(text);
+    wrapNoteToWidth();
+}
+
+void PlotWidget::wrapNoteToWidth() {
+    if (!d->note)
+        return;
+    // QCustomPlot draws a text element on one line, cut to its cell: a note wider than the plot
+    // read "cs" in the empty depth chart (issue 28). Words go on as many lines as the width
+    // needs.
+    const QFontMetrics metrics(d->note->font());
+    const int room = std::max(40, m_plot->width() - 8); // the note's margins
+    QStringList lines;
+    QString line;
+    for (const QString& word : m_note.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+        const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+        if (!line.isEmpty() && metrics.horizontalAdvance(longer) > room) {
+            lines << line;
+            line = word;
+        } else {
+            line = longer;
+        }
+    }
+    lines << line;
+    const QString wrapped = lines.join(QLatin1Char('\n'));
+    if (d->note->text() != wrapped)
+        d->note->setText(wrapped);
     updateReadableHeight();
 }
 
@@ -280,8 +312,12 @@ void PlotWidget::fitLegendToWidth() {
         if (const QCPAbstractLegendItem* item = legend->item(i))
             widest = std::max(widest, item->minimumOuterSizeHint().width());
     const int room = m_plot->width() - 8; // the legend row's margins
+    // An empty legend gets one column: QCustomPlot's layout counts a hidden legend's columns
+    // too, and one per pixel squeezed an empty plot's axes into a strip (issue 28).
     const int columns =
-        std::max(1, (room + legend->columnSpacing()) / (widest + legend->columnSpacing()));
+        legend->itemCount() == 0
+            ? 1
+            : std::max(1, (room + legend->columnSpacing()) / (widest + legend->columnSpacing()));
     if (columns != legend->wrap()) {
         legend->setWrap(columns);
         legend->setFillOrder(QCPLegend::foColumnsFirst, true); // re-flow the entries
@@ -336,6 +372,7 @@ void PlotWidget::fitTicksToSize() {
 void PlotWidget::resizeEvent(QResizeEvent* event) {
     QWidget::resizeEvent(event);
     fitLegendToWidth();
+    wrapNoteToWidth();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -91,6 +91,8 @@ private:
     struct Private;
     int addSeries(Series series);
     void fitLegendToWidth();
+    // The note's words on as many lines as the plot's width needs.
+    void wrapNoteToWidth();
     // Sets the minimum height to readableHeight().
     void updateReadableHeight();
     // As many ticks as the axes' size shows without their labels touching.

@@ -158,6 +158,55 @@ private Q_SLOTS:
         QVERIFY(plot->height() > area.viewport()->height());
     }
 
+    // Issue 28: before Analyze the empty depth chart drew its axes in a strip 50 px wide with
+    // the ticks "1 0" and its note cut to "cs", and the layer detail's empty plots squeezed
+    // theirs: an empty legend asked for one column per pixel it could fill, and the hidden legend
+    // still claimed that width in QCustomPlot's layout; a note wider than the plot claimed its
+    // width too. An empty plot's axes take the plot's width, and its note wraps to fit.
+    void anEmptyPlotKeepsItsWidthAndWrapsItsNote_data() {
+        QTest::addColumn<int>("width");
+        QTest::newRow("narrow") << 300;
+        QTest::newRow("wide") << 700;
+    }
+    void anEmptyPlotKeepsItsWidthAndWrapsItsNote() {
+        QFETCH(int, width);
+        qs::PlotWidget plot;
+        plot.setTitle("Depth chart");
+        plot.setAxisLabels("Block", "SQNR (dB)");
+        plot.setLegendVisible(true);
+        plot.resize(width, 400);
+        plot.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&plot));
+        const QString note = "Run Analyze to see the metrics along the depth of the model";
+        plot.setNote(note);
+        plot.rescaleAndReplot();
+        auto* custom = plot.findChild<QCustomPlot*>();
+        QCoreApplication::sendPostedEvents();
+        custom->replot();
+        // The y axis' tick labels and label take the left margin (a few characters and a
+        // line); the rest of the width is the axes'.
+        const int margins =
+            10 * plot.fontMetrics().averageCharWidth() + 3 * plot.fontMetrics().height();
+        QVERIFY2(custom->axisRect()->rect().width() >= custom->width() - margins,
+                 qPrintable(QStringLiteral("axes %1 px wide in a %2 px plot")
+                                .arg(custom->axisRect()->rect().width())
+                                .arg(custom->width())));
+        QCPTextElement* shown = nullptr;
+        for (int i = 0; i < custom->plotLayout()->elementCount(); ++i)
+            if (auto* t = qobject_cast<QCPTextElement*>(custom->plotLayout()->elementAt(i)))
+                if (t->text().simplified() == note)
+                    shown = t;
+        QVERIFY2(shown, "the note's words, in order, are drawn");
+        QFontMetrics metrics(shown->font());
+        for (const QString& line : shown->text().split('\n'))
+            QVERIFY2(metrics.horizontalAdvance(line) <= custom->width(),
+                     qPrintable(QStringLiteral("note line '%1' is %2 px in a %3 px plot")
+                                    .arg(line)
+                                    .arg(metrics.horizontalAdvance(line))
+                                    .arg(custom->width())));
+        QCOMPARE(plot.note(), note); // the caller's text, unwrapped
+    }
+
     void anEmptyPlotShowsNoLegend() {
         qs::PlotWidget plot;
         plot.setLegendVisible(true);
