@@ -220,6 +220,10 @@ void MainWindow::openModel(const QString& directory) {
 
 void MainWindow::openDemoModel() {
     const QString directory = demoModelDirectory();
+    // Its calibration text first (a few KB), so the recipe proposed on opening names it.
+    QString calibrationError;
+    if (RecipeDefaults::ensureDemoCalibration(directory, &calibrationError).isEmpty())
+        statusBar()->showMessage(tr("The demo's calibration text: %1").arg(calibrationError));
     if (QFileInfo::exists(directory + QLatin1String("/config.json"))) {
         openModel(directory);
         return;

@@ -3,12 +3,22 @@
 #include "quant/SchemeRegistry.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
+#include <QSaveFile>
 #include <QSettings>
+
+// A static library's resources are linked only when something names them (Qt's
+// Q_INIT_RESOURCE, which must be called outside a namespace).
+static void initEmbeddedResources() {
+    Q_INIT_RESOURCE(quantscope);
+}
 
 namespace qs {
 
 namespace {
+const char* const DemoCalibrationResource = ":/quantscope/demo-calibration.txt";
+const char* const DemoCalibrationName = "data/demo-calibration.txt";
 const char* const LastCalibrationKey = "recipe/lastCalibration";
 // The key the evaluation panel kept its own text under, before it edited the recipe's.
 const char* const LastEvaluationKey = "eval/dataPath";
@@ -71,6 +81,31 @@ QString RecipeDefaults::lastEvaluation() {
 void RecipeDefaults::rememberEvaluation(const QString& path) {
     if (!path.isEmpty())
         QSettings().setValue(QLatin1String(LastEvaluationKey), QFileInfo(path).absoluteFilePath());
+}
+
+QString RecipeDefaults::ensureDemoCalibration(const QString& demoDirectory, QString* error) {
+    const QString path = QDir(demoDirectory).filePath(QLatin1String(DemoCalibrationName));
+    if (QFileInfo(path).isFile())
+        return path;
+    static const bool initialised = (initEmbeddedResources(), true);
+    Q_UNUSED(initialised);
+    QFile embedded{QString::fromLatin1(DemoCalibrationResource)};
+    if (!embedded.open(QIODevice::ReadOnly)) {
+        *error =
+            QStringLiteral("the GUI has no embedded demo text (%1)").arg(embedded.errorString());
+        return {};
+    }
+    if (!QDir().mkpath(QFileInfo(path).absolutePath())) {
+        *error = QStringLiteral("cannot create %1").arg(QFileInfo(path).absolutePath());
+        return {};
+    }
+    // Whole or not at all: a half-written text would calibrate on what it holds.
+    QSaveFile out(path);
+    if (!out.open(QIODevice::WriteOnly) || out.write(embedded.readAll()) < 0 || !out.commit()) {
+        *error = QStringLiteral("cannot write %1: %2").arg(path, out.errorString());
+        return {};
+    }
+    return path;
 }
 
 } // namespace qs

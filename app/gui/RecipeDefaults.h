@@ -31,6 +31,12 @@ public:
     // The evaluation text the last evaluation used, when it is still there; empty otherwise.
     static QString lastEvaluation();
     static void rememberEvaluation(const QString& path);
+
+    // The built-in demo model's calibration text, written once into `demoDirectory`/data/ where
+    // calibrationNear() finds it, so Analyze works on the demo's first click (issue 28): the
+    // text embedded in the GUI. Returns its path, or empty (and `error` says why) when it cannot
+    // be written; the demo then opens without one, as any other model.
+    static QString ensureDemoCalibration(const QString& demoDirectory, QString* error);
 };
 
 } // namespace qs

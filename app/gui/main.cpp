@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
     // The desktop entry's icon, embedded (resources/quantscope.qrc) for the window and About box;
     // Wayland compositors find the installed one by the desktop file name.
     if (qobject_cast<QApplication*>(&app)) {
+        Q_INIT_RESOURCE(quantscope); // in quantscope_app, a static library
         QIcon icon;
         for (int size : {32, 64, 128, 256})
             icon.addFile(QStringLiteral(":/quantscope/icon-%1.png").arg(size));

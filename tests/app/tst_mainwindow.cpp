@@ -171,6 +171,23 @@ private Q_SLOTS:
         QCOMPARE(window.recentModels().value(0), QDir::cleanPath(demo));
         turns.report("demo model");
 
+        // Issue 28: the demo proposes its own calibration text with the int8 scheme, so Analyze
+        // works on the first click and fills every quantized layer's error columns.
+        const QString calibration = demo + QStringLiteral("/data/demo-calibration.txt");
+        QVERIFY(QFileInfo(calibration).size() > 1000);
+        const qs::Recipe& proposed = window.recipeDocument()->recipe();
+        QCOMPARE(QDir::cleanPath(QString::fromStdString(proposed.calibration.dataPath)),
+                 QDir::cleanPath(calibration));
+        QSignalSpy finished(&window, &qs::MainWindow::runFinished);
+        QVERIFY(window.startRun(qs::RunKind::Analyze));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 300000);
+        const auto& reports = window.workbenchPage()->layerTreeModel()->reports();
+        QCOMPARE(reports.size(), size_t(4 * 7)); // 4 blocks of q, k, v, o, gate, up, down
+        for (const qs::LayerReport* r : reports)
+            QVERIFY2(r->quantized && r->weight.valid && r->outputLocal.valid &&
+                         r->outputAccumulated.valid,
+                     r->name.c_str());
+
         // Second time: the model is there, so it is opened without being written
         // again.
         QSignalSpy shownAgain(&window, &qs::MainWindow::modelShown);
