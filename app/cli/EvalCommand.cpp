@@ -34,11 +34,13 @@ int runEval(const QStringList& args) {
                      schemeHelp()))
         return 0;
     const QString dir = modelDirFromOptions(parser);
-    if (!parser.isSet("data"))
-        throw UsageError{"--data TEXT is required"};
     applyThreadsOption(parser);
     RunRequest q = requestFromOptions(parser, dir, false);
-    q.recipe.evaluation = evaluationFromOptions(parser, "data");
+    // The text: --data, else the one a --recipe names (evaluation.data).
+    q.recipe.evaluation = evaluationFromOptions(parser, "data", q.recipe.evaluation);
+    if (q.recipe.evaluation.dataPath.empty())
+        throw UsageError{"--data TEXT is required (or a --recipe whose evaluation names a data "
+                         "file)"};
     q.evaluate = true;
     q.fidelity = !parser.isSet("no-fidelity");
     // Launched as one rank of several (--nproc, torchrun, srun): rank 0 alone prints (every

@@ -154,13 +154,19 @@ bool evaluatesAfterQuantizing(const QCommandLineParser& parser) {
     return parser.isSet("evaluation-dataset") && !parser.isSet("skip-evaluation");
 }
 
-EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag) {
-    EvaluationSpec e;
-    e.dataPath = parser.value(dataFlag).toStdString();
+EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag,
+                                     const EvaluationSpec& recipe) {
+    // Field by field, a flag given wins over the recipe (a recipe saved from the workbench names
+    // its evaluation text and windows).
+    EvaluationSpec e = recipe;
+    if (parser.isSet(dataFlag))
+        e.dataPath = parser.value(dataFlag).toStdString();
     asUsageError(
         [&] { rejectQuarkDatasetName(e.dataPath, "command line", "--" + dataFlag.toStdString()); });
-    e.seqLen = intOption(parser, "eval-seq-len", limits::evaluationSeqLen);
-    e.maxWindows = intOption(parser, "max-windows", limits::evaluationMaxWindows);
+    if (parser.isSet("eval-seq-len"))
+        e.seqLen = intOption(parser, "eval-seq-len", limits::evaluationSeqLen);
+    if (parser.isSet("max-windows"))
+        e.maxWindows = intOption(parser, "max-windows", limits::evaluationMaxWindows);
     return e;
 }
 

@@ -19,8 +19,9 @@ void addQuantOptions(QCommandLineParser& parser);
 // --eval-seq-len and --max-windows (eval, analyze --sensitivity).
 void addEvalWindowOptions(QCommandLineParser& parser);
 // The evaluation data flag's value (a Quark dataset name is refused as a UsageError) and the
-// window options.
-EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag);
+// window options, each over the recipe's field where the flag is not given.
+EvaluationSpec evaluationFromOptions(const QCommandLineParser& parser, const QString& dataFlag,
+                                     const EvaluationSpec& recipe = {});
 // Quark's --evaluation_dataset FILE and --skip_evaluation (quantize: evaluate after quantizing,
 // as Quark's LLM PTQ flow does unless told to skip).
 void addQuarkEvaluationOptions(QCommandLineParser& parser);

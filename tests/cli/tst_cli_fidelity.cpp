@@ -50,6 +50,42 @@ private Q_SLOTS:
         qputenv("QS_CACHE_DIR", qs::test::tempDir("cache").toUtf8());
     }
 
+    // Issue 28: a recipe saved from the workbench names its evaluation text and windows, and
+    // `eval --recipe` runs on them without --data; a window flag given still wins. The same
+    // recipe from flags over the same windows is the same computation: equal figures.
+    void aRecipeNamesItsEvaluationText() {
+        const QString recipe = qs::test::tempDir("recipe-eval") + "/recipe.json";
+        QFile f(recipe);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        const QJsonObject evaluation{
+            {"data", m_data}, {"seq_len", kSeqLen}, {"max_windows", kWindows}};
+        const QJsonObject json{{"format", "quantscope-recipe"},
+                               {"version", 1},
+                               {"global", "uint4_wo_32"},
+                               {"exclude", QJsonArray{"*down_proj"}},
+                               {"evaluation", evaluation}};
+        f.write(QJsonDocument(json).toJson());
+        f.close();
+        const Run fromRecipe = qs::test::runCli({"eval", m_model, "--recipe", recipe, "--json"});
+        QVERIFY2(fromRecipe.exitCode == 0, fromRecipe.err.constData());
+        const QJsonObject r = QJsonDocument::fromJson(fromRecipe.out).object();
+        QCOMPARE(r["windows"].toInt(), kWindows);
+        QCOMPARE(r["seq_len"].toInt(), kSeqLen);
+        const QJsonObject flags = evalJson(m_recipe);
+        QCOMPARE(r["perplexity"].toDouble(), flags["perplexity"].toDouble());
+        QCOMPARE(value(r["fidelity"].toObject(), "kl_mean"),
+                 value(flags["fidelity"].toObject(), "kl_mean"));
+        const Run fewer = qs::test::runCli(
+            {"eval", m_model, "--recipe", recipe, "--max-windows", "2", "--json", "--no-fidelity"});
+        QVERIFY2(fewer.exitCode == 0, fewer.err.constData());
+        QCOMPARE(QJsonDocument::fromJson(fewer.out).object()["windows"].toInt(), 2);
+        // Neither --data nor a recipe naming a text: a usage error naming both.
+        const Run none = qs::test::runCli({"eval", m_model, "--quant_scheme", "int8"});
+        QCOMPARE(none.exitCode, 2);
+        QVERIFY2(none.err.contains("--data") && none.err.contains("--recipe"),
+                 none.err.constData());
+    }
+
     // The CLI's figures against tests/reference/hf_reference.py's, which runs its own forward
     // of the fake-quantized export and of the original model on the same ids, in float64 from
     // fp32 logits. Tolerances, from the arithmetic:
