@@ -20,7 +20,8 @@ struct PlotWidget::Private {
     };
     QHash<QCPAbstractPlottable*, Link> links;
     QCPTextElement* title = nullptr;
-    QCPTextElement* note = nullptr; // a row of its own above the axes, only while there is one
+    QCPTextElement* note = nullptr;     // a row of its own above the axes, only while there is one
+    QCPLayoutGrid* legendRow = nullptr; // the legend and a stretchable cell beside it
 };
 
 namespace {
@@ -48,7 +49,7 @@ PlotWidget::PlotWidget(QWidget* parent)
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     // The legend goes below the axes, in rows of series: inside the axis rect it covered the
     // data (issue 28), wherever it was anchored.
-    auto* legendRow = new QCPLayoutGrid;
+    auto* legendRow = d->legendRow = new QCPLayoutGrid;
     m_plot->plotLayout()->addElement(m_plot->plotLayout()->rowCount(), 0, legendRow);
     m_plot->plotLayout()->setRowStretchFactor(m_plot->plotLayout()->rowCount() - 1, 0.001);
     legendRow->setMargins(QMargins(4, 0, 4, 2));
@@ -311,7 +312,12 @@ void PlotWidget::fitLegendToWidth() {
     for (int i = 0; i < legend->itemCount(); ++i) // cells of the grid: some may be empty
         if (const QCPAbstractLegendItem* item = legend->item(i))
             widest = std::max(widest, item->minimumOuterSizeHint().width());
-    const int room = m_plot->width() - 8; // the legend row's margins
+    // What the entries get: the plot's width less the legend row's margins, the spacing before
+    // its stretchable cell and the legend's own margins (without the last two, four entries
+    // were put in a row a few pixels too narrow and cut: "k_pro").
+    const QMargins rowMargins = d->legendRow->margins(), legendMargins = legend->margins();
+    const int room = m_plot->width() - rowMargins.left() - rowMargins.right() -
+                     d->legendRow->columnSpacing() - legendMargins.left() - legendMargins.right();
     // An empty legend gets one column: QCustomPlot's layout counts a hidden legend's columns
     // too, and one per pixel squeezed an empty plot's axes into a strip (issue 28).
     const int columns =

@@ -66,6 +66,41 @@ private Q_SLOTS:
             QVERIFY(plot.legendColumns() >= 2 && plot.legendColumns() < 8);
     }
 
+    // At every width, each legend entry gets the width its marker and name need: at 1366x768
+    // the depth chart's four entries were laid out in one row that was a few pixels too narrow,
+    // and read "k_pro", "v_pro" (the room did not count the legend's own margins).
+    void everyLegendEntryIsWholeAtAnyWidth() {
+        qs::PlotWidget plot;
+        plot.resize(200, 320);
+        plot.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&plot));
+        const QStringList names = {"q_proj", "k_proj", "v_proj", "o_proj"};
+        for (int i = 0; i < names.size(); ++i)
+            plot.addLineSeries(names[i], {0, 1, 2}, {double(i), 1, 2}, Qt::blue, true);
+        plot.setLegendVisible(true);
+        plot.rescaleAndReplot();
+        auto* custom = plot.findChild<QCustomPlot*>();
+        for (int width = 160; width <= 700; width += 3) {
+            plot.resize(width, 320);
+            QCoreApplication::sendPostedEvents();
+            custom->replot();
+            for (int i = 0; i < custom->legend->itemCount(); ++i) {
+                const QCPAbstractLegendItem* item = custom->legend->item(i);
+                if (!item)
+                    continue;
+                QVERIFY2(item->outerRect().width() >= item->minimumOuterSizeHint().width() &&
+                             item->outerRect().right() <= custom->width(),
+                         qPrintable(QStringLiteral("width %1: entry %2 gets %3 of %4 px, ends at "
+                                                   "%5")
+                                        .arg(width)
+                                        .arg(i)
+                                        .arg(item->outerRect().width())
+                                        .arg(item->minimumOuterSizeHint().width())
+                                        .arg(item->outerRect().right())));
+            }
+        }
+    }
+
     void anEmptiedPlotStartsItsAxesOver() {
         qs::PlotWidget plot;
         plot.addLineSeries("wide", {0, 500}, {-40, 900}, Qt::red);
