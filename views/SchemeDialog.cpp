@@ -48,6 +48,9 @@ SchemeDialog::SchemeDialog(const QString& layerName, QWidget* parent)
     layout->addWidget(title);
     layout->addLayout(form);
     layout->addWidget(buttons);
+    // At the width of its fields alone the window manager cut the title ("Override Sche…") and
+    // the descriptions wrapped every few words: room for the longest scheme name and a title.
+    setMinimumWidth(56 * fontMetrics().averageCharWidth());
     updateForScheme();
 }
 
