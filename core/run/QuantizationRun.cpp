@@ -52,10 +52,6 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
         throw Error("distributed run", "fidelity",
                     "the fidelity report is not gathered across ranks yet: evaluate with "
                     "--no-fidelity, or in one process");
-    if (split && req.analyze)
-        throw Error("distributed run", "analyze",
-                    "the per-layer analysis is not gathered across ranks yet: run it in one "
-                    "process");
     if (fidelity)
         reference =
             FullPrecisionReference::obtain(req, prep, [&progress](double f, const std::string& m) {

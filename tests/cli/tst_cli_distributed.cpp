@@ -83,6 +83,41 @@ private:
         return all;
     }
     static QJsonObject json(const Run& r) { return QJsonDocument::fromJson(r.out).object(); }
+    // 200 calibration windows of 48 tokens: batches of 42 windows (2016 tokens on the CPU), so
+    // five shards (four of 42 windows, one of 32): three on rank 0, two on rank 1, and the
+    // per-channel samples (the first 8192 tokens) end inside shard 4. int8 static activations
+    // per tensor (input quantizer errors, quantized histograms) on int8 per-channel weights with
+    // GPTQ (round-to-nearest baselines).
+    QStringList analyzeArgs() const {
+        return {"analyze",          m_model,
+                "--quant-scheme",   "w_int8_per_channel_a_int8_per_tensor_sym",
+                "--quant-algo",     "gptq",
+                "--calib-data",     qs::test::sharedPath("data/tinystories-eval.txt"),
+                "--num-calib-data", "200",
+                "--seq-len",        "48",
+                "--threads",        "1",
+                "--json",           "--quiet"};
+    }
+    // Where two outputs part: the first line that differs, with its number.
+    static QString firstDifference(const QByteArray& a, const QByteArray& b) {
+        const QList<QByteArray> la = a.split('\n'), lb = b.split('\n');
+        for (int i = 0; i < std::max(la.size(), lb.size()); ++i)
+            if (la.value(i) != lb.value(i))
+                return QString("line %1: %2 against %3")
+                    .arg(i + 1)
+                    .arg(QString(la.value(i).trimmed()), QString(lb.value(i).trimmed()));
+        return "no difference";
+    }
+    // A pretty-printed report without the lines that say when it was made and how long it took
+    // (the report's "seconds", the provenance's "created_at"): the bytes two runs can share.
+    static QByteArray withoutTimes(const QByteArray& out) {
+        QList<QByteArray> kept;
+        for (const QByteArray& line : out.split('\n'))
+            if (!line.trimmed().startsWith("\"seconds\":") &&
+                !line.trimmed().startsWith("\"created_at\":"))
+                kept.push_back(line);
+        return kept.join('\n');
+    }
 
 private Q_SLOTS:
     void initTestCase() {
@@ -231,10 +266,24 @@ private Q_SLOTS:
         QVERIFY(!QFile::exists(out + "/model.safetensors"));
     }
 
+    void sameAnalysisAtEveryWorldSize() {
+        const Run one = qs::test::runCli(analyzeArgs());
+        QVERIFY2(one.exitCode == 0, one.err.constData());
+        const QByteArray base = withoutTimes(one.out);
+        QVERIFY(base.contains("\"input_quantization_error\""));
+        const Run two = qs::test::runCli(analyzeArgs() << "--nproc"
+                                                       << "2");
+        QVERIFY2(two.exitCode == 0, two.err.constData());
+        // Byte for byte: every rank's statistics of each shard merged in shard order are the
+        // single process's sums, extremes and samples (calib/LayerAnalyzer.h). A shard left out,
+        // taken twice or merged out of order changes the errors' sums and the histograms.
+        QVERIFY(!two.err.contains("every rank calibrated on all")); // the calibration was split
+        QVERIFY2(withoutTimes(two.out) == base,
+                 qPrintable(firstDifference(withoutTimes(two.out), base)));
+    }
+
     void commandsThatDoNotSplitAreRefused() {
-        const Run r =
-            qs::test::runCli({"analyze", m_model, "--quant-scheme", "uint4_wo_32", "--calib-data",
-                              qs::test::sharedPath("data/tinystories-calib.txt"), "--nproc", "2"});
+        const Run r = qs::test::runCli({"recipe", m_model, "--nproc", "2"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("does not split its work across ranks"), r.err.constData());
     }
