@@ -8,6 +8,7 @@
 #include "TestSupport.h"
 
 #include <QDirIterator>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -280,6 +281,45 @@ private Q_SLOTS:
         QVERIFY(!two.err.contains("every rank calibrated on all")); // the calibration was split
         QVERIFY2(withoutTimes(two.out) == base,
                  qPrintable(firstDifference(withoutTimes(two.out), base)));
+    }
+
+    void sameSensitivityRowsAtEveryWorldSize() {
+        // A weight-only recipe on few windows: the rows (35 linears, two evaluations each) are
+        // the work; the ranks measure about half each and rank 0 reports them all.
+        const QStringList args = {"analyze",
+                                  m_model,
+                                  "--quant-scheme",
+                                  "w_uint4_per_group_asym",
+                                  "--group-size",
+                                  "4",
+                                  "--calib-data",
+                                  qs::test::sharedPath("data/tinystories-calib.txt"),
+                                  "--num-calib-data",
+                                  "8",
+                                  "--seq-len",
+                                  "64",
+                                  "--sensitivity",
+                                  "--data",
+                                  qs::test::sharedPath("data/tinystories-eval.txt"),
+                                  "--max-windows",
+                                  "2",
+                                  "--eval-seq-len",
+                                  "128",
+                                  "--threads",
+                                  "1",
+                                  "--json",
+                                  "--quiet"};
+        const Run one = qs::test::runCli(args);
+        QVERIFY2(one.exitCode == 0, one.err.constData());
+        const QJsonArray rows = json(one)["sensitivity"].toObject()["layers"].toArray();
+        QCOMPARE(rows.size(), 35);
+        const Run two = qs::test::runCli(QStringList(args) << "--nproc"
+                                                           << "2");
+        QVERIFY2(two.exitCode == 0, two.err.constData());
+        // Byte for byte, the rows in the single process's order: each measured by one rank
+        // from the same plans and reference inputs, gathered as doubles.
+        QVERIFY2(withoutTimes(two.out) == withoutTimes(one.out),
+                 qPrintable(firstDifference(withoutTimes(two.out), withoutTimes(one.out))));
     }
 
     void commandsThatDoNotSplitAreRefused() {
