@@ -66,8 +66,9 @@ void mergeQuantizer(RankGroup& group, const std::string& layer, ActivationQuanti
     mergeRange(group, *minMax);
 }
 
-void checkShardCount(const CalibrationShards& shards, size_t held, const std::string& what) {
-    if (held != shards.mine.size() || held == 0)
+void checkShardCount(const CalibrationShards& shards, size_t held, const std::string& what,
+                     bool noneAllowed = false) {
+    if (held != shards.mine.size() || (held == 0 && !noneAllowed))
         throw Error(what, "calibration",
                     "this rank holds " + std::to_string(held) + " partial sums for its " +
                         std::to_string(shards.mine.size()) +
@@ -139,7 +140,7 @@ at::Tensor sumInShardOrder(const CalibrationShards& shards, const std::vector<at
 std::vector<std::vector<double>> gatherInShardOrder(const CalibrationShards& shards,
                                                     const std::vector<std::vector<double>>& mine,
                                                     const std::string& what) {
-    checkShardCount(shards, mine.size(), what);
+    checkShardCount(shards, mine.size(), what, /*noneAllowed=*/true);
     std::vector<std::vector<double>> all(size_t(shards.count));
     inShardOrder(
         shards, mine.size(), [&](size_t k) { return mine[k]; }, /*sameLength=*/false,

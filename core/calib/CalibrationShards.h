@@ -43,7 +43,9 @@ at::Tensor sumInShardOrder(const CalibrationShards& shards, const std::vector<at
 // Every shard's values on every rank, in shard order: `mine[i]` belongs to shard shards.mine[i]
 // and may have any length. The same transport as sumInShardOrder's (rounds of one shard per
 // rank), for what is combined in shard order but is no plain sum (a distributed analysis'
-// accumulators: calib/LayerAnalyzer.h). Throws qs::Error naming `what` as sumInShardOrder does.
+// accumulators: calib/LayerAnalyzer.h; the fidelity samples of evaluation shards, where a rank
+// may hold none). Throws qs::Error naming `what` when this rank holds a different number of
+// values than shards.
 std::vector<std::vector<double>> gatherInShardOrder(const CalibrationShards& shards,
                                                     const std::vector<std::vector<double>>& mine,
                                                     const std::string& what);
