@@ -5,6 +5,7 @@
 // mid-run stops the others with an error and nothing written; and the launches that must fail,
 // failing in plain words.
 #include "LoopbackPort.h"
+#include "RankProcesses.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
@@ -246,17 +247,7 @@ private Q_SLOTS:
                                                    << "--dist-timeout"
                                                    << "5";
         QProcess ranks[2];
-        for (int r = 0; r < 2; ++r) {
-            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-            env.insert("WORLD_SIZE", "2");
-            env.insert("RANK", QString::number(r));
-            env.insert("LOCAL_RANK", QString::number(r));
-            env.insert("MASTER_ADDR", "127.0.0.1");
-            env.insert("MASTER_PORT", QString::number(port));
-            ranks[r].setProcessEnvironment(env);
-            ranks[r].start(qs::test::binDir() + "/quantscope-cli", args);
-            QVERIFY(ranks[r].waitForStarted());
-        }
+        QVERIFY(qs::test::startRanks(ranks, 2, port, args));
         // Rank 0 prints a progress line each tenth (stderr is not a terminal here).
         QByteArray err0;
         while (!err0.contains("quantize") && ranks[0].state() == QProcess::Running) {
