@@ -1,5 +1,6 @@
 #include "CliCommon.h"
 #include "QuantOptions.h"
+#include "RankLauncher.h"
 #include "analysis/ExpertRouting.h"
 
 #include "run/Run.h"
@@ -41,6 +42,7 @@ int runAnalyze(const QStringList& args) {
     parser.addOption({"data", "Evaluation text for --sensitivity.", "TEXT"});
     addEvalWindowOptions(parser);
     addRunOptions(parser);
+    addDistributedOptions(parser);
     if (!parseOrHelp(parser, expandMultiValueFlags(args),
                      "Per-layer quantization analysis on calibration data: weight error, output "
                      "error (local and accumulated), activation statistics per input channel, "
@@ -59,14 +61,20 @@ int runAnalyze(const QStringList& args) {
     EvaluationSpec evaluation = evaluationFromOptions(parser, "data");
     if (!parser.isSet("max-windows"))
         evaluation.maxWindows = 4; // sensitivity evaluates twice per layer: keep it small
-    saveRecipeIfAsked(parser, q.recipe);
+    // Launched as one rank of several (--nproc, torchrun, srun): the ranks share the
+    // calibration batches and the sensitivity rows; rank 0 alone prints.
+    const bool speaks = joinRanksIfLaunched(parser, q) == 0;
+    if (speaks)
+        saveRecipeIfAsked(parser, q.recipe);
     // The analysis first: it checks the recipe, the model and the calibration data before the
     // (longer) sensitivity study starts.
     if (parser.isSet("sensitivity")) {
         q.sensitivity = true;
         q.recipe.evaluation = evaluation;
     }
-    const RunOutcome out = runJob(q, progressFor(parser, "analyze"));
+    const RunOutcome out = runJob(q, speaks ? progressFor(parser, "analyze") : nullptr);
+    if (!speaks)
+        return 0;
     printWarnings("analyze", out.warnings);
     const std::optional<SensitivityResult>& sens = out.sensitivity;
     if (parser.isSet("json")) {

@@ -152,10 +152,11 @@ int joinRanksIfLaunched(const QCommandLineParser& parser, RunRequest& request) {
 }
 
 void refuseUnsplitCommandUnderLauncher(const QString& command) {
-    if (command == "eval" || command == "quantize")
+    if (command == "eval" || command == "quantize" || command == "analyze")
         return;
     throw UsageError{"'" + command.toStdString() +
-                     "' does not split its work across ranks yet (only eval and quantize do): "
+                     "' does not split its work across ranks yet (only eval, quantize and "
+                     "analyze do): "
                      "run it in one process, without --nproc, torchrun or srun tasks"};
 }
 

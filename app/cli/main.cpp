@@ -40,11 +40,12 @@ const char* kUsage =
     "Run 'quantscope-cli <command> --help' for a command's options.\n"
     "Global: --help, --version.\n"
     "\n"
-    "Distributed (eval, quantize): '--nproc N' runs N ranks on this machine; under torchrun\n"
-    "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, SLURM_NTASKS) each\n"
-    "process joins the group (Gloo on the CPU; NCCL with --device cuda, GPU LOCAL_RANK).\n"
-    "Evaluation and calibration windows are split by batch; every world size gives the same\n"
-    "figures and files; rank 0 writes them.\n";
+    "Distributed (eval, quantize, analyze): '--nproc N' runs N ranks on this machine; under\n"
+    "torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or srun (SLURM_PROCID, SLURM_NTASKS)\n"
+    "each process joins the group (Gloo on the CPU; NCCL with --device cuda, GPU LOCAL_RANK).\n"
+    "Evaluation and calibration windows are split by batch, analyze --sensitivity's rows by\n"
+    "rank; every world size gives the same figures, reports (per-layer analysis, fidelity,\n"
+    "sensitivity) and files; rank 0 prints and writes them.\n";
 
 } // namespace
 

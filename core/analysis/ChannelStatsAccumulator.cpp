@@ -162,18 +162,18 @@ void ChannelStatsAccumulator::add(const at::Tensor& x) {
         m_s4 += (d2 * d2).sum(0);
     }
     m_tokens += rows.size(0);
-    if (m_sampled < kSampleTokens) {
-        const int64_t take = std::min(kSampleTokens - m_sampled, rows.size(0));
+    if (m_sampled < m_sampleLimit) {
+        const int64_t take = std::min(m_sampleLimit - m_sampled, rows.size(0));
         m_sample.push_back(rows.narrow(0, 0, take).to(at::kFloat).clone());
         m_sampled += take;
     }
 }
 
 void ChannelStatsAccumulator::addQuantized(const at::Tensor& xq) {
-    if (m_quantizedSampled >= kSampleTokens)
+    if (m_quantizedSampled >= m_sampleLimit)
         return;
     const at::Tensor rows = xq.detach().reshape({-1, xq.size(-1)});
-    const int64_t take = std::min(kSampleTokens - m_quantizedSampled, rows.size(0));
+    const int64_t take = std::min(m_sampleLimit - m_quantizedSampled, rows.size(0));
     m_quantizedSample.push_back(rows.narrow(0, 0, take).to(at::kFloat).clone());
     m_quantizedSampled += take;
 }
@@ -212,6 +212,115 @@ Histogram ChannelStatsAccumulator::quantizedHistogram(const Histogram& over) con
     if (m_quantizedSample.empty())
         return {};
     return histogramOf(at::cat(m_quantizedSample, 0), kHistogramBins, over.lo, over.hi);
+}
+
+void ChannelStatsAccumulator::skipSamples(int64_t tokensBefore) {
+    m_sampleLimit = std::max<int64_t>(0, kSampleTokens - tokensBefore);
+}
+
+namespace {
+
+void appendTensor(std::vector<double>& out, const at::Tensor& t) {
+    if (!t.defined()) {
+        out.push_back(-1);
+        return;
+    }
+    const at::Tensor d = t.detach().to(at::kCPU, at::kDouble).contiguous();
+    out.push_back(double(d.dim()));
+    for (const int64_t n : d.sizes())
+        out.push_back(double(n));
+    out.insert(out.end(), d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+}
+
+at::Tensor readTensor(const double*& p, at::ScalarType dtype, const at::Device& device) {
+    const int64_t dims = int64_t(*p++);
+    if (dims < 0)
+        return {};
+    std::vector<int64_t> sizes;
+    for (int64_t i = 0; i < dims; ++i)
+        sizes.push_back(int64_t(*p++));
+    at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(at::kDouble));
+    std::copy(p, p + t.numel(), t.data_ptr<double>());
+    p += t.numel();
+    return t.to(device, dtype);
+}
+
+void appendSamples(std::vector<double>& out, const std::vector<at::Tensor>& samples) {
+    out.push_back(double(samples.size()));
+    for (const at::Tensor& s : samples)
+        appendTensor(out, s);
+}
+
+std::vector<at::Tensor> readSamples(const double*& p, const at::Device& device) {
+    std::vector<at::Tensor> samples(size_t(*p++));
+    for (at::Tensor& s : samples)
+        s = readTensor(p, at::kFloat, device);
+    return samples;
+}
+
+// `later`'s samples after `mine`, up to kSampleTokens rows in all (as add() takes them).
+void appendRows(std::vector<at::Tensor>& mine, int64_t& taken, const std::vector<at::Tensor>& later,
+                int64_t limit) {
+    for (const at::Tensor& s : later) {
+        if (taken >= limit)
+            return;
+        const int64_t take = std::min(limit - taken, s.size(0));
+        mine.push_back(take == s.size(0) ? s : s.narrow(0, 0, take).clone());
+        taken += take;
+    }
+}
+
+} // namespace
+
+void ChannelStatsAccumulator::appendState(std::vector<double>& out) const {
+    out.push_back(double(m_tokens));
+    for (const at::Tensor* t : {&m_min, &m_max, &m_s1, &m_s2, &m_s3, &m_s4, &m_firstTokenAbsmax})
+        appendTensor(out, *t);
+    appendSamples(out, m_sample);
+    appendSamples(out, m_quantizedSample);
+}
+
+ChannelStatsAccumulator ChannelStatsAccumulator::fromState(const double*& p,
+                                                           const at::Device& device) {
+    ChannelStatsAccumulator a;
+    a.m_tokens = int64_t(*p++);
+    a.m_min = readTensor(p, at::kFloat, device);
+    a.m_max = readTensor(p, at::kFloat, device);
+    for (at::Tensor* t : {&a.m_s1, &a.m_s2, &a.m_s3, &a.m_s4})
+        *t = readTensor(p, at::kDouble, device);
+    a.m_firstTokenAbsmax = readTensor(p, at::kFloat, device);
+    a.m_sample = readSamples(p, device);
+    a.m_quantizedSample = readSamples(p, device);
+    for (const at::Tensor& s : a.m_sample)
+        a.m_sampled += s.size(0);
+    for (const at::Tensor& s : a.m_quantizedSample)
+        a.m_quantizedSampled += s.size(0);
+    return a;
+}
+
+void ChannelStatsAccumulator::merge(const ChannelStatsAccumulator& later) {
+    if (!later.m_min.defined() && later.m_quantizedSample.empty())
+        return;
+    if (!m_min.defined()) {
+        m_min = later.m_min;
+        m_max = later.m_max;
+        m_s1 = later.m_s1;
+        m_s2 = later.m_s2;
+        m_s3 = later.m_s3;
+        m_s4 = later.m_s4;
+        m_firstTokenAbsmax = later.m_firstTokenAbsmax;
+    } else if (later.m_min.defined()) {
+        // NaN propagates, as in add().
+        m_min = at::minimum(m_min, later.m_min);
+        m_max = at::maximum(m_max, later.m_max);
+        m_s1 = m_s1 + later.m_s1;
+        m_s2 = m_s2 + later.m_s2;
+        m_s3 = m_s3 + later.m_s3;
+        m_s4 = m_s4 + later.m_s4;
+    }
+    m_tokens += later.m_tokens;
+    appendRows(m_sample, m_sampled, later.m_sample, m_sampleLimit);
+    appendRows(m_quantizedSample, m_quantizedSampled, later.m_quantizedSample, m_sampleLimit);
 }
 
 } // namespace qs

@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <vector>
+
 namespace qs {
 
 // Per-input-channel statistics of a linear's activations, streamed batch by batch: exact
@@ -25,11 +27,26 @@ public:
     // unquantized histogram); empty when it has none.
     Histogram quantizedHistogram(const Histogram& over) const;
 
+    // A distributed analysis (one accumulator per calibration shard, merged in shard order):
+    // the accumulator of a shard that starts `tokensBefore` tokens into the calibration keeps
+    // only the samples the first kSampleTokens can still use.
+    void skipSamples(int64_t tokensBefore);
+    // Everything it holds as doubles (floats and counts convert exactly), and back onto
+    // `device`; fromState advances `p` past what it read.
+    void appendState(std::vector<double>& out) const;
+    static ChannelStatsAccumulator fromState(const double*& p, const at::Device& device);
+    // Takes in what `later` took after what this one took (the next calibration batches):
+    // min and max element-wise, the moments added as add() adds a batch's, the samples appended
+    // up to kSampleTokens, the first token's range kept. Merged in batch order, the result is
+    // what one accumulator fed every batch holds, bit for bit.
+    void merge(const ChannelStatsAccumulator& later);
+
 private:
     at::Tensor m_min, m_max, m_s1, m_s2, m_s3, m_s4; // [C], double moments
     int64_t m_tokens = 0;
     std::vector<at::Tensor> m_sample, m_quantizedSample;
     int64_t m_sampled = 0, m_quantizedSampled = 0;
+    int64_t m_sampleLimit = kSampleTokens; // tokens this one samples (skipSamples)
     at::Tensor m_firstTokenAbsmax;
 };
 

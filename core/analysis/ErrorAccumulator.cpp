@@ -136,6 +136,34 @@ void ErrorAccumulator::add(const at::Tensor& value, const at::Tensor& reference)
     m_count += a.numel();
 }
 
+void ErrorAccumulator::appendState(std::vector<double>& out) const {
+    out.insert(out.end(), {m_sse, m_refSq, m_valSq, m_dot, m_maxAbs, m_rel, double(m_count)});
+}
+
+ErrorAccumulator ErrorAccumulator::fromState(const double*& p) {
+    ErrorAccumulator a;
+    a.m_sse = p[0];
+    a.m_refSq = p[1];
+    a.m_valSq = p[2];
+    a.m_dot = p[3];
+    a.m_maxAbs = p[4];
+    a.m_rel = p[5];
+    a.m_count = int64_t(p[6]);
+    p += kStateSize;
+    return a;
+}
+
+void ErrorAccumulator::merge(const ErrorAccumulator& later) {
+    // As add() folds one batch's sums in.
+    m_sse += later.m_sse;
+    m_refSq += later.m_refSq;
+    m_valSq += later.m_valSq;
+    m_dot += later.m_dot;
+    m_maxAbs = std::isnan(later.m_maxAbs) || later.m_maxAbs > m_maxAbs ? later.m_maxAbs : m_maxAbs;
+    m_rel += later.m_rel;
+    m_count += later.m_count;
+}
+
 ErrorMetrics ErrorAccumulator::metrics() const {
     ErrorMetrics m;
     if (m_count == 0)

@@ -227,7 +227,7 @@ void freeze(BlockRun& run) {
 }
 
 void analyse(BlockRun& run, const at::Tensor& refStream, const at::Tensor& quantStream,
-             const ForwardContext& ctx, LayerAnalyzer& analyzer,
+             const ForwardContext& ctx, std::vector<LayerAnalyzer>& analyzers,
              const std::vector<BatchCapture>& refCaptures, at::Tensor& nextRef,
              at::Tensor& nextQuant) {
     ForwardContext hooked = ctx;
@@ -255,6 +255,7 @@ void analyse(BlockRun& run, const at::Tensor& refStream, const at::Tensor& quant
         hook.setMode(BlockQuantHook::Mode::Apply);
         hook.setCapture(true);
         nextQuant.narrow(0, b, n).copy_(run.block->forward(quantStream.narrow(0, b, n), hooked));
+        LayerAnalyzer& analyzer = analyzers.at(analyzers.size() == 1 ? 0 : size_t(batch));
         analyzer.addBatch(*run.plans, run.linears, ref.inputs, ref.outputs, hook.inputs(),
                           hook.outputs());
         analyzer.addBlockInput(refStream.narrow(0, b, n));

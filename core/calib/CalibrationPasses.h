@@ -131,9 +131,11 @@ void freeze(BlockRun& run);
 // 6. Analysis: each batch runs through the quantized block (quantized stream) and, unless
 //    `refCaptures` already holds its full-precision captures (from observation), through the
 //    full-precision block (reference stream, output into `nextRef`); the analyzer compares them
-//    layer by layer. The quantized stream's outputs go into `nextQuant`.
+//    layer by layer. The quantized stream's outputs go into `nextQuant`. `analyzers`: one for
+//    every batch, or one per batch (a run spread over ranks: one per calibration shard, merged
+//    in shard order by LayerAnalyzer::combineShards).
 void analyse(BlockRun& run, const at::Tensor& refStream, const at::Tensor& quantStream,
-             const ForwardContext& ctx, LayerAnalyzer& analyzer,
+             const ForwardContext& ctx, std::vector<LayerAnalyzer>& analyzers,
              const std::vector<BatchCapture>& refCaptures, at::Tensor& nextRef,
              at::Tensor& nextQuant);
 

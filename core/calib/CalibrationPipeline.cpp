@@ -2,6 +2,7 @@
 
 #include "calib/ResumeState.h"
 #include "eval/Perplexity.h"
+#include "eval/WindowShards.h"
 #include "model/DeviceRunAhead.h"
 #include "util/Error.h"
 #include "util/LargeTensor.h"
@@ -187,9 +188,23 @@ PipelineResult CalibrationPipeline::run(const at::Tensor& calibration, const at:
         pass::freeze(run);
 
         if (analyze && hasCalibration) {
-            LayerAnalyzer analyzer(plans);
-            pass::analyse(run, ref, quant, calibCtx, analyzer, refCaptures, nextRef, nextQuant);
-            analyzer.finish(plans);
+            // Spread over ranks: one analyzer per calibration shard of this rank, merged with
+            // the other ranks' in shard order (every rank then holds one process's reports).
+            std::vector<LayerAnalyzer> analyzers;
+            const CalibrationShards* shards = m_options.shards;
+            if (shards) {
+                const int64_t shardTokens =
+                    windowsPerBatch(m_options.maxBatchTokens, quant.size(1)) * quant.size(1);
+                for (const int64_t s : shards->mine)
+                    analyzers.emplace_back(plans, s * shardTokens);
+            } else {
+                analyzers.emplace_back(plans);
+            }
+            pass::analyse(run, ref, quant, calibCtx, analyzers, refCaptures, nextRef, nextQuant);
+            if (shards)
+                LayerAnalyzer::combineShards(*shards, analyzers, device).finish(plans);
+            else
+                analyzers.front().finish(plans);
         } else {
             if (needRef && !nextRef.defined())
                 nextRef = pass::forward(run, ref, calibCtx, BlockQuantHook::Mode::Reference, false,

@@ -7,6 +7,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <functional>
+
 namespace qs {
 
 namespace {
@@ -63,38 +66,88 @@ void mergeQuantizer(RankGroup& group, const std::string& layer, ActivationQuanti
     mergeRange(group, *minMax);
 }
 
+void checkShardCount(const CalibrationShards& shards, size_t held, const std::string& what,
+                     bool noneAllowed = false) {
+    if (held != shards.mine.size() || (held == 0 && !noneAllowed))
+        throw Error(what, "calibration",
+                    "this rank holds " + std::to_string(held) + " partial sums for its " +
+                        std::to_string(shards.mine.size()) +
+                        " calibration batches (a layer that does not see every batch, such as "
+                        "a routed expert, cannot be combined across ranks yet)");
+}
+
+// The shards' values in shard order, handed to `take(shard, values, n)` on every rank. Round k
+// holds shards kN .. kN+N-1, one per rank: this rank's k-th shard is kN + rank. `part(k)` gives
+// this rank's k-th shard's values; every rank's length travels first when `sameLength` is not
+// promised (a round then pads to its longest).
+void inShardOrder(const CalibrationShards& shards, size_t held,
+                  const std::function<std::vector<double>(size_t)>& part, bool sameLength,
+                  const std::function<void(int64_t, const double*, size_t)>& take) {
+    RankGroup& group = *shards.group;
+    const int ranks = group.size();
+    const int64_t rounds = (shards.count + ranks - 1) / ranks;
+    size_t fixed = 0;
+    std::vector<double> all;
+    for (int64_t k = 0; k < rounds; ++k) {
+        std::vector<double> mine = size_t(k) < held ? part(size_t(k)) : std::vector<double>{};
+        std::vector<double> lengths;
+        if (sameLength) {
+            if (k == 0)
+                fixed = mine.size();
+            lengths.assign(size_t(ranks), double(fixed));
+            mine.resize(fixed, 0.0); // a rank past its last shard sends zeros
+        } else {
+            const double length = double(mine.size());
+            lengths.resize(size_t(ranks));
+            group.allGather(&length, 1, lengths.data());
+        }
+        const size_t longest = size_t(*std::max_element(lengths.begin(), lengths.end()));
+        mine.resize(longest, 0.0);
+        all.resize(size_t(ranks) * longest);
+        group.allGather(mine.data(), longest, all.data());
+        for (int r = 0; r < ranks && k * ranks + r < shards.count; ++r)
+            take(k * ranks + r, all.data() + size_t(r) * longest, size_t(lengths[size_t(r)]));
+    }
+}
+
 } // namespace
 
 at::Tensor sumInShardOrder(const CalibrationShards& shards, const std::vector<at::Tensor>& mine,
                            const std::string& what) {
-    if (mine.size() != shards.mine.size() || mine.empty())
-        throw Error(what, "calibration",
-                    "this rank holds " + std::to_string(mine.size()) + " partial sums for its " +
-                        std::to_string(shards.mine.size()) +
-                        " calibration batches (a layer that does not see every batch, such as "
-                        "a routed expert, cannot be combined across ranks yet)");
-    RankGroup& group = *shards.group;
-    const int ranks = group.size();
+    checkShardCount(shards, mine.size(), what);
     const at::Tensor& like = mine.front();
-    const int64_t n = like.numel();
-    std::vector<double> all(size_t(ranks) * size_t(n));
+    const size_t n = size_t(like.numel());
     at::Tensor total;
-    // Round k holds shards kN .. kN+N-1, one per rank: this rank's k-th shard is kN + rank.
-    const int64_t rounds = (shards.count + ranks - 1) / ranks;
-    for (int64_t k = 0; k < rounds; ++k) {
-        std::vector<double> part = size_t(k) < mine.size() ? asDoubles(mine[size_t(k)])
-                                                           : std::vector<double>(size_t(n), 0.0);
-        if (part.size() != size_t(n))
-            throw Error(what, "calibration", "partial sums of different sizes");
-        group.allGather(part.data(), size_t(n), all.data());
-        for (int r = 0; r < ranks && k * ranks + r < shards.count; ++r) {
+    inShardOrder(
+        shards, mine.size(),
+        [&](size_t k) {
+            std::vector<double> part = asDoubles(mine[k]);
+            if (part.size() != n)
+                throw Error(what, "calibration", "partial sums of different sizes");
+            return part;
+        },
+        /*sameLength=*/true,
+        [&](int64_t, const double* values, size_t) {
+            // The first taken as it is, the others added in shard order.
             const at::Tensor p =
-                at::from_blob(all.data() + size_t(r) * size_t(n), like.sizes(), at::kDouble)
+                at::from_blob(const_cast<double*>(values), like.sizes(), at::kDouble)
                     .to(like.scalar_type(), false, true);
             total = total.defined() ? total + p : p;
-        }
-    }
+        });
     return total.to(like.device());
+}
+
+std::vector<std::vector<double>> gatherInShardOrder(const CalibrationShards& shards,
+                                                    const std::vector<std::vector<double>>& mine,
+                                                    const std::string& what) {
+    checkShardCount(shards, mine.size(), what, /*noneAllowed=*/true);
+    std::vector<std::vector<double>> all(size_t(shards.count));
+    inShardOrder(
+        shards, mine.size(), [&](size_t k) { return mine[k]; }, /*sameLength=*/false,
+        [&](int64_t shard, const double* values, size_t n) {
+            all[size_t(shard)].assign(values, values + n);
+        });
+    return all;
 }
 
 bool observersMerge(const Recipe& recipe) {

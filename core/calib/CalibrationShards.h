@@ -40,6 +40,16 @@ struct CalibrationShards {
 at::Tensor sumInShardOrder(const CalibrationShards& shards, const std::vector<at::Tensor>& mine,
                            const std::string& what);
 
+// Every shard's values on every rank, in shard order: `mine[i]` belongs to shard shards.mine[i]
+// and may have any length. The same transport as sumInShardOrder's (rounds of one shard per
+// rank), for what is combined in shard order but is no plain sum (a distributed analysis'
+// accumulators: calib/LayerAnalyzer.h; the fidelity samples of evaluation shards, where a rank
+// may hold none). Throws qs::Error naming `what` when this rank holds a different number of
+// values than shards.
+std::vector<std::vector<double>> gatherInShardOrder(const CalibrationShards& shards,
+                                                    const std::vector<std::vector<double>>& mine,
+                                                    const std::string& what);
+
 // Rank `root`'s `tensors` on every rank (as root has them: shapes, dtypes, undefined ones; the
 // others' argument is ignored), on the CPU. Exact for floating types up to float64 and integers
 // below 2^53, which travel as doubles. What a rank computed alone (a GPTQ solve) reaches the

@@ -1,5 +1,7 @@
 #include "calib/LayerAnalyzer.h"
 
+#include "util/Error.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -17,9 +19,71 @@ double median(std::vector<float> v) {
 
 } // namespace
 
-LayerAnalyzer::LayerAnalyzer(const std::vector<LayerPlan>& plans) {
+LayerAnalyzer::LayerAnalyzer(const std::vector<LayerPlan>& plans, int64_t tokensBefore) {
     for (const LayerPlan& p : plans)
-        m_layers[p.name];
+        if (tokensBefore > 0)
+            m_layers[p.name].channels.skipSamples(tokensBefore);
+        else
+            m_layers[p.name];
+}
+
+void LayerAnalyzer::appendState(std::vector<double>& out) const {
+    out.push_back(m_residualSquares);
+    out.push_back(double(m_residualTokens));
+    for (const auto& [name, a] : m_layers) {
+        for (const ErrorAccumulator* e :
+             {&a.local, &a.localRoundToNearest, &a.accumulated, &a.inputQuant, &a.drift})
+            e->appendState(out);
+        out.push_back(double(a.partsLocal.size()));
+        for (const ErrorAccumulator& e : a.partsLocal)
+            e.appendState(out);
+        a.channels.appendState(out);
+    }
+}
+
+void LayerAnalyzer::mergeState(const double*& p, const at::Device& device) {
+    m_residualSquares += p[0];
+    m_residualTokens += int64_t(p[1]);
+    p += 2;
+    for (auto& [name, a] : m_layers) {
+        for (ErrorAccumulator* e :
+             {&a.local, &a.localRoundToNearest, &a.accumulated, &a.inputQuant, &a.drift})
+            e->merge(ErrorAccumulator::fromState(p));
+        const size_t parts = size_t(*p++);
+        a.partsLocal.resize(std::max(a.partsLocal.size(), parts));
+        for (size_t k = 0; k < parts; ++k)
+            a.partsLocal[k].merge(ErrorAccumulator::fromState(p));
+        a.channels.merge(ChannelStatsAccumulator::fromState(p, device));
+    }
+}
+
+LayerAnalyzer LayerAnalyzer::combineShards(const CalibrationShards& shards,
+                                           const std::vector<LayerAnalyzer>& mine,
+                                           const at::Device& device) {
+    std::vector<std::vector<double>> states;
+    for (const LayerAnalyzer& a : mine) {
+        states.emplace_back();
+        a.appendState(states.back());
+    }
+    const std::vector<std::vector<double>> all =
+        gatherInShardOrder(shards, states, "the per-layer analysis");
+    // The block's structure (fused parts, which layer took whose inputs) is the same in every
+    // batch and on every rank: this rank's first analyzer's, with nothing accumulated.
+    LayerAnalyzer merged;
+    for (const auto& [name, a] : mine.front().m_layers) {
+        Layer& m = merged.m_layers[name];
+        m.parts = a.parts;
+        m.inputsOf = a.inputsOf;
+    }
+    for (const std::vector<double>& state : all) {
+        const double* p = state.data();
+        merged.mergeState(p, device);
+        if (p != state.data() + state.size())
+            throw Error("the per-layer analysis", "calibration",
+                        "a rank's statistics do not have this rank's layout (the ranks planned "
+                        "different layers)");
+    }
+    return merged;
 }
 
 void LayerAnalyzer::addBatch(const std::vector<LayerPlan>& plans,

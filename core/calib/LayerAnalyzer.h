@@ -2,6 +2,7 @@
 
 #include "analysis/ChannelStatsAccumulator.h"
 #include "analysis/ErrorAccumulator.h"
+#include "calib/CalibrationShards.h"
 #include "calib/LayerPlan.h"
 #include "model/DecoderModel.h"
 
@@ -17,7 +18,19 @@ namespace qs {
 // the hook captured on the reference (full-precision) and the quantized stream.
 class LayerAnalyzer {
 public:
-    explicit LayerAnalyzer(const std::vector<LayerPlan>& plans);
+    // `tokensBefore`: where its batches start in the calibration, in tokens (a distributed
+    // analysis feeds one analyzer per calibration shard; it samples only what the first
+    // ChannelStatsAccumulator::kSampleTokens tokens can still use).
+    explicit LayerAnalyzer(const std::vector<LayerPlan>& plans, int64_t tokensBefore = 0);
+
+    // A distributed analysis: the analyzers of this rank's calibration shards (`mine`, one per
+    // shard of shards.mine, in order) and the other ranks' merged in shard order, on every rank:
+    // the analyzer one process feeds every batch, bit for bit (every sum is a batch's partial
+    // added in batch order, 0 + x being x; minima, maxima and samples are exact). Statistics
+    // land on `device`.
+    static LayerAnalyzer combineShards(const CalibrationShards& shards,
+                                       const std::vector<LayerAnalyzer>& mine,
+                                       const at::Device& device);
 
     // `ref*`: each linear's input and output on the reference stream; `quant*`: on the quantized
     // stream (inputs before the input quantizer, outputs after the output quantizer).
@@ -35,6 +48,10 @@ public:
     void finish(std::vector<LayerPlan>& plans) const;
 
 private:
+    LayerAnalyzer() = default;
+    void appendState(std::vector<double>& out) const;
+    void mergeState(const double*& p, const at::Device& device);
+
     double m_residualSquares = 0.0; // sum over tokens of |h|^2
     int64_t m_residualTokens = 0;
     struct Layer {

@@ -84,7 +84,8 @@ std::string fidelityCacheDir() {
 
 FullPrecisionReference FullPrecisionReference::obtain(const RunRequest& request,
                                                       const PreparedRun& prep,
-                                                      const PipelineProgress& progress) {
+                                                      const PipelineProgress& progress,
+                                                      bool writesCache) {
     FullPrecisionReference ref;
     ref.m_windows = prep.evaluation.size(0);
     ref.m_seqLen = prep.evaluation.size(1);
@@ -115,7 +116,7 @@ FullPrecisionReference FullPrecisionReference::obtain(const RunRequest& request,
     ref.m_width = hidden.size(2);
     ref.m_dtype = hidden.scalar_type();
 
-    if (!dir.empty() && QDir().mkpath(QString::fromStdString(dir))) {
+    if (writesCache && !dir.empty() && QDir().mkpath(QString::fromStdString(dir))) {
         QSaveFile data(bin);
         const auto bytes = qint64(hidden.numel() * int64_t(hidden.element_size()));
         if (data.open(QIODevice::WriteOnly) &&

@@ -20,9 +20,12 @@ namespace qs {
 // hidden states are read back a batch of windows at a time, never held whole when cached.
 class FullPrecisionReference {
 public:
-    // Read from the cache, or computed (and cached) for `prepared`'s evaluation windows.
+    // Read from the cache, or computed (and cached when `writesCache`) for `prepared`'s
+    // evaluation windows. A distributed run's ranks other than 0 do not write: each computes
+    // what it cannot read (the cached file appears whole, by rename, or not at all).
     static FullPrecisionReference obtain(const RunRequest& request, const PreparedRun& prepared,
-                                         const PipelineProgress& progress = {});
+                                         const PipelineProgress& progress = {},
+                                         bool writesCache = true);
 
     const PerplexityResult& perplexity() const { return m_perplexity; }
     bool fromCache() const { return m_fromCache; }

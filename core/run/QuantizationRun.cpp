@@ -19,6 +19,51 @@
 
 namespace qs {
 
+namespace {
+
+// Every evaluation shard's fidelity samples (`mine`: this rank's shards', in order, one per
+// scored position) on every rank, in shard order: the samples one process appends batch after
+// batch, so its percentiles and bootstrap (summarizeFidelity) are the same bits.
+FidelitySamples gatherSamples(RankGroup& group, const at::Tensor& evaluation, int64_t shardCount,
+                              int64_t windowsPerShard, const std::vector<int64_t>& myShards,
+                              const FidelitySamples& mine) {
+    const int64_t windows = evaluation.size(0), positions = evaluation.size(1) - 1;
+    std::vector<std::vector<double>> parts;
+    size_t at = 0;
+    for (const int64_t s : myShards) {
+        const size_t n =
+            size_t(std::min(windowsPerShard, windows - s * windowsPerShard) * positions);
+        if (at + n > mine.kl.size())
+            throw Error("fidelity", "evaluation",
+                        "this rank compared fewer positions than its windows hold");
+        std::vector<double> part;
+        for (const std::vector<double>* v : {&mine.kl, &mine.deltaP, &mine.nllBase, &mine.nllQuant})
+            part.insert(part.end(), v->begin() + long(at), v->begin() + long(at + n));
+        part.insert(part.end(), mine.sameTop.begin() + long(at),
+                    mine.sameTop.begin() + long(at + n));
+        parts.push_back(std::move(part));
+        at += n;
+    }
+    CalibrationShards shards; // the evaluation's shards travel as the calibration's do
+    shards.group = &group;
+    shards.count = shardCount;
+    shards.mine = myShards;
+    FidelitySamples all;
+    for (const std::vector<double>& part : gatherInShardOrder(shards, parts, "fidelity")) {
+        const size_t n = part.size() / 5;
+        auto slice = [&](int k) { return part.begin() + long(size_t(k) * n); };
+        all.kl.insert(all.kl.end(), slice(0), slice(1));
+        all.deltaP.insert(all.deltaP.end(), slice(1), slice(2));
+        all.nllBase.insert(all.nllBase.end(), slice(2), slice(3));
+        all.nllQuant.insert(all.nllQuant.end(), slice(3), slice(4));
+        for (auto it = slice(4); it != part.end(); ++it)
+            all.sameTop.push_back(uint8_t(*it));
+    }
+    return all;
+}
+
+} // namespace
+
 PerplexityResult perplexityResult(const PreparedRun& prep, double nllSum, int64_t predicted,
                                   double seconds) {
     PerplexityResult p;
@@ -48,19 +93,15 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     const bool fidelity = req.evaluate && req.fidelity && req.recipe.quantizesAnything();
     // A joined group splits the work, even a world of one (NCCL under torchrun).
     const bool split = req.ranks != nullptr;
-    if (split && fidelity)
-        throw Error("distributed run", "fidelity",
-                    "the fidelity report is not gathered across ranks yet: evaluate with "
-                    "--no-fidelity, or in one process");
-    if (split && req.analyze)
-        throw Error("distributed run", "analyze",
-                    "the per-layer analysis is not gathered across ranks yet: run it in one "
-                    "process");
+    // Every rank of a distributed run compares its own windows, against the reference of all
+    // windows (computed on each rank when not cached; rank 0 alone writes the cache).
     if (fidelity)
-        reference =
-            FullPrecisionReference::obtain(req, prep, [&progress](double f, const std::string& m) {
+        reference = FullPrecisionReference::obtain(
+            req, prep,
+            [&progress](double f, const std::string& m) {
                 return !progress || progress(0.25 * f, "full precision: " + m);
-            });
+            },
+            /*writesCache=*/!split || req.ranks->rank() == 0);
     auto runProgress = !reference ? progress : [&progress](double f, const std::string& m) {
         return !progress || progress(0.25 + 0.75 * f, m);
     };
@@ -77,6 +118,9 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
     // changed this model's head with its blocks; the reference's hidden states go through a
     // plain instance of the model's head.
     FidelitySamples fidelitySamples;
+    // A distributed evaluation's windows, by their row of the evaluation tensor (its batches
+    // are numbered within them).
+    std::vector<int64_t> myWindowRows;
     std::unique_ptr<DecoderModel> plainHead;
     BaseLogitRows baseRows;
     if (reference) {
@@ -90,7 +134,8 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
             },
             prep.evaluation.size(1));
         options.onEvalLogits = [&](int64_t first, const at::Tensor& logits) {
-            compareScoredBatch(baseRows, first, logits, prep.evaluation, fidelitySamples);
+            const int64_t window = myWindowRows.empty() ? first : myWindowRows.at(size_t(first));
+            compareScoredBatch(baseRows, window, logits, prep.evaluation, fidelitySamples);
         };
     }
 
@@ -160,10 +205,11 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
                                   : 1);
     if (split && prep.evaluation.defined()) {
         myShards = shards.shardsOf(req.ranks->rank(), req.ranks->size());
-        const std::vector<int64_t> rows = shards.windowsOf(req.ranks->rank(), req.ranks->size());
-        myWindows = rows.empty() ? at::Tensor()
-                                 : prep.evaluation.index_select(
-                                       0, at::tensor(at::ArrayRef<int64_t>(rows), at::kLong));
+        myWindowRows = shards.windowsOf(req.ranks->rank(), req.ranks->size());
+        myWindows = myWindowRows.empty()
+                        ? at::Tensor()
+                        : prep.evaluation.index_select(
+                              0, at::tensor(at::ArrayRef<int64_t>(myWindowRows), at::kLong));
     }
 
     // The calibration windows are split the same way when every rank gets a batch, every
@@ -238,6 +284,11 @@ QuantizationOutcome runQuantization(const RunRequest& req, const PipelineProgres
             result.evalNllSum += v;
         result.evalPredicted = prep.evaluation.size(0) * (prep.evaluation.size(1) - 1);
         seconds = req.ranks->max(seconds); // the run's time is its slowest rank's
+        if (reference)
+            fidelitySamples =
+                gatherSamples(*req.ranks, prep.evaluation, shards.count(),
+                              windowsPerBatch(options.maxBatchTokens, prep.evaluation.size(1)),
+                              myShards, fidelitySamples);
     }
     for (auto& e : exporters)
         e->commit(prep.recipe.toOrderedJson().dump(2) + "\n");

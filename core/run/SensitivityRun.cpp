@@ -1,5 +1,6 @@
 #include "run/SensitivityRun.h"
 
+#include "dist/RankGroup.h"
 #include "run/PlanRowEvaluator.h"
 #include "util/Error.h"
 
@@ -21,10 +22,33 @@ RunRequest studyRequest(const RunRequest& request) {
     return base;
 }
 
+// Every row's figures on every rank, each as its owner measured it: all ranks' tables travel
+// (an all-gather of doubles: exact) and row i is read from rank owners[i]'s.
+void gatherRows(RankGroup& group, const std::vector<int>& owners,
+                std::vector<SensitivityRow>& rows) {
+    constexpr size_t kFigures = 6;
+    std::vector<double> mine;
+    for (const SensitivityRow& r : rows)
+        mine.insert(mine.end(), {r.alonePerplexity, r.allButPerplexity, r.aloneKl, r.aloneSameTop,
+                                 r.allButKl, r.allButSameTop});
+    std::vector<double> all(size_t(group.size()) * mine.size());
+    group.allGather(mine.data(), mine.size(), all.data());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const double* f = all.data() + size_t(owners[i]) * mine.size() + i * kFigures;
+        SensitivityRow& r = rows[i];
+        r.alonePerplexity = f[0];
+        r.allButPerplexity = f[1];
+        r.aloneKl = f[2];
+        r.aloneSameTop = f[3];
+        r.allButKl = f[4];
+        r.allButSameTop = f[5];
+    }
+}
+
 } // namespace
 
 SensitivityStudy::SensitivityStudy(const RunRequest& request, const PipelineProgress& progress)
-    : m_prep(prepareRun(studyRequest(request), progress)),
+    : m_prep(prepareRun(studyRequest(request), progress)), m_ranks(request.ranks),
       m_studyWork(m_prep.handle.moduleTree(), m_prep.model->numBlocks()) {
     const ModuleNode tree = m_prep.handle.moduleTree();
     const int64_t calibTokens = m_prep.calibration.defined() ? m_prep.calibration.numel() : 0;
@@ -58,6 +82,17 @@ double SensitivityStudy::analysisWork() const {
         tokens = m_prep.recipe.calibration.numSamples * seq;
     }
     return m_studyWork.analysis(tokens);
+}
+
+std::vector<int> SensitivityStudy::rowOwners(const std::vector<double>& work, int ranks) {
+    std::vector<double> load(size_t(std::max(1, ranks)), 0.0);
+    std::vector<int> owners;
+    for (const double w : work) {
+        const size_t r = size_t(std::min_element(load.begin(), load.end()) - load.begin());
+        load[r] += w;
+        owners.push_back(int(r));
+    }
+    return owners;
 }
 
 SensitivityResult runSensitivity(const RunRequest& request, const PipelineProgress& progress,
@@ -120,10 +155,17 @@ SensitivityResult SensitivityStudy::run(const PipelineProgress& progress,
         }
     if (layers.empty())
         throw Error("recipe", "global", "the recipe quantizes no layer: nothing to measure");
-    // The rows as planned (an unfit layer skipped at calibration is no row): the work left.
-    total = done + 2 * work.evaluation(evalTokens, 0);
+    // The rows as planned (an unfit layer skipped at calibration is no row), spread over the
+    // ranks by their work: the work left, this rank's rows.
+    const int rank = m_ranks ? m_ranks->rank() : 0;
+    std::vector<double> rowWork;
     for (const Layer& layer : layers)
-        total += 2 * work.evaluation(evalTokens, layer.block);
+        rowWork.push_back(2 * work.evaluation(evalTokens, layer.block));
+    const std::vector<int> owners = rowOwners(rowWork, m_ranks ? m_ranks->size() : 1);
+    total = done + 2 * work.evaluation(evalTokens, 0);
+    for (size_t i = 0; i < layers.size(); ++i)
+        if (owners[i] == rank)
+            total += rowWork[i];
 
     PlanRowEvaluator rows(*prep.model, prep.evaluation, options.maxBatchTokens);
     auto measure = [&](const PlanFilter& filter, const at::Tensor& start, int fromBlock,
@@ -150,8 +192,12 @@ SensitivityResult SensitivityStudy::run(const PipelineProgress& progress,
     result.fullPerplexity = whole.perplexity;
     result.fullKl = whole.fidelity.klMean;
     result.fullSameTop = whole.fidelity.sameTop;
-    for (const Layer& layer : layers) {
-        SensitivityRow row;
+    std::vector<SensitivityRow> measured(layers.size());
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const Layer& layer = layers[i];
+        if (owners[i] != rank)
+            continue;
+        SensitivityRow& row = measured[i];
         row.layer = layer.name;
         const std::string& name = layer.name;
         const std::set<std::string>& members = layer.members;
@@ -177,9 +223,16 @@ SensitivityResult SensitivityStudy::run(const PipelineProgress& progress,
         row.allButPerplexity = allBut.perplexity;
         row.allButKl = allBut.fidelity.klMean;
         row.allButSameTop = allBut.fidelity.sameTop;
-        if (onRow)
+        if (onRow && !m_ranks)
             onRow(row);
-        result.rows.push_back(row);
+    }
+    if (m_ranks)
+        gatherRows(*m_ranks, owners, measured);
+    for (size_t i = 0; i < layers.size(); ++i) {
+        measured[i].layer = layers[i].name;
+        if (onRow && m_ranks)
+            onRow(measured[i]);
+        result.rows.push_back(measured[i]);
     }
     return result;
 }

@@ -1,13 +1,16 @@
-// quantscope-cli eval and quantize spread over ranks (--nproc: torchrun's variables, c10d's
-// TCPStore and Gloo over loopback): the same figures, double for double, and the same files,
-// byte for byte, at 1, 2 and 4 ranks as in one process; a rank that dies or hangs mid-run stops
-// the others with an error and nothing written; and the launches that must fail, failing in
-// plain words.
+// quantscope-cli eval, quantize and analyze spread over ranks (--nproc: torchrun's variables,
+// c10d's TCPStore and Gloo over loopback): the same figures (perplexity, fidelity report),
+// double for double, the same files, byte for byte, at 1, 2 and 4 ranks as in one process, and
+// the same per-layer analysis and sensitivity rows at 1 and 2 ranks; a rank that dies or hangs
+// mid-run stops the others with an error and nothing written; and the launches that must fail,
+// failing in plain words.
 #include "LoopbackPort.h"
+#include "RankProcesses.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
 #include <QDirIterator>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -39,8 +42,7 @@ private:
                           << "--num-calib-data"
                           << "4"
                           << "--seq-len"
-                          << "64"
-                          << "--no-fidelity";
+                          << "64";
     }
     // 100 calibration windows of 64 tokens: batches of 32 windows (2048 tokens on the CPU), so
     // four shards of 32, 32, 32 and 4 windows; at 2 ranks two each, at 4 ranks one each.
@@ -83,6 +85,41 @@ private:
         return all;
     }
     static QJsonObject json(const Run& r) { return QJsonDocument::fromJson(r.out).object(); }
+    // 200 calibration windows of 48 tokens: batches of 42 windows (2016 tokens on the CPU), so
+    // five shards (four of 42 windows, one of 32): three on rank 0, two on rank 1, and the
+    // per-channel samples (the first 8192 tokens) end inside shard 4. int8 static activations
+    // per tensor (input quantizer errors, quantized histograms) on int8 per-channel weights with
+    // GPTQ (round-to-nearest baselines).
+    QStringList analyzeArgs() const {
+        return {"analyze",          m_model,
+                "--quant-scheme",   "w_int8_per_channel_a_int8_per_tensor_sym",
+                "--quant-algo",     "gptq",
+                "--calib-data",     qs::test::sharedPath("data/tinystories-eval.txt"),
+                "--num-calib-data", "200",
+                "--seq-len",        "48",
+                "--threads",        "1",
+                "--json",           "--quiet"};
+    }
+    // Where two outputs part: the first line that differs, with its number.
+    static QString firstDifference(const QByteArray& a, const QByteArray& b) {
+        const QList<QByteArray> la = a.split('\n'), lb = b.split('\n');
+        for (int i = 0; i < std::max(la.size(), lb.size()); ++i)
+            if (la.value(i) != lb.value(i))
+                return QString("line %1: %2 against %3")
+                    .arg(i + 1)
+                    .arg(QString(la.value(i).trimmed()), QString(lb.value(i).trimmed()));
+        return "no difference";
+    }
+    // A pretty-printed report without the lines that say when it was made and how long it took
+    // (the report's "seconds", the provenance's "created_at"): the bytes two runs can share.
+    static QByteArray withoutTimes(const QByteArray& out) {
+        QList<QByteArray> kept;
+        for (const QByteArray& line : out.split('\n'))
+            if (!line.trimmed().startsWith("\"seconds\":") &&
+                !line.trimmed().startsWith("\"created_at\":"))
+                kept.push_back(line);
+        return kept.join('\n');
+    }
 
 private Q_SLOTS:
     void initTestCase() {
@@ -121,6 +158,14 @@ private Q_SLOTS:
             QCOMPARE(group["world_size"].toInt(), ranks.toInt());
             QCOMPARE(group["rank"].toInt(), 0);
             QCOMPARE(group["backend"].toString(), QString("gloo"));
+            // The fidelity report of the quantized model: every position's samples gathered in
+            // window order, so the percentiles and the bootstrap are one process's, double for
+            // double (a shard's samples left out or misplaced move them).
+            if (quantized) {
+                QCOMPARE(j["fidelity"].toObject()["positions"].toInt(), 20 * 255);
+                QCOMPARE(QJsonDocument(j["fidelity"].toObject()).toJson(),
+                         QJsonDocument(base["fidelity"].toObject()).toJson());
+            }
         }
         QVERIFY(base["distributed"].isNull()); // one process joins nothing
     }
@@ -202,17 +247,7 @@ private Q_SLOTS:
                                                    << "--dist-timeout"
                                                    << "5";
         QProcess ranks[2];
-        for (int r = 0; r < 2; ++r) {
-            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-            env.insert("WORLD_SIZE", "2");
-            env.insert("RANK", QString::number(r));
-            env.insert("LOCAL_RANK", QString::number(r));
-            env.insert("MASTER_ADDR", "127.0.0.1");
-            env.insert("MASTER_PORT", QString::number(port));
-            ranks[r].setProcessEnvironment(env);
-            ranks[r].start(qs::test::binDir() + "/quantscope-cli", args);
-            QVERIFY(ranks[r].waitForStarted());
-        }
+        QVERIFY(qs::test::startRanks(ranks, 2, port, args));
         // Rank 0 prints a progress line each tenth (stderr is not a terminal here).
         QByteArray err0;
         while (!err0.contains("quantize") && ranks[0].state() == QProcess::Running) {
@@ -231,21 +266,65 @@ private Q_SLOTS:
         QVERIFY(!QFile::exists(out + "/model.safetensors"));
     }
 
-    void commandsThatDoNotSplitAreRefused() {
-        const Run r =
-            qs::test::runCli({"analyze", m_model, "--quant-scheme", "uint4_wo_32", "--calib-data",
-                              qs::test::sharedPath("data/tinystories-calib.txt"), "--nproc", "2"});
-        QCOMPARE(r.exitCode, 2);
-        QVERIFY2(r.err.contains("does not split its work across ranks"), r.err.constData());
+    void sameAnalysisAtEveryWorldSize() {
+        const Run one = qs::test::runCli(analyzeArgs());
+        QVERIFY2(one.exitCode == 0, one.err.constData());
+        const QByteArray base = withoutTimes(one.out);
+        QVERIFY(base.contains("\"input_quantization_error\""));
+        const Run two = qs::test::runCli(analyzeArgs() << "--nproc"
+                                                       << "2");
+        QVERIFY2(two.exitCode == 0, two.err.constData());
+        // Byte for byte: every rank's statistics of each shard merged in shard order are the
+        // single process's sums, extremes and samples (calib/LayerAnalyzer.h). A shard left out,
+        // taken twice or merged out of order changes the errors' sums and the histograms.
+        QVERIFY(!two.err.contains("every rank calibrated on all")); // the calibration was split
+        QVERIFY2(withoutTimes(two.out) == base,
+                 qPrintable(firstDifference(withoutTimes(two.out), base)));
     }
 
-    void fidelityIsNotGatheredYet() {
-        QStringList args = int8Args();
-        args.removeAll("--no-fidelity");
-        const Run r = qs::test::runCli(args << "--nproc"
-                                            << "2");
-        QVERIFY(r.exitCode != 0);
-        QVERIFY2(r.err.contains("--no-fidelity"), r.err.constData());
+    void sameSensitivityRowsAtEveryWorldSize() {
+        // A weight-only recipe on few windows: the rows (35 linears, two evaluations each) are
+        // the work; the ranks measure about half each and rank 0 reports them all.
+        const QStringList args = {"analyze",
+                                  m_model,
+                                  "--quant-scheme",
+                                  "w_uint4_per_group_asym",
+                                  "--group-size",
+                                  "4",
+                                  "--calib-data",
+                                  qs::test::sharedPath("data/tinystories-calib.txt"),
+                                  "--num-calib-data",
+                                  "8",
+                                  "--seq-len",
+                                  "64",
+                                  "--sensitivity",
+                                  "--data",
+                                  qs::test::sharedPath("data/tinystories-eval.txt"),
+                                  "--max-windows",
+                                  "2",
+                                  "--eval-seq-len",
+                                  "128",
+                                  "--threads",
+                                  "1",
+                                  "--json",
+                                  "--quiet"};
+        const Run one = qs::test::runCli(args);
+        QVERIFY2(one.exitCode == 0, one.err.constData());
+        const QJsonArray rows = json(one)["sensitivity"].toObject()["layers"].toArray();
+        QCOMPARE(rows.size(), 35);
+        const Run two = qs::test::runCli(QStringList(args) << "--nproc"
+                                                           << "2");
+        QVERIFY2(two.exitCode == 0, two.err.constData());
+        // Byte for byte, the rows in the single process's order: each measured by one rank
+        // from the same plans and reference inputs, gathered as doubles.
+        QVERIFY2(withoutTimes(two.out) == withoutTimes(one.out),
+                 qPrintable(firstDifference(withoutTimes(two.out), withoutTimes(one.out))));
+    }
+
+    void commandsThatDoNotSplitAreRefused() {
+        const Run r = qs::test::runCli({"recipe", m_model, "--nproc", "2"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("does not split its work across ranks"), r.err.constData());
     }
 
     void badEnvironmentNamesTheVariable() {

@@ -3,6 +3,7 @@
 // (another recipe, another world size) is refused naming what differs, with nothing written; a
 // distributed run that lost a rank resumes over the same ranks to one process's bytes.
 #include "LoopbackPort.h"
+#include "RankProcesses.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
@@ -263,17 +264,7 @@ private Q_SLOTS:
                                                          << "--dist-timeout"
                                                          << "30";
         QProcess ranks[2];
-        for (int r = 0; r < 2; ++r) {
-            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-            env.insert("WORLD_SIZE", "2");
-            env.insert("RANK", QString::number(r));
-            env.insert("LOCAL_RANK", QString::number(r));
-            env.insert("MASTER_ADDR", "127.0.0.1");
-            env.insert("MASTER_PORT", QString::number(port));
-            ranks[r].setProcessEnvironment(env);
-            ranks[r].start(qs::test::binDir() + "/quantscope-cli", args);
-            QVERIFY(ranks[r].waitForStarted());
-        }
+        QVERIFY(qs::test::startRanks(ranks, 2, port, args));
         // Kill rank 1 when rank 0 has saved a block rank 1 has not (it is past the block's last
         // collective, saving or about to): the ranks then stop one block apart, the case where
         // rank 0 must go back to the earlier boundary. Polled; at the last block it is killed

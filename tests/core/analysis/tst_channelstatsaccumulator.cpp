@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 using namespace qs;
 
@@ -123,6 +124,48 @@ private Q_SLOTS:
             return acc.finish().kurtosis;
         };
         QCOMPARE(run(1), run(2));
+    }
+
+    // A distributed analysis keeps one accumulator per calibration shard (each sampling only
+    // what the first kSampleTokens tokens still need), moves it as doubles and merges them in
+    // shard order: the statistics of one accumulator fed every batch, exactly. 5 batches of
+    // 2000 tokens: the sample ends 192 tokens into the fifth.
+    void shardsMergedInOrderGiveOneAccumulatorsBits() {
+        at::manual_seed(11);
+        const at::Tensor x = at::randn({10, 1000, 24}) * 3 + 1;
+        const at::Tensor xq = at::round(x * 4) / 4;
+        ChannelStatsAccumulator one;
+        ChannelStatsAccumulator merged;
+        for (int64_t b = 0; b < 10; b += 2) {
+            one.add(x.narrow(0, b, 2));
+            one.addQuantized(xq.narrow(0, b, 2));
+            ChannelStatsAccumulator shard;
+            shard.skipSamples(b * 1000);
+            shard.add(x.narrow(0, b, 2));
+            shard.addQuantized(xq.narrow(0, b, 2));
+            std::vector<double> state;
+            shard.appendState(state);
+            const double* p = state.data();
+            merged.merge(ChannelStatsAccumulator::fromState(p, at::kCPU));
+            QCOMPARE(p, state.data() + state.size());
+        }
+        const ChannelStatistics a = one.finish(), b = merged.finish();
+        QCOMPARE(b.tokens, a.tokens);
+        QCOMPARE(b.min, a.min);
+        QCOMPARE(b.max, a.max);
+        QCOMPARE(b.kurtosis, a.kurtosis);
+        QCOMPARE(b.percentile, a.percentile);
+        QCOMPARE(b.tokenAbsmax, a.tokenAbsmax);
+        QCOMPARE(b.histogram.counts, a.histogram.counts);
+        QCOMPARE(b.histogram.lo, a.histogram.lo);
+        QCOMPARE(b.histogram.hi, a.histogram.hi);
+        QCOMPARE(merged.quantizedHistogram(a.histogram).counts,
+                 one.quantizedHistogram(a.histogram).counts);
+        // The sample is the first 8192 tokens: a shard merged out of order changes it.
+        int64_t counted = 0;
+        for (const int64_t c : b.histogram.counts)
+            counted += c;
+        QCOMPARE(counted, ChannelStatsAccumulator::kSampleTokens * 24);
     }
 
     // The |x| percentile per channel (nearest rank k = ceil(p/100 * rows) on the token sample)

@@ -85,6 +85,28 @@ private Q_SLOTS:
                 one.meanRelative == two.meanRelative && one.maxAbs == two.maxAbs);
     }
 
+    // A distributed analysis: one accumulator per calibration shard, moved as doubles and merged
+    // in shard order, gives the bits of one accumulator fed every batch (0 + x is x).
+    void shardsMergedInOrderGiveOneAccumulatorsBits() {
+        at::manual_seed(5);
+        const at::Tensor r = at::randn({5, 3000});
+        const at::Tensor a = r + 0.01 * at::randn({5, 3000});
+        ErrorAccumulator one, merged;
+        for (int64_t b = 0; b < 5; ++b) {
+            one.add(a[b], r[b]);
+            ErrorAccumulator shard;
+            shard.add(a[b], r[b]);
+            std::vector<double> state;
+            shard.appendState(state);
+            QCOMPARE(state.size(), ErrorAccumulator::kStateSize);
+            const double* p = state.data();
+            merged.merge(ErrorAccumulator::fromState(p));
+        }
+        const ErrorMetrics x = one.metrics(), y = merged.metrics();
+        QVERIFY(x.mse == y.mse && x.sqnrDb == y.sqnrDb && x.cosine == y.cosine &&
+                x.maxAbs == y.maxAbs && x.meanRelative == y.meanRelative);
+    }
+
     // A NaN anywhere (a vector lane or the tail) makes maxAbs NaN: a broken layer shows.
     void nanShowsInMaxAbs() {
         for (const int64_t at : {int64_t(5), int64_t(100001)}) {
