@@ -27,6 +27,19 @@ const char* solverName(HessianSolver solver) {
     return "gptq";
 }
 
+// The name a refusal gives (Quark's spelling of each algorithm).
+const char* displayName(HessianSolver solver) {
+    switch (solver) {
+    case HessianSolver::Gptaq:
+        return "GPTAQ";
+    case HessianSolver::Qronos:
+        return "Qronos";
+    case HessianSolver::Gptq:
+        break;
+    }
+    return "GPTQ";
+}
+
 } // namespace
 
 GptqTransform::GptqTransform(const nlohmann::json& params, const std::string& source,
@@ -97,7 +110,7 @@ GptqResult GptqTransform::solve(const at::Tensor& weight, const at::Tensor& hess
 
 void GptqTransform::checkLayer(const std::string& layer, const quant::QuantScheme& scheme) const {
     if (covers(layer) && !scheme.weightPreStage)
-        checkGptqSpec(scheme.weight, layer);
+        checkGptqSpec(scheme.weight, layer, displayName(m_solver));
 }
 
 namespace {
