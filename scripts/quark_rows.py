@@ -36,6 +36,16 @@ def token_ids(tokenizer, path):
     return [tokenizer.bos_token_id] + list(ids)
 
 
+def calibration_windows(tokenizer, path):
+    """The NUM_CALIB first windows of SEQ tokens of [BOS] + ids of the text at path: exactly the
+    windows `quantscope-cli --calib-data path --calib-seq-len 256 --num-calib-data 15` takes when
+    the text holds 15 whole windows (with more it draws 15 at random: see quark_paired.py)."""
+    calib = windows(token_ids(tokenizer, path), SEQ, NUM_CALIB)
+    if len(calib) != NUM_CALIB:
+        sys.exit(f"{path}: {len(calib)} windows of {SEQ}, expected {NUM_CALIB}")
+    return calib
+
+
 def windows(ids, seq, limit=None):
     n = len(ids) // seq
     if limit is not None:
@@ -91,6 +101,8 @@ ROWS = [
     ("mxfp4_rot", "mxfp4 (W+A), rotation", "mxfp4", ["rotation"], [], "mxfp4 (W+A), rotation R1"),
 ]
 
+ROW_BY_KEY = {r[0]: r for r in ROWS}
+
 
 def accumulate_in_float64():
     """Makes Quark's GPTAQ and Qronos sum their statistics in float64, as Quantscope does.
@@ -99,7 +111,7 @@ def accumulate_in_float64():
     float32 running means updated window by window; Quantscope sums every window's products in
     float64 and rounds once. Everything else (the windows, the scaling, the solve in float32) is
     Quark's own code. With this the two programs' rows can be compared without the rounding of
-    the accumulation (docs/results.md)."""
+    the accumulation (docs/results.md). Returns a function that puts Quark's own methods back."""
     import math as m
     from quark.torch.algorithm.gptaq.gptaq import Gptaq
     from quark.torch.algorithm.qronos.qronos import Qronos
@@ -140,10 +152,18 @@ def accumulate_in_float64():
             return quantize(self, *a, **k)
         return wrapped
 
+    saved = [(cls, name, getattr(cls, name)) for cls in (Qronos, Gptaq)
+             for name in ("add_batch_quantized", "add_batch_nonquantized", "quantize")]
+
+    def restore():
+        for cls, name, method in saved:
+            setattr(cls, name, method)
+
     Qronos.add_batch_quantized, Qronos.add_batch_nonquantized = qronos_quantized, qronos_reference
     Qronos.quantize = solved_in_float32(Qronos.quantize, "H", "G")
     Gptaq.add_batch_quantized, Gptaq.add_batch_nonquantized = gptaq_quantized, gptaq_reference
     Gptaq.quantize = solved_in_float32(Gptaq.quantize, "H", "delta_X_Xt")
+    return restore
 
 
 def quark_config(scheme, algorithms, exclude):
@@ -179,10 +199,8 @@ def main():
         accumulate_in_float64()
     model_dir = f"{args.shared}/models/stories260K"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    calib = windows(token_ids(tokenizer, f"{args.shared}/data/tinystories-calib.txt"), SEQ, NUM_CALIB)
+    calib = calibration_windows(tokenizer, f"{args.shared}/data/tinystories-calib.txt")
     eval_windows = windows(token_ids(tokenizer, f"{args.shared}/data/tinystories-eval.txt"), SEQ)
-    if len(calib) != NUM_CALIB:
-        sys.exit(f"tinystories-calib.txt: {len(calib)} windows of {SEQ}, expected {NUM_CALIB}")
     wanted = set(filter(None, args.rows.split(",")))
     ours = {}
     if args.ours:
