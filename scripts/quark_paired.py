@@ -232,6 +232,11 @@ def read_tsv(path):
     return data, sets
 
 
+def diff(o, q):
+    """ours - Quark as printed: "0 (equal)" when both print the same six decimals."""
+    return "0 (equal)" if f"{o:.6f}" == f"{q:.6f}" else f"{o - q:+.6f}"
+
+
 def mean_se(xs):
     m = sum(xs) / len(xs)
     if len(xs) < 2:
@@ -264,11 +269,11 @@ def report(args):
             q, o = data[(k, key, QUARK)], data[(k, key, OURS)]
             cols[QUARK].append(q)
             cols[OURS].append(o)
-            line = f"| {k} | {q:.6f} | {o:.6f} | {o - q:+.6f} |"
+            line = f"| {k} | {q:.6f} | {o:.6f} | {diff(o, q)} |"
             if has64:
                 q64 = data[(k, key, QUARK64)]
                 cols[QUARK64].append(q64)
-                line += f" {q64:.6f} | {o - q64:+.6f} |"
+                line += f" {q64:.6f} | {diff(o, q64)} |"
             print(line)
         n = len(ks)
 
