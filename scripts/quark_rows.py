@@ -13,7 +13,8 @@ quantize_quark.py path), ModelQuantizer.quantize_model on our windows, then perp
 fake-quantized model. Prints one markdown row per recipe: label, perplexity, seconds (quantize +
 eval), or the exception's text when Quark refuses the row.
 
-usage: quark_rows.py SHARED_DIR [--rows uint4_wo_32_rtn,...] [--ours TSV] [--float64-stats]
+usage: quark_rows.py SHARED_DIR [--rows uint4_wo_32_rtn,...] [--ours TSV] [--float64-stats
+                     [--qronos-divisor 128]]
        (fp32 always runs)
 Run with the venv of scripts/make-quark-venv.sh.
 """
@@ -34,6 +35,16 @@ def token_ids(tokenizer, path):
     text = open(path, encoding="utf-8").read()
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     return [tokenizer.bos_token_id] + list(ids)
+
+
+def calibration_windows(tokenizer, path):
+    """The NUM_CALIB first windows of SEQ tokens of [BOS] + ids of the text at path: exactly the
+    windows `quantscope-cli --calib-data path --calib-seq-len 256 --num-calib-data 15` takes when
+    the text holds 15 whole windows (with more it draws 15 at random: see quark_paired.py)."""
+    calib = windows(token_ids(tokenizer, path), SEQ, NUM_CALIB)
+    if len(calib) != NUM_CALIB:
+        sys.exit(f"{path}: {len(calib)} windows of {SEQ}, expected {NUM_CALIB}")
+    return calib
 
 
 def windows(ids, seq, limit=None):
@@ -91,15 +102,19 @@ ROWS = [
     ("mxfp4_rot", "mxfp4 (W+A), rotation", "mxfp4", ["rotation"], [], "mxfp4 (W+A), rotation R1"),
 ]
 
+ROW_BY_KEY = {r[0]: r for r in ROWS}
 
-def accumulate_in_float64():
+
+def accumulate_in_float64(qronos_divisor=1):
     """Makes Quark's GPTAQ and Qronos sum their statistics in float64, as Quantscope does.
 
     Quark 0.13 keeps H = X~X~^T and the cross term (GPTAQ: (X - X~)X~^T, Qronos: X X~^T) as
     float32 running means updated window by window; Quantscope sums every window's products in
     float64 and rounds once. Everything else (the windows, the scaling, the solve in float32) is
     Quark's own code. With this the two programs' rows can be compared without the rounding of
-    the accumulation (docs/results.md)."""
+    the accumulation (docs/results.md). Qronos' H and G are divided by `qronos_divisor` before
+    the solve (128: Quantscope's scale, 2/rows, at windows of 256 instead of Quark's 1/windows).
+    Returns a function that puts Quark's own methods back."""
     import math as m
     from quark.torch.algorithm.gptaq.gptaq import Gptaq
     from quark.torch.algorithm.qronos.qronos import Qronos
@@ -133,17 +148,25 @@ def accumulate_in_float64():
         x = m.sqrt(2 / self.nsamples) * rows_t(inp)
         self.delta_X_Xt += (x - self.q_input).matmul(self.q_input.t())
 
-    def solved_in_float32(quantize, *names):
+    def solved_in_float32(quantize, *names, divisor=1):
         def wrapped(self, *a, **k):
             for n in names:
-                setattr(self, n, getattr(self, n).float())
+                setattr(self, n, (getattr(self, n) / divisor).float())
             return quantize(self, *a, **k)
         return wrapped
 
+    saved = [(cls, name, getattr(cls, name)) for cls in (Qronos, Gptaq)
+             for name in ("add_batch_quantized", "add_batch_nonquantized", "quantize")]
+
+    def restore():
+        for cls, name, method in saved:
+            setattr(cls, name, method)
+
     Qronos.add_batch_quantized, Qronos.add_batch_nonquantized = qronos_quantized, qronos_reference
-    Qronos.quantize = solved_in_float32(Qronos.quantize, "H", "G")
+    Qronos.quantize = solved_in_float32(Qronos.quantize, "H", "G", divisor=qronos_divisor)
     Gptaq.add_batch_quantized, Gptaq.add_batch_nonquantized = gptaq_quantized, gptaq_reference
     Gptaq.quantize = solved_in_float32(Gptaq.quantize, "H", "delta_X_Xt")
+    return restore
 
 
 def quark_config(scheme, algorithms, exclude):
@@ -171,18 +194,19 @@ def main():
     ap.add_argument("--rows", default="")
     ap.add_argument("--float64-stats", action="store_true",
                     help="GPTAQ's and Qronos' statistics summed in float64 (accumulate_in_float64)")
+    ap.add_argument("--qronos-divisor", type=float, default=1,
+                    help="with --float64-stats, Qronos' H and G divided by this before the solve "
+                    "(128: Quantscope's scale)")
     ap.add_argument("--ours", help="TSV of scripts/results.sh: label, perplexity, seconds; adds "
                     "Quantscope's columns (first row of each label: the stories260K tables)")
     args = ap.parse_args()
     torch.manual_seed(0)
     if args.float64_stats:
-        accumulate_in_float64()
+        accumulate_in_float64(args.qronos_divisor)
     model_dir = f"{args.shared}/models/stories260K"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    calib = windows(token_ids(tokenizer, f"{args.shared}/data/tinystories-calib.txt"), SEQ, NUM_CALIB)
+    calib = calibration_windows(tokenizer, f"{args.shared}/data/tinystories-calib.txt")
     eval_windows = windows(token_ids(tokenizer, f"{args.shared}/data/tinystories-eval.txt"), SEQ)
-    if len(calib) != NUM_CALIB:
-        sys.exit(f"tinystories-calib.txt: {len(calib)} windows of {SEQ}, expected {NUM_CALIB}")
     wanted = set(filter(None, args.rows.split(",")))
     ours = {}
     if args.ours:

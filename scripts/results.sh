@@ -13,6 +13,9 @@ common=(--data "$shared/data/tinystories-eval.txt" --eval-seq-len 256
         --json --quiet)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The paired comparison with Quark (scripts/quark-paired.sh, about 40 minutes) is not rerun here:
+# its section, the last of docs/results.md, is kept as that script printed it.
+paired=$(sed -n '/^## Paired comparison with AMD Quark/,$p' docs/results.md 2> /dev/null || true)
 
 # Every figure below comes from a run of this script: a run that fails or prints no perplexity
 # gives "not measured" in its row, never a number.
@@ -217,6 +220,10 @@ fp_row() {
   echo "  AutoSmoothQuant and rotation rows sit on the same quantizers; their relative differences"
   echo "  are in the table, AutoSmoothQuant's not explained."
   echo "- mxfp4 rows: not explained (a candidate: MX activation rounding)."
+  if [ -n "$paired" ]; then
+    echo
+    echo "$paired"
+  fi
 } > docs/results.md.tmp
 mv docs/results.md.tmp docs/results.md
 cat docs/results.md

@@ -18,7 +18,8 @@ GptqResult gptaqQuantize(const at::Tensor& weight, const at::Tensor& hessian,
                          const at::Tensor& cross, const quant::QuantSpec& spec,
                          const GptaqOptions& options, const std::string& layer,
                          const std::function<void(double)>& progress) {
-    GptqColumns columns(weight, hessian, spec, options.descAct, options.staticGroups, layer);
+    GptqColumns columns(weight, hessian, spec, options.descAct, options.staticGroups, layer,
+                        "GPTAQ");
     if (cross.sizes() != hessian.sizes())
         throw Error(layer, "inputs", "GPTAQ needs an [in, in] cross term beside the Hessian");
     // As Quark: the columns of always-zero inputs carry no correction either.

@@ -8,20 +8,25 @@
 
 namespace qs::algo {
 
-void checkGptqSpec(const quant::QuantSpec& spec, const std::string& layer) {
+void checkGptqSpec(const quant::QuantSpec& spec, const std::string& layer,
+                   const std::string& algorithm) {
     if (quant::traits(spec.dtype).encoding != quant::Encoding::Int)
         throw Error(layer, "weight.dtype",
-                    "GPTQ quantizes integer weights (int/uint per group or per channel), not " +
+                    algorithm +
+                        " quantizes integer weights (int/uint per group or per channel), not " +
                         quant::dataTypeName(spec.dtype));
     const bool perGroup = spec.granularity == quant::Granularity::PerGroup;
     if (!perGroup && spec.granularity != quant::Granularity::PerChannel)
         throw Error(layer, "weight.qscheme",
-                    "GPTQ supports per_group and per_channel weights (as Quark); exclude this "
-                    "layer from GPTQ (inside_layer_modules) or give it such a scheme");
+                    algorithm +
+                        " supports per_group and per_channel weights (as Quark); exclude "
+                        "this layer from " +
+                        algorithm + " (inside_layer_modules) or give it such a scheme");
     if (perGroup && !(spec.chAxis == -1 || spec.chAxis == 1))
-        throw Error(layer, "weight.ch_axis", "GPTQ groups run along the input axis");
+        throw Error(layer, "weight.ch_axis", algorithm + " groups run along the input axis");
     if (!perGroup && spec.chAxis != 0)
-        throw Error(layer, "weight.ch_axis", "GPTQ per-channel grids are per output channel");
+        throw Error(layer, "weight.ch_axis",
+                    algorithm + " per-channel grids are per output channel");
 }
 
 at::Tensor gptqHessianPart(const at::Tensor& x, int64_t inFeatures, const std::string& layer) {

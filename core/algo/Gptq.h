@@ -28,8 +28,10 @@ struct GptqResult {
 };
 
 // Throws qs::Error(layer, field, why) unless GPTQ can quantize a weight of this spec: an integer
-// type per group along the input axis or per output channel (as Quark's GPTQ).
-void checkGptqSpec(const quant::QuantSpec& spec, const std::string& layer);
+// type per group along the input axis or per output channel (as Quark's GPTQ). GPTAQ and Qronos
+// share the check; `algorithm` is the name the refusal gives (GPTQ, GPTAQ, Qronos).
+void checkGptqSpec(const quant::QuantSpec& spec, const std::string& layer,
+                   const std::string& algorithm = "GPTQ");
 
 // The Hessian of a linear's inputs: 2/n * sum over the rows x of x x^T, accumulated in float64
 // and returned as float32 [in, in] (what AutoGPTQ averages batch by batch). Throws qs::Error

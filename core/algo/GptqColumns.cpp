@@ -94,13 +94,13 @@ void quantizeColumnsCpu(at::Tensor& W1, at::Tensor& Err1, const at::Tensor& Hinv
 
 GptqColumns::GptqColumns(const at::Tensor& weight, const at::Tensor& hessian,
                          const quant::QuantSpec& spec, bool descAct, bool staticGroups,
-                         const std::string& layer)
+                         const std::string& layer, const std::string& algorithm)
     : m_spec(spec), m_grid(columnGridSpec(spec)), m_layer(layer), m_staticGroups(staticGroups),
       m_descAct(descAct) {
     if (weight.dim() != 2 || hessian.dim() != 2 || hessian.size(0) != weight.size(1) ||
         hessian.size(1) != weight.size(1))
         throw Error(layer, "weight", "GPTQ needs an [out, in] weight and an [in, in] Hessian");
-    checkGptqSpec(spec, layer);
+    checkGptqSpec(spec, layer, algorithm);
     m_cols = weight.size(1);
     m_perGroup = spec.granularity == quant::Granularity::PerGroup;
     if (m_perGroup && m_cols % spec.groupSize != 0)

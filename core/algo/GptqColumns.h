@@ -25,10 +25,12 @@ public:
     // (zero Hessian diagonal) zeroed, `hessian` [in, in] with their diagonal set to 1, both
     // permuted to decreasing Hessian diagonal when `descAct`; static groups' grids from the
     // weights so prepared (before the permutation). Throws qs::Error naming `layer` for a spec
-    // GPTQ cannot solve, a group size that does not divide the columns, desc_act without
-    // static_groups on per-group weights, and a Hessian holding NaN or Inf.
+    // GPTQ cannot solve (the refusal names `algorithm`: GPTQ, GPTAQ, Qronos), a group size that
+    // does not divide the columns, desc_act without static_groups on per-group weights, and a
+    // Hessian holding NaN or Inf.
     GptqColumns(const at::Tensor& weight, const at::Tensor& hessian, const quant::QuantSpec& spec,
-                bool descAct, bool staticGroups, const std::string& layer);
+                bool descAct, bool staticGroups, const std::string& layer,
+                const std::string& algorithm = "GPTQ");
 
     // The working weight and Hessian (permuted when desc_act); the loop updates the weight.
     at::Tensor& weight() { return m_W; }

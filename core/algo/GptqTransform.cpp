@@ -27,6 +27,19 @@ const char* solverName(HessianSolver solver) {
     return "gptq";
 }
 
+// The name a refusal gives (Quark's spelling of each algorithm).
+const char* displayName(HessianSolver solver) {
+    switch (solver) {
+    case HessianSolver::Gptaq:
+        return "GPTAQ";
+    case HessianSolver::Qronos:
+        return "Qronos";
+    case HessianSolver::Gptq:
+        break;
+    }
+    return "GPTQ";
+}
+
 } // namespace
 
 GptqTransform::GptqTransform(const nlohmann::json& params, const std::string& source,
@@ -97,7 +110,7 @@ GptqResult GptqTransform::solve(const at::Tensor& weight, const at::Tensor& hess
 
 void GptqTransform::checkLayer(const std::string& layer, const quant::QuantScheme& scheme) const {
     if (covers(layer) && !scheme.weightPreStage)
-        checkGptqSpec(scheme.weight, layer);
+        checkGptqSpec(scheme.weight, layer, displayName(m_solver));
 }
 
 namespace {
@@ -124,6 +137,20 @@ std::map<std::string, std::vector<at::Tensor>> captureBlockInputs(BlockTransform
     return std::move(hook.inputs);
 }
 
+// 2/rows times the sum of the batches' float64 partial sums `parts` (over `rows` rows), as
+// float32: with `shards`, every rank's batches added in shard order (what one process does with
+// all the batches, so the bits are the same at any number of ranks); without, in batch order.
+at::Tensor scaledSum(const CalibrationShards* shards, const std::vector<at::Tensor>& parts,
+                     int64_t rows, const std::string& layer) {
+    if (shards)
+        return gptqHessianFromSum(sumInShardOrder(*shards, parts, layer),
+                                  sumOverRanks(*shards, rows), layer);
+    at::Tensor sum;
+    for (const at::Tensor& part : parts)
+        sum = sum.defined() ? sum + part : part;
+    return gptqHessianFromSum(sum, rows, layer);
+}
+
 // The Hessian of every rank's batches: each batch's partial sum, added in shard order (what
 // gptqHessian does with one process's batches, so the bits are the same).
 at::Tensor hessianOverRanks(const CalibrationShards& shards, const std::vector<at::Tensor>& xs,
@@ -134,8 +161,7 @@ at::Tensor hessianOverRanks(const CalibrationShards& shards, const std::vector<a
         parts.push_back(gptqHessianPart(x, inFeatures, layer));
         rows += x.size(0);
     }
-    return gptqHessianFromSum(sumInShardOrder(shards, parts, layer), sumOverRanks(shards, rows),
-                              layer);
+    return scaledSum(&shards, parts, rows, layer);
 }
 
 // GPTAQ's or Qronos' cross term of the full-precision rows `xs` and the quantized rows `xqs`
@@ -155,13 +181,7 @@ at::Tensor crossTerm(HessianSolver solver, const CalibrationShards* shards,
                             : qronosCrossPart(xs[b], xqs[b], inFeatures, layer));
         rows += xs[b].size(0);
     }
-    if (shards)
-        return gptqHessianFromSum(sumInShardOrder(*shards, parts, layer),
-                                  sumOverRanks(*shards, rows), layer);
-    at::Tensor sum;
-    for (const at::Tensor& part : parts)
-        sum = sum.defined() ? sum + part : part;
-    return gptqHessianFromSum(sum, rows, layer);
+    return scaledSum(shards, parts, rows, layer);
 }
 
 // The solve rank `owner` made, on every rank (on `device`).

@@ -32,7 +32,8 @@ GptqResult qronosQuantize(const at::Tensor& weight, const at::Tensor& hessian,
                           const at::Tensor& cross, const quant::QuantSpec& spec,
                           const QronosOptions& options, const std::string& layer,
                           const std::function<void(double)>& progress) {
-    GptqColumns columns(weight, hessian, spec, options.descAct, options.staticGroups, layer);
+    GptqColumns columns(weight, hessian, spec, options.descAct, options.staticGroups, layer,
+                        "Qronos");
     if (cross.sizes() != hessian.sizes())
         throw Error(layer, "inputs", "Qronos needs an [in, in] cross term beside the Hessian");
     at::Tensor& W = columns.weight();

@@ -10,6 +10,7 @@
 
 #include "algo/Gptaq.h"
 #include "algo/GptqTransform.h"
+#include "algo/Qronos.h"
 #include "quant/SchemeRegistry.h"
 #include "run/QuantizationRun.h"
 #include "util/Error.h"
@@ -18,6 +19,10 @@
 #include <ATen/Parallel.h>
 
 #include <QtTest>
+
+#include <functional>
+#include <string>
+#include <utility>
 
 using namespace qs;
 using namespace qs::quant;
@@ -164,6 +169,37 @@ private Q_SLOTS:
             t.checkModel(ModelConfig{}); // dense: accepted
         }
         algo::GptqTransform(nlohmann::json::object(), "r.json").checkModel(moe);
+    }
+
+    // GPTAQ and Qronos share GPTQ's scheme check; a refusal names the algorithm asked for, both
+    // when the recipe is checked (the transform's checkLayer) and in the solvers themselves.
+    void refusalsNameTheAlgorithmAsked() {
+        const QuantScheme fp8 = resolveScheme("fp8");
+        const auto refusal = [](const std::function<void()>& f) -> std::string {
+            try {
+                f();
+            } catch (const Error& e) {
+                return e.what();
+            }
+            return "accepted";
+        };
+        const std::pair<algo::HessianSolver, const char*> named[] = {
+            {algo::HessianSolver::Gptq, "GPTQ quantizes integer weights"},
+            {algo::HessianSolver::Gptaq, "GPTAQ quantizes integer weights"},
+            {algo::HessianSolver::Qronos, "Qronos quantizes integer weights"}};
+        for (const auto& [solver, expected] : named) {
+            const algo::GptqTransform t(nlohmann::json::object(), "r.json", solver);
+            const std::string why = refusal([&] { t.checkLayer("q_proj", fp8); });
+            QVERIFY2(why.find(expected) != std::string::npos, why.c_str());
+        }
+        const AsymmetricInputs in = asymmetricInputs(64, 32, 3);
+        const at::Tensor w = quant::test::randomWeights({8, 32}, 1);
+        const at::Tensor h = algo::gptqHessian({in.xq}, 32, "l");
+        const at::Tensor cross = algo::gptaqCrossPart(in.x, in.xq, 32, "l");
+        std::string why = refusal([&] { algo::gptaqQuantize(w, h, cross, fp8.weight, {}, "l"); });
+        QVERIFY2(why.find("GPTAQ quantizes integer weights") != std::string::npos, why.c_str());
+        why = refusal([&] { algo::qronosQuantize(w, h, cross, fp8.weight, {}, "l"); });
+        QVERIFY2(why.find("Qronos quantizes integer weights") != std::string::npos, why.c_str());
     }
 
     // The transform pairs the two streams row for row: each linear's codes through the block
