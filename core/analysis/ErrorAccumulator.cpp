@@ -111,13 +111,10 @@ void ErrorAccumulator::add(const at::Tensor& value, const at::Tensor& reference)
         value.scalar_type() == at::kFloat && reference.scalar_type() == at::kFloat &&
         value.numel() == reference.numel()) {
         const ErrorSums s = cpuErrorSums(value, reference, kRelativeEps);
-        m_sse += s.sse;
-        m_refSq += s.refSq;
-        m_valSq += s.valSq;
-        m_dot += s.dot;
-        m_maxAbs = std::isnan(s.maxAbs) || s.maxAbs > m_maxAbs ? s.maxAbs : m_maxAbs;
-        m_rel += s.rel;
-        m_count += value.numel();
+        const double batch[kStateSize] = {
+            s.sse, s.refSq, s.valSq, s.dot, s.maxAbs, s.rel, double(value.numel())};
+        const double* p = batch;
+        merge(fromState(p)); // one batch folds in as a later shard does
         return;
     }
     const at::Tensor a = value.to(at::kDouble).reshape(-1);
@@ -127,13 +124,9 @@ void ErrorAccumulator::add(const at::Tensor& value, const at::Tensor& reference)
     // Every sum where the tensors live, then one transfer of six numbers.
     const std::vector<double> s = hostVector<double>(at::stack(
         {d.dot(d), r.dot(r), a.dot(a), a.dot(r), ad.max(), (ad / (r.abs() + kRelativeEps)).sum()}));
-    m_sse += s[0];
-    m_refSq += s[1];
-    m_valSq += s[2];
-    m_dot += s[3];
-    m_maxAbs = std::isnan(s[4]) || s[4] > m_maxAbs ? s[4] : m_maxAbs;
-    m_rel += s[5];
-    m_count += a.numel();
+    const double batch[kStateSize] = {s[0], s[1], s[2], s[3], s[4], s[5], double(a.numel())};
+    const double* p = batch;
+    merge(fromState(p));
 }
 
 void ErrorAccumulator::appendState(std::vector<double>& out) const {
@@ -154,7 +147,7 @@ ErrorAccumulator ErrorAccumulator::fromState(const double*& p) {
 }
 
 void ErrorAccumulator::merge(const ErrorAccumulator& later) {
-    // As add() folds one batch's sums in.
+    // The one fold: add() brings each batch's sums in through it too.
     m_sse += later.m_sse;
     m_refSq += later.m_refSq;
     m_valSq += later.m_valSq;

@@ -9,7 +9,6 @@
 #include "TestMain.h"
 #include "TestSupport.h"
 
-#include <QDirIterator>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -59,30 +58,6 @@ private:
                 "1",
                 "--out",
                 out};
-    }
-    // Every file under `dir` by its path relative to `dir`, with its bytes (the recipe without
-    // its time of writing).
-    static QMap<QString, QByteArray> files(const QString& dir) {
-        QMap<QString, QByteArray> all;
-        QDirIterator it(dir, QDir::Files, QDirIterator::Subdirectories);
-        while (it.hasNext()) {
-            const QString path = it.next();
-            QFile f(path);
-            if (!f.open(QIODevice::ReadOnly))
-                continue;
-            QByteArray bytes = f.readAll();
-            // The recipe records when it was written (to the second): the one field two runs
-            // cannot share.
-            if (path.endsWith("quantscope_recipe.json")) {
-                QJsonObject recipe = QJsonDocument::fromJson(bytes).object();
-                QJsonObject provenance = recipe["provenance"].toObject();
-                provenance.remove("created_at");
-                recipe["provenance"] = provenance;
-                bytes = QJsonDocument(recipe).toJson();
-            }
-            all.insert(QDir(dir).relativeFilePath(path), bytes);
-        }
-        return all;
     }
     static QJsonObject json(const Run& r) { return QJsonDocument::fromJson(r.out).object(); }
     // 200 calibration windows of 48 tokens: batches of 42 windows (2016 tokens on the CPU), so
@@ -184,7 +159,7 @@ private Q_SLOTS:
         const QString base = qs::test::tempDir("quantize-1");
         const Run one = qs::test::runCli(quantizeArgs(base) << scheme << "--quiet");
         QVERIFY2(one.exitCode == 0, one.err.constData());
-        const QMap<QString, QByteArray> expected = files(base);
+        const QMap<QString, QByteArray> expected = qs::test::filesForComparison(base);
         QVERIFY(expected.contains("config.json"));
         QVERIFY(expected.size() >= 3); // config, weights, recipe
         for (const QString ranks : {"2", "4"}) {
@@ -199,7 +174,7 @@ private Q_SLOTS:
             // adds the batches' Hessian parts in shard order as one process does, and min/max
             // merge exactly (calib/CalibrationShards.h). A shard calibrated twice or not at
             // all, or added out of order, changes the scales or the codes.
-            const QMap<QString, QByteArray> got = files(out);
+            const QMap<QString, QByteArray> got = qs::test::filesForComparison(out);
             QCOMPARE(got.keys(), expected.keys());
             for (const QString& name : expected.keys())
                 QVERIFY2(got[name] == expected[name],

@@ -7,7 +7,6 @@
 #include "TestMain.h"
 #include "TestSupport.h"
 
-#include <QDirIterator>
 #include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -62,28 +61,6 @@ private:
             return {};
         return QJsonDocument::fromJson(f.readAll()).object();
     }
-    // Every file under `dir` by its path relative to `dir`, with its bytes (the recipe without
-    // its time of writing, the one field two runs cannot share).
-    static QMap<QString, QByteArray> files(const QString& dir) {
-        QMap<QString, QByteArray> all;
-        QDirIterator it(dir, QDir::Files, QDirIterator::Subdirectories);
-        while (it.hasNext()) {
-            const QString path = it.next();
-            QFile f(path);
-            if (!f.open(QIODevice::ReadOnly))
-                continue;
-            QByteArray bytes = f.readAll();
-            if (path.endsWith("quantscope_recipe.json")) {
-                QJsonObject recipe = QJsonDocument::fromJson(bytes).object();
-                QJsonObject provenance = recipe["provenance"].toObject();
-                provenance.remove("created_at");
-                recipe["provenance"] = provenance;
-                bytes = QJsonDocument(recipe).toJson();
-            }
-            all.insert(QDir(dir).relativeFilePath(path), bytes);
-        }
-        return all;
-    }
 
     // Starts `args` with --resume and kills it (SIGKILL) as soon as its state says a block is
     // finished; returns the state the killed run left. Fails the test when the run ended first.
@@ -128,7 +105,7 @@ private Q_SLOTS:
         const QString base = qs::test::tempDir("resume-base");
         const Run whole = qs::test::runCli(quantizeArgs(base, scheme) << "--quiet");
         QVERIFY2(whole.exitCode == 0, whole.err.constData());
-        const QMap<QString, QByteArray> expected = files(base);
+        const QMap<QString, QByteArray> expected = qs::test::filesForComparison(base);
         QVERIFY(expected.contains("quark/model.safetensors"));
         QVERIFY(expected.contains("fake/model.safetensors"));
         QVERIFY(!QFileInfo::exists(base + ".resume")); // no state without --resume
@@ -154,7 +131,7 @@ private Q_SLOTS:
         // Byte for byte: the restored blocks replay their codes, scales and frozen activation
         // scales into the exporter, and the later blocks start from the saved streams. A stream,
         // a plan or a scale restored wrong changes the codes or the scales written.
-        const QMap<QString, QByteArray> got = files(out);
+        const QMap<QString, QByteArray> got = qs::test::filesForComparison(out);
         QCOMPARE(got.keys(), expected.keys());
         for (const QString& name : expected.keys())
             QVERIFY2(got[name] == expected[name],
@@ -253,7 +230,7 @@ private Q_SLOTS:
         const QString base = qs::test::tempDir("resume-dist-base");
         const Run whole = qs::test::runCli(quantizeArgs(base, gptq) << "--quiet");
         QVERIFY2(whole.exitCode == 0, whole.err.constData());
-        const QMap<QString, QByteArray> expected = files(base);
+        const QMap<QString, QByteArray> expected = qs::test::filesForComparison(base);
 
         const QString out = qs::test::tempDir("resume-dist");
         QDir(out).removeRecursively();
@@ -299,7 +276,7 @@ private Q_SLOTS:
                                                                      << "--nproc"
                                                                      << "2");
         QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
-        const QMap<QString, QByteArray> got = files(out);
+        const QMap<QString, QByteArray> got = qs::test::filesForComparison(out);
         QCOMPARE(got.keys(), expected.keys());
         for (const QString& name : expected.keys())
             QVERIFY2(got[name] == expected[name],

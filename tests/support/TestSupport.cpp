@@ -2,8 +2,11 @@
 #include "TestMain.h"
 
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -119,6 +122,27 @@ int runSuite(QObject* suite, int argc, char** argv) {
         return kSuiteSkipped;
     }
     return failed;
+}
+
+QMap<QString, QByteArray> filesForComparison(const QString& dir) {
+    QMap<QString, QByteArray> all;
+    QDirIterator it(dir, QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        const QString path = it.next();
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly))
+            continue;
+        QByteArray bytes = f.readAll();
+        if (path.endsWith("quantscope_recipe.json")) {
+            QJsonObject recipe = QJsonDocument::fromJson(bytes).object();
+            QJsonObject provenance = recipe["provenance"].toObject();
+            provenance.remove("created_at");
+            recipe["provenance"] = provenance;
+            bytes = QJsonDocument(recipe).toJson();
+        }
+        all.insert(QDir(dir).relativeFilePath(path), bytes);
+    }
+    return all;
 }
 
 } // namespace qs::test

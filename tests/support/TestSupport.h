@@ -1,6 +1,7 @@
 #pragma once
 
 #include <QByteArray>
+#include <QMap>
 #include <QString>
 #include <QStringList>
 
@@ -27,5 +28,11 @@ struct CliRun {
     QByteArray err;
 };
 CliRun runCli(const QStringList& args);
+
+// Every file under `dir` by its path relative to `dir`, with its bytes; in a
+// quantscope_recipe.json the provenance's created_at (when it was written, to the second) is
+// left out: the one field two runs of the same recipe cannot share. For comparing two runs'
+// outputs byte for byte.
+QMap<QString, QByteArray> filesForComparison(const QString& dir);
 
 } // namespace qs::test
