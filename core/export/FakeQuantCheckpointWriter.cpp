@@ -74,13 +74,17 @@ void FakeQuantCheckpointWriter::writeBlock(int index, DecoderBlock& block,
                                            const std::vector<LayerPlan>& plans) {
     writeNextUntil(index);
     const std::map<std::string, const at::Tensor*> weights = blockTensors(block, plans);
+    // Experts stored fused: their tensors rebuilt from the experts' fake-quantized linears.
+    const std::map<std::string, at::Tensor> fused = block.fusedTensors();
     while (m_next < m_layout.size() && m_blockOf[m_next] == index) {
         const TensorInfo& info = m_layout[m_next];
         auto it = weights.find(info.name);
-        if (it == weights.end()) {
+        const auto f = fused.find(info.name);
+        if (it == weights.end() && f == fused.end()) {
             copyRaw(info.name);
         } else {
-            const at::Tensor t = toHost(it->second->to(scalarTypeOf(info.dtype, info.name)));
+            const at::Tensor& current = f != fused.end() ? f->second : *it->second;
+            const at::Tensor t = toHost(current.to(scalarTypeOf(info.dtype, info.name)));
             if (uint64_t(t.nbytes()) != info.byteSize())
                 throw Error(m_outDir, info.name, "quantized weight size differs from the source");
             m_writer->writeNext(t.data_ptr(), info.byteSize());

@@ -9,12 +9,14 @@
 #include "recipe/QuarkConfig.h"
 #include "util/Error.h"
 #include "util/HostTensor.h"
+#include "util/Strings.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <climits>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace qs {
@@ -422,6 +424,19 @@ void QuarkHfExporter::writeActivationScales(const LayerPlan& plan) {
     write(plan.output, "output");
 }
 
+void QuarkHfExporter::writeExpertLinear(const LinearLayer& layer, const LayerPlan& p,
+                                        at::ScalarType floatType) {
+    if (p.scheme && p.weight.codes) {
+        writeLinear(p);
+    } else {
+        m_floatLinears.push_back(p.name);
+        spoolTensor(layer.name + ".weight", layer.weight.to(floatType));
+    }
+    if (layer.bias.defined())
+        spoolTensor(layer.name + ".bias", layer.bias.to(floatType));
+    writeActivationScales(p);
+}
+
 void QuarkHfExporter::writeBlock(int index, DecoderBlock& block,
                                  const std::vector<LayerPlan>& plans) {
     writeUntil(index);
@@ -434,8 +449,26 @@ void QuarkHfExporter::writeBlock(int index, DecoderBlock& block,
         const DType t = m_source.info(name).dtype;
         return t == DType::BF16 ? at::kBFloat16 : t == DType::F16 ? at::kHalf : at::kFloat;
     };
+    // Experts stored fused (FusedExperts.h): Quark swaps them for per-expert modules before it
+    // quantizes and exports those, so each expert's linears are written under their own names
+    // (mlp.experts.3.gate_proj.weight, ...) in place of the stored tensors.
+    std::map<std::string, std::vector<const LinearLayer*>> fused; // experts module -> linears
+    for (LinearLayer* l : block.linears())
+        if (!l->storedIn.empty())
+            fused[l->storedIn].push_back(l);
+    std::set<std::string> fusedWritten;
     while (m_next < m_names.size() && m_blockOf[m_next] == index) {
         const std::string& name = m_names[m_next++];
+        const auto owner = std::find_if(fused.begin(), fused.end(), [&](const auto& f) {
+            return startsWith(name, f.first + ".");
+        });
+        if (owner != fused.end()) {
+            if (fusedWritten.insert(owner->first).second)
+                for (const LinearLayer* l : owner->second)
+                    writeExpertLinear(*l, *planOf.at(l->name + ".weight"),
+                                      storedFloatType(m_source.info(name).dtype));
+            continue;
+        }
         const auto it = planOf.find(name);
         if (it == planOf.end()) {
             const auto cur = current.find(name);

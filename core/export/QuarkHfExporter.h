@@ -100,6 +100,10 @@ private:
     void writeUntil(int blockLimit);
     void writeLinear(const LayerPlan& plan);
     void writeActivationScales(const LayerPlan& plan);
+    // One expert linear cut out of a fused tensor, under its own name: codes and scales, or its
+    // float weight in `floatType`; its bias; its activation scales.
+    void writeExpertLinear(const LinearLayer& layer, const LayerPlan& plan,
+                           at::ScalarType floatType);
 
     const Checkpoint& m_source;
     ExportContext m_context;

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct LinearLayer {
     // A fused projection's logical parts, (name, output rows) in row order: Phi-3's qkv_proj is
     // q, k, v and its gate_up_proj gate, up. Analysed part by part, quantized as stored.
     std::vector<std::pair<std::string, int64_t>> parts;
+    // The module whose stored tensors hold this linear with others (experts stored fused:
+    // "model.layers.0.mlp.experts", FusedExperts.h); empty when it has `<name>.weight` of its
+    // own. Its tensors come back through DecoderBlock::fusedTensors().
+    std::string storedIn;
     // Applied to the input before the hook and the matmul when set: an online rotation whose
     // inverse is fused into `weight` (rotation's R4 on down_proj), so activation quantizers see
     // the rotated input.
@@ -84,6 +89,10 @@ public:
     // Empty for dense blocks.
     virtual std::vector<std::pair<std::string, int64_t>> routedTokens() const { return {}; }
     virtual void resetRoutedTokens() {}
+    // The stored tensors that hold several linears at once (experts stored fused), rebuilt from
+    // the linears as they are now: full tensor name -> tensor. Empty where every linear has a
+    // tensor of its own.
+    virtual std::map<std::string, at::Tensor> fusedTensors() const { return {}; }
 
 protected:
     explicit DecoderBlock(int index) : m_index(index) {}

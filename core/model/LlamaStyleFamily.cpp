@@ -2,6 +2,7 @@
 
 #include "io/Checkpoint.h"
 #include "io/JsonFields.h"
+#include "model/FusedExperts.h"
 #include "model/LlamaStyleModel.h"
 #include "model/RopeConfig.h"
 #include "util/Error.h"
@@ -79,6 +80,54 @@ ModuleNode denseMlpNode(const ModelConfig& c, const Checkpoint& ckpt, const std:
     return mlp;
 }
 
+} // namespace
+
+ModuleNode expertsNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& base,
+                       int i) {
+    const MoeConfig& m = c.moe;
+    const int64_t H = c.hiddenSize, E = m.expertIntermediate;
+    const std::string path = base + "." + m.expertsPath;
+    ModuleNode experts = inner(path, "experts", i);
+    if (m.storage == ExpertStorage::PerExpert) {
+        for (int64_t e = 0; e < m.numExperts; ++e) {
+            const std::string x = path + "." + std::to_string(e);
+            ModuleNode expert = inner(x, "expert", i);
+            expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i),
+                               weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i),
+                               weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i)};
+            experts.children.push_back(std::move(expert));
+        }
+        return experts;
+    }
+    // Fused: the stored tensors checked against the config, then one leaf per expert linear
+    // (the linears the engine cuts out of them, FusedExperts.h), parameters counted once.
+    std::string dtype;
+    for (const std::string& t : fusedExpertTensors(m.storage, m.expertBias)) {
+        const std::string name = path + "." + t;
+        const TensorInfo* info = ckpt.find(name);
+        if (!info)
+            throw Error(ckpt.directory(), name, "tensor missing from the checkpoint");
+        const std::vector<int64_t> expected = fusedExpertShape(m.storage, t, m.numExperts, E, H);
+        if (info->shape != expected)
+            throw Error(ckpt.fileOf(name).path(), name,
+                        "shape " + shapeText(info->shape) + " but config.json implies " +
+                            shapeText(expected));
+        dtype = dtypeName(info->dtype);
+    }
+    auto leaf = [&](const std::string& name, std::vector<int64_t> shape) {
+        const int64_t params = shape[0] * shape[1] + (m.expertBias ? shape[0] : 0);
+        return ModuleNode{name, "linear", std::move(shape), dtype, params, i, {}};
+    };
+    for (int64_t e = 0; e < m.numExperts; ++e) {
+        const std::string x = path + "." + std::to_string(e);
+        ModuleNode expert = inner(x, "expert", i);
+        expert.children = {leaf(x + "." + m.gateName, {E, H}), leaf(x + "." + m.upName, {E, H}),
+                           leaf(x + "." + m.downName, {H, E})};
+        experts.children.push_back(std::move(expert));
+    }
+    return experts;
+}
+
 // The router and one "expert" node per expert under an "experts" node, which views show
 // collapsed: a 128-expert layer would otherwise bury the attention rows.
 ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p, int i) {
@@ -98,16 +147,7 @@ ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::stri
                                 std::to_string(m.numExperts) + "]"
                           : std::string("tensor missing from the checkpoint"));
     }
-    ModuleNode experts = inner(base + ".experts", "experts", i);
-    for (int64_t e = 0; e < m.numExperts; ++e) {
-        const std::string x = base + ".experts." + std::to_string(e);
-        ModuleNode expert = inner(x, "expert", i);
-        expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i),
-                           weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i),
-                           weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i)};
-        experts.children.push_back(std::move(expert));
-    }
-    moe.children.push_back(std::move(experts));
+    moe.children.push_back(expertsNode(c, ckpt, base, i));
     if (m.sharedIntermediate > 0) {
         // Qwen1.5-MoE: one more SwiGLU every token goes through, scaled by a one-output gate
         // that, like the router, stays in full precision.
@@ -124,8 +164,6 @@ ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::stri
     }
     return moe;
 }
-
-} // namespace
 
 ScalingTemplate LlamaStyleFamily::scalingTemplate(const ModelConfig& c) const {
     if (c.layout.normPlusOne || c.layout.sandwichNorms)
@@ -290,6 +328,13 @@ void usedTensors(const ModuleNode& n, std::set<std::string>& out) {
 
 } // namespace
 
+bool isFusedExpertTensor(const ModelConfig& c, const std::string& name) {
+    for (const std::string& t : fusedExpertTensors(c.moe.storage, c.moe.expertBias))
+        if (endsWith(name, "." + c.moe.expertsPath + "." + t))
+            return true;
+    return false;
+}
+
 void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& c, const Checkpoint& ckpt) {
     std::set<std::string> used;
     usedTensors(tree, used);
@@ -305,6 +350,10 @@ void checkEveryTensorUsed(const ModuleNode& tree, const ModelConfig& c, const Ch
         // so the tree does too); the router reads it (MoeLayer)
         if (c.moe.correctionBias &&
             endsWith(name, "." + c.moe.routerName + ".e_score_correction_bias"))
+            continue;
+        // experts stored fused: read (and their shapes checked) by the experts node, whose
+        // leaves are the per-expert linears cut out of them
+        if (c.moe.storage != ExpertStorage::PerExpert && isFusedExpertTensor(c, name))
             continue;
         // GPT-J's causal-mask buffers, which transformers before 4.30 saved with the weights
         // (GPT-J's attention has no biases: these are masks, not parameters)

@@ -30,6 +30,17 @@ protected:
 ModuleNode weightLeaf(const Checkpoint& checkpoint, const std::string& module,
                       const std::string& kind, const std::vector<int64_t>& expected, int blockIndex,
                       bool withBias = false);
+// A mixture-of-experts layer under block `i`'s module `p` (`p.<moe.prefix>`): its router, the
+// experts node and, where the config has one, the shared expert and its gate.
+ModuleNode moeNode(const ModelConfig& config, const Checkpoint& checkpoint, const std::string& p,
+                   int i);
+// The experts node of the MoE module `base`: one "expert" node per expert with its gate, up
+// and down linears, whether the checkpoint stores them one tensor each or fused
+// (MoeConfig::storage; the fused tensors' shapes are checked against the config).
+ModuleNode expertsNode(const ModelConfig& config, const Checkpoint& checkpoint,
+                       const std::string& base, int i);
+// Whether `name` is one of the fused expert tensors the config's MoE layers store.
+bool isFusedExpertTensor(const ModelConfig& config, const std::string& name);
 // Sums children's parameters into each inner node.
 int64_t sumParameters(ModuleNode& node);
 // qs::Error naming a stored tensor the tree does not use (a bias the config does not announce,

@@ -154,6 +154,9 @@ public:
         if (m_moe)
             m_moe->resetRoutedTokens();
     }
+    std::map<std::string, at::Tensor> fusedTensors() const override {
+        return m_moe ? m_moe->fusedTensors() : std::map<std::string, at::Tensor>{};
+    }
 
 private:
     at::Tensor attend(const at::Tensor& h, const ForwardContext& ctx) {

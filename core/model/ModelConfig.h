@@ -53,6 +53,14 @@ struct DecoderLayout {
     double logitScale = 1.0;      // logits times this (Cohere's logit_scale)
 };
 
+// How a layer's experts are stored (FusedExperts.h): one tensor per linear, or fused.
+enum class ExpertStorage : uint8_t {
+    PerExpert,         // experts.{e}.<gate>/<up>/<down>.weight (Mixtral, Qwen, DeepSeek)
+    DbrxRows,          // experts.mlp.w1 / v1 / w2 [E x I, H], w2 untransposed (DBRX)
+    GateUpHalves,      // experts.gate_up_proj [E, H, 2I] = [gate | up], down_proj [E, I, H]
+    GateUpInterleaved, // as GateUpHalves with gate/up columns interleaved, and biases (gpt-oss)
+};
+
 // A sparse mixture-of-experts MLP (Mixtral, Qwen3-MoE, Qwen1.5-MoE): a router picks top-k
 // experts per token.
 struct MoeConfig {
@@ -63,6 +71,12 @@ struct MoeConfig {
     std::string prefix;     // module under the block: "block_sparse_moe" or "mlp"
     std::string routerName; // "gate"
     std::string gateName, upName, downName; // "w1","w3","w2" or "gate_proj","up_proj","down_proj"
+    // The experts' module under the MoE module: "experts", or "experts.mlp" (DBRX); expert e's
+    // linears are <expertsPath>.<e>.<gateName|upName|downName> whatever the storage (for fused
+    // storage these are AMD Quark's per-expert names), the fused tensors <expertsPath>.<tensor>.
+    std::string expertsPath = "experts";
+    ExpertStorage storage = ExpertStorage::PerExpert;
+    bool expertBias = false;       // the experts' linears carry biases (gpt-oss)
     std::vector<bool> sparseLayer; // per layer: MoE (true) or a dense MLP (Qwen3-MoE mlp_only)
     // A shared expert every token goes through, added to the routed sum (Qwen1.5-MoE:
     // mlp.shared_expert, SwiGLU with the experts' linear names); 0: none.

@@ -1,5 +1,6 @@
 #include "model/MoeLayer.h"
 
+#include "model/FusedExperts.h"
 #include "model/LlamaStyleModel.h"
 
 #include <tuple>
@@ -27,8 +28,38 @@ MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg
         x.down = make(x.name + "." + m.downName, m.downName, routed);
         return x;
     };
-    for (int64_t e = 0; e < m.numExperts; ++e)
-        m_experts.push_back(expert(prefix + ".experts." + std::to_string(e), true));
+    const std::string experts = prefix + "." + m.expertsPath;
+    if (m.storage == ExpertStorage::PerExpert) {
+        for (int64_t e = 0; e < m.numExperts; ++e)
+            m_experts.push_back(expert(experts + "." + std::to_string(e), true));
+    } else {
+        // Fused: each expert's slices become linears of their own (FusedExperts.h); the stored
+        // tensors are released once cut.
+        m_fusedPath = experts;
+        std::map<std::string, at::Tensor> fused;
+        for (const std::string& t : fusedExpertTensors(m.storage, m.expertBias))
+            fused[t] = model.loadWeight(experts + "." + t);
+        auto slice = [&](const std::string& name, const std::string& kind, at::Tensor w,
+                         at::Tensor b) {
+            LinearLayer l;
+            l.name = name;
+            l.kind = kind;
+            l.weight = std::move(w);
+            l.bias = std::move(b);
+            l.routed = true;
+            l.storedIn = experts;
+            return l;
+        };
+        for (int64_t e = 0; e < m.numExperts; ++e) {
+            ExpertSlices s = sliceExpert(m.storage, fused, e, m.numExperts);
+            Expert x;
+            x.name = experts + "." + std::to_string(e);
+            x.gate = slice(x.name + "." + m.gateName, m.gateName, s.gate, s.gateBias);
+            x.up = slice(x.name + "." + m.upName, m.upName, s.up, s.upBias);
+            x.down = slice(x.name + "." + m.downName, m.downName, s.down, s.downBias);
+            m_experts.push_back(std::move(x));
+        }
+    }
     if (m.sharedIntermediate > 0) {
         m_shared = expert(prefix + "." + m.sharedName, false);
         if (!m.sharedGateName.empty())
@@ -112,6 +143,19 @@ void MoeLayer::appendLinears(std::vector<LinearLayer*>& out) {
     }
     if (m_shared)
         out.insert(out.end(), {&m_shared->gate, &m_shared->up, &m_shared->down});
+}
+
+std::map<std::string, at::Tensor> MoeLayer::fusedTensors() const {
+    std::map<std::string, at::Tensor> out;
+    if (m_fusedPath.empty())
+        return out;
+    std::vector<ExpertSlices> slices;
+    for (const Expert& e : m_experts)
+        slices.push_back(ExpertSlices{e.gate.weight, e.up.weight, e.down.weight, e.gate.bias,
+                                      e.up.bias, e.down.bias});
+    for (auto& [name, t] : fuseExperts(m_cfg.moe.storage, slices))
+        out[m_fusedPath + "." + name] = std::move(t);
+    return out;
 }
 
 std::vector<std::pair<std::string, int64_t>> MoeLayer::routedTokens() const {

@@ -2,6 +2,7 @@
 
 #include "model/DecoderModel.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,6 +26,10 @@ public:
     // x: [B, T, H] → [B, T, H]
     at::Tensor forward(const at::Tensor& x, const ForwardContext& ctx);
     void appendLinears(std::vector<LinearLayer*>& out);
+    // Experts stored fused (MoeConfig::storage): the stored tensors rebuilt from the experts'
+    // linears as they are now (fake-quantized after quantization), full name -> tensor. Empty
+    // when each expert's linears have tensors of their own.
+    std::map<std::string, at::Tensor> fusedTensors() const;
     std::vector<std::pair<std::string, int64_t>> routedTokens() const;
     void resetRoutedTokens();
 
@@ -39,6 +44,7 @@ private:
     // down(act(gate(x)) * up(x)) through the hook
     at::Tensor swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const;
     const ModelConfig& m_cfg;
+    std::string m_fusedPath; // the experts' module when they are stored fused, else empty
     at::Tensor m_router;     // [experts, H]
     at::Tensor m_correction; // [experts]: e_score_correction_bias; undefined without
     std::vector<Expert> m_experts;
