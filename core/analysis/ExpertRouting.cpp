@@ -1,37 +1,21 @@
 #include "analysis/ExpertRouting.h"
 
+#include "recipe/ExpertName.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
 
 namespace qs {
 
-namespace {
-
-// "model.layers.3.mlp.experts.17.down_proj" → ("model.layers.3.mlp.experts", "17"); empty when
-// the name is not an expert's linear.
-std::pair<std::string, std::string> splitExpert(const std::string& name) {
-    const std::string marker = ".experts.";
-    const size_t at = name.rfind(marker);
-    if (at == std::string::npos)
-        return {};
-    const size_t begin = at + marker.size();
-    size_t end = begin;
-    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end])))
-        ++end;
-    if (end == begin || end >= name.size() || name[end] != '.')
-        return {};
-    return {name.substr(0, at + marker.size() - 1), name.substr(begin, end - begin)};
-}
-
-} // namespace
-
 std::vector<ExpertTokens> expertRouting(const std::vector<LayerReport>& layers, double rareShare) {
     std::vector<ExpertTokens> out;
     std::map<std::string, size_t> index;               // expert module → entry in out
     std::map<std::string, std::vector<size_t>> groups; // experts module → its experts
     for (const LayerReport& l : layers) {
-        const auto [group, id] = splitExpert(l.name);
+        const ExpertName x = splitExpertName(l.name);
+        const std::string& group = x.experts;
+        const std::string& id = x.index;
         if (group.empty())
             continue;
         const std::string expert = group + "." + id;

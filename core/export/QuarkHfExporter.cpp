@@ -573,6 +573,21 @@ std::string openQuarkExport(const std::string& exportDir) {
 
 } // namespace
 
+namespace {
+
+// Quark exports DBRX's experts merged back into ffn.experts.mlp.w1_weight / v1_weight /
+// w2_weight with their scales stacked per expert (its ModelPostProcessor); Quantscope writes the
+// per-expert layout of gpt-oss and Llama 4 only.
+std::vector<std::string> fusedExpertProblems(const ExportCheck& check) {
+    if (check.model && check.model->moe.storage == ExpertStorage::DbrxRows)
+        return {"ffn.experts.mlp: DBRX's experts, which Quark exports merged back into w1_weight, "
+                "v1_weight and w2_weight with per-expert scales, a layout Quantscope does not "
+                "write yet: use --format fake"};
+    return {};
+}
+
+} // namespace
+
 FormatWriter quarkFormatWriter() {
     FormatWriter w;
     w.format = {"quark",
@@ -582,14 +597,18 @@ FormatWriter quarkFormatWriter() {
                 {},
                 true};
     w.problems = [](const ExportCheck& check) {
-        return layerProblems(check, [&](const ModuleNode& layer,
-                                        std::optional<quant::QuantScheme> scheme,
-                                        const std::optional<quant::QuantSpec>& kv) {
-            if (scheme && kv)
-                scheme->output = kv; // the KV-cache spec replaces the scheme's output spec
-            return scheme ? QuarkHfExporter::unfitReason(*scheme, layer.shape, check.loaderLimits)
-                          : QuarkHfExporter::outputReason(*kv);
-        });
+        std::vector<std::string> out = fusedExpertProblems(check);
+        for (std::string& p : layerProblems(check, [&](const ModuleNode&layer,
+                                                       std::optional<quant::QuantScheme> scheme,
+                                                       const std::optional<quant::QuantSpec>&kv) {
+                 if (scheme && kv)
+                     scheme->output = kv; // the KV-cache spec replaces the scheme's output spec
+                 return scheme
+                            ? QuarkHfExporter::unfitReason(*scheme, layer.shape, check.loaderLimits)
+                            : QuarkHfExporter::outputReason(*kv);
+             }))
+            out.push_back(std::move(p));
+        return out;
     };
     w.create = [](const ExportContext& context) -> std::unique_ptr<Exporter> {
         return std::make_unique<QuarkHfExporter>(context);

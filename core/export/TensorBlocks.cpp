@@ -9,8 +9,8 @@
 namespace qs {
 
 int blockOfTensorName(const std::string& name) {
-    // "model.layers.3." and GPT-J's "transformer.h.3."
-    static const std::regex re(R"((?:^|\.)(?:layers|h)\.(\d+)\.)");
+    // "model.layers.3.", GPT-J's "transformer.h.3." and DBRX's "transformer.blocks.3."
+    static const std::regex re(R"((?:^|\.)(?:layers|h|blocks)\.(\d+)\.)");
     std::smatch m;
     if (std::regex_search(name, m, re))
         return std::stoi(m[1].str());

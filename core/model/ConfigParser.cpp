@@ -140,6 +140,10 @@ void checkKeys(const nlohmann::json& j, const ModelFamily& family, const std::st
 
 } // namespace
 
+bool isConfigMetadataKey(const std::string& key) {
+    return metadataKeys().count(key) > 0;
+}
+
 ModelConfig parseModelConfig(const std::string& jsonText, const std::string& source) {
     const nlohmann::json j = parseJsonText(jsonText, source);
     const JsonFields f(j, source);

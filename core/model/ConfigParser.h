@@ -11,5 +11,9 @@ namespace qs {
 ModelConfig parseModelConfig(const std::string& jsonText, const std::string& source);
 // Reads <directory>/config.json.
 ModelConfig loadModelConfig(const std::string& directory);
+// Whether `key` is metadata every transformers config may carry (ids, dropout, generation
+// defaults, ...), which no forward reads: accepted beside the family's keys, also in the
+// nested configs of a family that has them (DBRX's attn_config, ffn_config).
+bool isConfigMetadataKey(const std::string& key);
 
 } // namespace qs

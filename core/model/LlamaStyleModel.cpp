@@ -227,6 +227,8 @@ private:
     at::Tensor m_inputNorm, m_postAttnNorm, m_preFfnNorm, m_postFfnNorm;
 };
 
+} // namespace
+
 void rotaryTables(const ModelConfig& c, const RopeParameters& rope, int64_t seqLen,
                   const ComputeOptions& compute, at::Tensor& cosOut, at::Tensor& sinOut) {
     const RotaryFrequencies f =
@@ -243,8 +245,6 @@ void rotaryTables(const ModelConfig& c, const RopeParameters& rope, int64_t seqL
     cosOut = cos.to(compute.device, compute.dtype);
     sinOut = sin.to(compute.device, compute.dtype);
 }
-
-} // namespace
 
 at::Tensor LlamaStyleModel::norm(const at::Tensor& x, const at::Tensor& weight) const {
     return m_config.layout.normPlusOne ? rmsNormPlusOne(x, weight, m_config.normEps)

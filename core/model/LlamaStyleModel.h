@@ -15,6 +15,11 @@ at::Tensor activation(const std::string& name, const at::Tensor& x);
 // tanh(scores / cap) * cap to the scaled scores before the mask.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& mask, double scale, double softcap = 0.0);
+// The cos / sin tables [T, head_dim] of `rope` for positions 0..T-1 (rotate_half or, with
+// DecoderLayout::ropeInterleaved, interleaved pairs), scaled by the type's attention factor, in
+// the compute dtype on the compute device.
+void rotaryTables(const ModelConfig& config, const RopeParameters& rope, int64_t seqLen,
+                  const ComputeOptions& compute, at::Tensor& cosOut, at::Tensor& sinOut);
 
 // The pre-norm rotary decoder shared by Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3, Mixtral and
 // Qwen3-MoE; ModelConfig's DecoderLayout and MoeConfig say what a family changes.

@@ -51,6 +51,7 @@ struct DecoderLayout {
     bool ropeInterleaved = false; // RoPE rotates pairs (2i, 2i+1) (GPT-J, Cohere), not (i, i+d/2)
     bool headBias = false;        // lm_head has a bias (GPT-J, Phi-2)
     double logitScale = 1.0;      // logits times this (Cohere's logit_scale)
+    double clipQkv = 0.0;         // the fused q/k/v projection clamped to +-this (DBRX; 0: none)
 };
 
 // How a layer's experts are stored (FusedExperts.h): one tensor per linear, or fused.

@@ -1,21 +1,15 @@
 #include "run/PlanRowEvaluator.h"
 
+#include "recipe/ExpertName.h"
+
 #include <cctype>
 #include <cmath>
 
 namespace qs {
 
 std::string expertRowName(const std::string& layer) {
-    const std::string marker = ".experts.";
-    const size_t at = layer.rfind(marker);
-    if (at == std::string::npos)
-        return layer;
-    size_t end = at + marker.size();
-    while (end < layer.size() && std::isdigit(static_cast<unsigned char>(layer[end])))
-        ++end;
-    if (end == at + marker.size() || end >= layer.size() || layer[end] != '.')
-        return layer;
-    return layer.substr(0, at + marker.size()) + "*" + layer.substr(end);
+    const ExpertName e = splitExpertName(layer);
+    return e.experts.empty() ? layer : e.experts + ".*." + e.linear;
 }
 
 PipelineOptions planKeepingOptions(const PreparedRun& prep) {

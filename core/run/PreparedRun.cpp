@@ -167,12 +167,13 @@ PreparedRun prepareRun(const RunRequest& req, const PipelineProgress& progress) 
                     "this rotated model cannot be exported: " + modelTransform->notExportable());
 
     warnUnmatchedPatterns(recipe, tree, prep.warnings);
-    // Phi-3 projects q, k and v in one qkv_proj: the KV cache is part of one output, which the
-    // per-layer output quantizer cannot address; refused rather than left unquantized.
+    // Phi-3 projects q, k and v in one qkv_proj (DBRX in one Wqkv): the KV cache is part of one
+    // output, which the per-layer output quantizer cannot address; refused rather than left
+    // unquantized.
     if (recipe.kvCache && handle.config.layout.fusedQkv)
         throw Error("recipe", "kv_cache",
                     "KV-cache quantization is not supported on '" + handle.config.modelType +
-                        "': k and v come out of one fused qkv_proj");
+                        "': k and v come out of one fused q/k/v projection");
     // DeepSeek-V3: k's nope part and v come out of one kv_b_proj, k's rope part out of
     // kv_a_proj_with_mqa and RoPE; no output of one projection is the cache.
     if (recipe.kvCache && handle.config.mla.kvLoraRank > 0)

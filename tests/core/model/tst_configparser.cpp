@@ -399,10 +399,10 @@ private Q_SLOTS:
                                       << ""
                                       << "model_type"
                                       << "unsupported model type";
-        QTest::newRow("recognised type") << R"({"model_type":"dbrx"})"
+        QTest::newRow("recognised type") << R"({"model_type":"gpt_oss"})"
                                          << ""
                                          << "model_type"
-                                         << "recognised but not supported yet: DBRX stores";
+                                         << "recognised but not supported yet: gpt-oss stores";
         QTest::newRow("bad act") << R"({"hidden_act":"swiglu9"})"
                                  << ""
                                  << "hidden_act"

@@ -95,7 +95,7 @@ private Q_SLOTS:
         // stopped being supported would drop out of the rows below silently without this).
         const QStringList supported = supportedFolders();
         for (const char* family :
-             {"cohere", "deepseek_v3", "gemma2", "gemma3_text", "gptj", "llama", "mistral",
+             {"cohere", "dbrx", "deepseek_v3", "gemma2", "gemma3_text", "gptj", "llama", "mistral",
               "mixtral", "opt", "phi", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
             QVERIFY2(supported.contains(QString(family)), family);
         // A folder of a family Quantscope does not open yet (issue 31's DBRX, Llama 4, ...) is
