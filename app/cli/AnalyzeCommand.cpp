@@ -53,13 +53,19 @@ int runAnalyze(const QStringList& args) {
     applyThreadsOption(parser);
     RunRequest q = requestFromOptions(parser, dir);
     q.analyze = true;
-    if (parser.isSet("sensitivity") && !parser.isSet("data"))
-        throw UsageError{"--sensitivity needs --data TEXT (the evaluation set)"};
+    // The evaluation text: --data, or the one a --recipe names (a flag given wins, field by
+    // field, as for eval).
+    const bool recipeNamesText = !q.recipe.evaluation.dataPath.empty();
+    EvaluationSpec evaluation = evaluationFromOptions(parser, "data", q.recipe.evaluation);
+    if (parser.isSet("sensitivity") && evaluation.dataPath.empty())
+        throw UsageError{"--sensitivity needs --data TEXT (the evaluation set) or a --recipe "
+                         "that names one"};
     // Checked before the analysis runs: the study reads it only after it.
-    if (parser.isSet("sensitivity") && !QFileInfo(parser.value("data")).isFile())
-        throw Error(parser.value("data").toStdString(), "--data", "file not found");
-    EvaluationSpec evaluation = evaluationFromOptions(parser, "data");
-    if (!parser.isSet("max-windows"))
+    if (parser.isSet("sensitivity") &&
+        !QFileInfo(QString::fromStdString(evaluation.dataPath)).isFile())
+        throw Error(evaluation.dataPath, parser.isSet("data") ? "--data" : "evaluation.data",
+                    "file not found");
+    if (!parser.isSet("max-windows") && !recipeNamesText)
         evaluation.maxWindows = 4; // sensitivity evaluates twice per layer: keep it small
     // Launched as one rank of several (--nproc, torchrun, srun): the ranks share the
     // calibration batches and the sensitivity rows; rank 0 alone prints.

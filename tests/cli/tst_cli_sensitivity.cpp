@@ -8,6 +8,7 @@
 #include "TestMain.h"
 #include "TestSupport.h"
 
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -94,6 +95,40 @@ private Q_SLOTS:
             ++checked;
         }
         QCOMPARE(checked, 2);
+    }
+
+    // A recipe that names its evaluation text (as one saved from the workbench does) is enough:
+    // the study evaluates on that text and those windows, as `eval --recipe` does, and gives
+    // the same perplexities as the flags above. Neither --data nor such a recipe: a usage error
+    // naming both.
+    void aRecipeNamesItsEvaluationText() {
+        const QString recipe = qs::test::tempDir("sensitivity-recipe") + "/recipe.json";
+        QFile f(recipe);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        const QJsonObject evaluation{{"data", m_eval}, {"seq_len", 256}, {"max_windows", 1}};
+        f.write(QJsonDocument(QJsonObject{{"format", "quantscope-recipe"},
+                                          {"version", 1},
+                                          {"global", "uint4_wo_32"},
+                                          {"exclude", QJsonArray{"*down_proj", "*lm_head"}},
+                                          {"evaluation", evaluation}})
+                    .toJson());
+        f.close();
+        const QStringList calib{"--calib-data",     m_calib, "--seq-len", "64",
+                                "--num-calib-data", "1",     "--device",  "cpu"};
+        const QJsonObject sens = cliJson(QStringList{"analyze", m_model, "--recipe", recipe,
+                                                     "--sensitivity", "--no-channels", "--json"} +
+                                         calib)["sensitivity"]
+                                     .toObject();
+        QCOMPARE(sens["layers"].toArray().size(), 5 * 6);
+        QVERIFY(sens["fp_perplexity"].toDouble() == evalPerplexity({}, false));
+        QVERIFY(sens["full_perplexity"].toDouble() == evalPerplexity(m_excluded));
+
+        const qs::test::CliRun none = qs::test::runCli(
+            QStringList{"analyze", m_model, "--quant-scheme", "uint4_wo_32", "--sensitivity"} +
+            calib);
+        QCOMPARE(none.exitCode, 2);
+        QVERIFY2(none.err.contains("--data") && none.err.contains("--recipe"),
+                 none.err.constData());
     }
 };
 
