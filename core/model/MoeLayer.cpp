@@ -7,6 +7,10 @@
 
 namespace qs {
 
+bool storedSplit(const Checkpoint& checkpoint, const MoeConfig& moe, const std::string& experts) {
+    return checkpoint.contains(experts + ".0." + moe.gateName + ".weight");
+}
+
 MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg(model.config()) {
     const MoeConfig& m = m_cfg.moe;
     m_router = model.loadWeight(prefix + "." + m.routerName + ".weight");
@@ -17,6 +21,8 @@ MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg
         l.name = name;
         l.kind = kind;
         l.weight = model.loadWeight(name + ".weight");
+        if (routed && m.expertBias)
+            l.bias = model.loadWeight(name + ".bias");
         l.routed = routed;
         return l;
     };
@@ -29,7 +35,9 @@ MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg
         return x;
     };
     const std::string experts = prefix + "." + m.expertsPath;
-    if (m.storage == ExpertStorage::PerExpert) {
+    // A Quark export of a family that stores its experts fused holds them split, one tensor per
+    // linear under the per-expert names (QuarkHfExporter): read as they are.
+    if (m.storage == ExpertStorage::PerExpert || storedSplit(model.checkpoint(), m, experts)) {
         for (int64_t e = 0; e < m.numExperts; ++e)
             m_experts.push_back(expert(experts + "." + std::to_string(e), true));
     } else {
