@@ -4,7 +4,6 @@
 #include "io/JsonFields.h"
 #include "model/FusedExperts.h"
 #include "model/LlamaStyleModel.h"
-#include "model/MoeLayer.h"
 #include "model/RopeConfig.h"
 #include "util/Error.h"
 #include "util/Strings.h"
@@ -89,14 +88,13 @@ ModuleNode expertsNode(const ModelConfig& c, const Checkpoint& ckpt, const std::
     const int64_t H = c.hiddenSize, E = m.expertIntermediate;
     const std::string path = base + "." + m.expertsPath;
     ModuleNode experts = inner(path, "experts", i);
-    if (m.storage == ExpertStorage::PerExpert || storedSplit(ckpt, m, path)) {
+    if (m.storage == ExpertStorage::PerExpert) {
         for (int64_t e = 0; e < m.numExperts; ++e) {
             const std::string x = path + "." + std::to_string(e);
-            const bool b = m.expertBias;
             ModuleNode expert = inner(x, "expert", i);
-            expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i, b),
-                               weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i, b),
-                               weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i, b)};
+            expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i),
+                               weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i),
+                               weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i)};
             experts.children.push_back(std::move(expert));
         }
         return experts;

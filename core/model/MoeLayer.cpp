@@ -7,10 +7,6 @@
 
 namespace qs {
 
-bool storedSplit(const Checkpoint& checkpoint, const MoeConfig& moe, const std::string& experts) {
-    return checkpoint.contains(experts + ".0." + moe.gateName + ".weight");
-}
-
 MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg(model.config()) {
     const MoeConfig& m = m_cfg.moe;
     m_router = model.loadWeight(prefix + "." + m.routerName + ".weight");
@@ -21,8 +17,6 @@ MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg
         l.name = name;
         l.kind = kind;
         l.weight = model.loadWeight(name + ".weight");
-        if (routed && m.expertBias)
-            l.bias = model.loadWeight(name + ".bias");
         l.routed = routed;
         return l;
     };
@@ -35,9 +29,7 @@ MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg
         return x;
     };
     const std::string experts = prefix + "." + m.expertsPath;
-    // A Quark export of a family that stores its experts fused holds them split, one tensor per
-    // linear under the per-expert names (QuarkHfExporter): read as they are.
-    if (m.storage == ExpertStorage::PerExpert || storedSplit(model.checkpoint(), m, experts)) {
+    if (m.storage == ExpertStorage::PerExpert) {
         for (int64_t e = 0; e < m.numExperts; ++e)
             m_experts.push_back(expert(experts + "." + std::to_string(e), true));
     } else {

@@ -18,11 +18,6 @@ namespace qs {
 // where the config has one, a shared expert on every token, scaled by sigmoid of its gate (also
 // kept in full precision). Each expert's linears go through the hook like any other linear, on
 // only the tokens routed to them: calibration observes what the expert really sees.
-// Whether `checkpoint` holds the experts under `experts` (the experts' module) one tensor per
-// linear, whatever MoeConfig::storage says the family's own checkpoints do: a Quark export of a
-// family whose experts are stored fused holds them split.
-bool storedSplit(const Checkpoint& checkpoint, const MoeConfig& moe, const std::string& experts);
-
 class MoeLayer {
 public:
     // `prefix`: the MoE module, e.g. "model.layers.0.block_sparse_moe".
