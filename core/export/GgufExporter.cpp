@@ -252,7 +252,7 @@ const GgufArchitecture& architectureOf(const nlohmann::json& cfg, const std::str
         throw Error(source, "model_type",
                     "GGUF export writes the " +
                         join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
-                        " family only, not '" + type + "'");
+                        " families only, not '" + type + "'");
     return *arch;
 }
 
@@ -270,7 +270,7 @@ std::string ggufModelProblem(const ModelConfig& c) {
     if (!a)
         return "GGUF export writes the " +
                join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
-               " family only, not '" + c.modelType + "'";
+               " families only, not '" + c.modelType + "'";
     const std::string in = "llama.cpp's " + a->name + " ";
     if (!a->moeEveryLayer)
         return c.moe.numExperts > 0 ? in + "has no mixture of experts" : std::string();
@@ -388,15 +388,17 @@ GgufExporter::GgufExporter(const ExportContext& context)
             throw Error(context.sourceDir, n, "a second tensor for " + g.name);
         item.parts[slot] = n;
     }
-    const int64_t experts = cfg.value("num_experts", int64_t(0));
-    for (const Item& item : m_items)
-        if (item.stacked)
-            for (size_t e = 0; e < size_t(std::max<int64_t>(experts, int64_t(item.parts.size())));
-                 ++e)
-                if (e >= item.parts.size() || item.parts[e].empty() || int64_t(e) >= experts)
-                    throw Error(context.sourceDir, item.name,
-                                "expert " + std::to_string(e) + " of " + std::to_string(experts) +
-                                    " missing or extra");
+    const std::string expertsKey = ggufHfKeyOf(*m_arch, "expert_count");
+    const int64_t experts = expertsKey.empty() ? 0 : cfg.value(expertsKey, int64_t(0));
+    for (const Item& item : m_items) {
+        const int64_t held = std::count_if(item.parts.begin(), item.parts.end(),
+                                           [](const std::string& p) { return !p.empty(); });
+        if (item.stacked && (held != experts || int64_t(item.parts.size()) != experts))
+            throw Error(context.sourceDir, item.name,
+                        "experts 0.." + std::to_string(item.parts.size() - 1) + " with " +
+                            std::to_string(held) + " present, where config.json's " + expertsKey +
+                            " is " + std::to_string(experts));
+    }
     m_vocab = tokenizerJsonVocab(context.sourceDir, cfg, *context.source);
     m_spool.setFileName(QString::fromStdString(m_folder.tempPath("tensors.spool")));
     if (!m_spool.open(QIODevice::WriteOnly))

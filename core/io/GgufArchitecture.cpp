@@ -83,6 +83,7 @@ std::vector<GgufArchitecture> makeArchitectures() {
     qwen2moe.expertTensors = {
         {"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}};
     qwen2moe.keptF32 = {"ffn_gate_inp", "ffn_gate_inp_shexp"};
+    qwen2moe.rowVectors = {"ffn_gate_inp_shexp"};
     qwen2moe.moeEveryLayer = true;
     qwen2moe.sharedExpert = true;
     qwen2moe.normalisesTopK = false;
@@ -193,11 +194,31 @@ bool ggufIsStacked(const GgufArchitecture& arch, const std::string& n) {
     return !hfNameOf(arch, n, 0).empty();
 }
 
-bool ggufKeptF32(const GgufArchitecture& arch, const std::string& n) {
+namespace {
+
+// Whether block tensor `n` ("blk.N.<name>.weight|bias") has one of `names`.
+bool blockTensorIn(const std::vector<std::string>& names, const std::string& n) {
     static const std::regex re(R"(blk\.\d+\.([a-z_]+)\.(weight|bias))");
     std::smatch m;
     return std::regex_match(n, m, re) &&
-           std::find(arch.keptF32.begin(), arch.keptF32.end(), m[1].str()) != arch.keptF32.end();
+           std::find(names.begin(), names.end(), m[1].str()) != names.end();
+}
+
+} // namespace
+
+bool ggufKeptF32(const GgufArchitecture& arch, const std::string& n) {
+    return blockTensorIn(arch.keptF32, n);
+}
+
+bool ggufIsRowVector(const GgufArchitecture& arch, const std::string& n) {
+    return blockTensorIn(arch.rowVectors, n);
+}
+
+std::string ggufHfKeyOf(const GgufArchitecture& arch, const std::string& key) {
+    for (const GgufKey& k : arch.keys)
+        if (key == k.key)
+            return k.hfKey;
+    return {};
 }
 
 const nlohmann::json* configNumber(const json& cfg, const std::string& key) {

@@ -55,6 +55,9 @@ struct GgufArchitecture {
     // Block tensors written F32 whatever the weight type (routers, shared-expert gates: llama.cpp
     // reads them in float; llama-quantize never quantizes them either).
     std::vector<std::string> keptF32;
+    // Block tensors Hugging Face holds as [1, n] that older converters wrote 1-D (squeezed): read
+    // back as [1, n] either way.
+    std::vector<std::string> rowVectors;
     // The mixture of experts it computes (checked against the config before an export):
     bool moeEveryLayer = false;  // every block is a MoE block (no dense MLP layers)
     bool sharedExpert = false;   // with a shared expert gated by sigmoid(x . w)
@@ -82,6 +85,11 @@ std::string hfNameOf(const GgufArchitecture& arch, const std::string& ggufName, 
 bool ggufIsStacked(const GgufArchitecture& arch, const std::string& ggufName);
 // Whether a block tensor is written F32 whatever the weight type (keptF32).
 bool ggufKeptF32(const GgufArchitecture& arch, const std::string& ggufName);
+// Whether a block tensor is one of the architecture's rowVectors.
+bool ggufIsRowVector(const GgufArchitecture& arch, const std::string& ggufName);
+// The config.json key the architecture's metadata key `key` ("expert_count") comes from; empty
+// when the row has no such key.
+std::string ggufHfKeyOf(const GgufArchitecture& arch, const std::string& key);
 
 // A number of config.json, looked up at the top level and then in `rope_parameters`
 // (transformers 5 moved rope_theta there); nullptr-like when absent.

@@ -83,7 +83,8 @@ void writeInto(const std::string& ggufPath, const std::string& dir) {
     }
     json config = ggufHfConfig(*arch, h, *file, ggufPath);
     const int64_t heads = config["num_attention_heads"], kvHeads = config["num_key_value_heads"];
-    const int64_t experts = config.value("num_experts", int64_t(0));
+    const std::string expertsKey = ggufHfKeyOf(*arch, "expert_count");
+    const int64_t experts = expertsKey.empty() ? 0 : config.value(expertsKey, int64_t(0));
 
     // Refuse what cannot be read before writing anything. A stacked experts tensor becomes one
     // Hugging Face tensor per expert.
@@ -112,6 +113,8 @@ void writeInto(const std::string& ggufPath, const std::string& dir) {
         info.name = hf;
         info.dtype = DType::F32;
         info.shape = t.shape();
+        if (ggufIsRowVector(*arch, t.name) && info.shape.size() == 1)
+            info.shape = {1, info.shape[0]};
         layout.push_back(info);
     }
 
