@@ -240,19 +240,25 @@ Kv metadataOf(const std::string& sourceDir, const GgufArchitecture& arch,
     return kv;
 }
 
-// The architecture row the model's family declares (FamilyCapabilities::gguf), or the refusal
-// naming the families that have one.
+// The architecture row a model type's family declares (FamilyCapabilities::gguf); nullptr: none.
+const GgufArchitecture* declaredArchitecture(const std::string& modelType) {
+    const ModelFamily* family = findFamily(modelType);
+    return family && family->capabilities().gguf ? findGgufArchitecture(family->capabilities().gguf)
+                                                 : nullptr;
+}
+
+std::string notWritten(const std::string& modelType) {
+    return "GGUF export writes the " +
+           join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") + " families only, not '" +
+           modelType + "'";
+}
+
+// The row for a config.json, or the refusal naming the families that have one.
 const GgufArchitecture& architectureOf(const nlohmann::json& cfg, const std::string& source) {
     const std::string type = cfg.is_discarded() ? std::string("?") : cfg.value("model_type", "");
-    const ModelFamily* family = cfg.is_discarded() ? nullptr : findFamily(type);
-    const GgufArchitecture* arch = family && family->capabilities().gguf
-                                       ? findGgufArchitecture(family->capabilities().gguf)
-                                       : nullptr;
+    const GgufArchitecture* arch = cfg.is_discarded() ? nullptr : declaredArchitecture(type);
     if (!arch)
-        throw Error(source, "model_type",
-                    "GGUF export writes the " +
-                        join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
-                        " families only, not '" + type + "'");
+        throw Error(source, "model_type", notWritten(type));
     return *arch;
 }
 
@@ -263,14 +269,9 @@ bool isKQuant(GgmlType t) {
 } // namespace
 
 std::string ggufModelProblem(const ModelConfig& c) {
-    const ModelFamily* family = findFamily(c.modelType);
-    const GgufArchitecture* a = family && family->capabilities().gguf
-                                    ? findGgufArchitecture(family->capabilities().gguf)
-                                    : nullptr;
+    const GgufArchitecture* a = declaredArchitecture(c.modelType);
     if (!a)
-        return "GGUF export writes the " +
-               join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
-               " families only, not '" + c.modelType + "'";
+        return notWritten(c.modelType);
     const std::string in = "llama.cpp's " + a->name + " ";
     if (!a->moeEveryLayer)
         return c.moe.numExperts > 0 ? in + "has no mixture of experts" : std::string();
