@@ -108,7 +108,11 @@ async function teacherForced(context, ids, promptLength) {
 // Other quantized types round differently (Q4_1 to Q8_1) and are not emulated here.
 const ggufToHf = { attn_q: "self_attn.q_proj", attn_k: "self_attn.k_proj", attn_v: "self_attn.v_proj",
                    attn_output: "self_attn.o_proj", ffn_gate: "mlp.gate_proj", ffn_up: "mlp.up_proj",
-                   ffn_down: "mlp.down_proj" };
+                   ffn_down: "mlp.down_proj", ffn_gate_shexp: "mlp.shared_expert.gate_proj",
+                   ffn_up_shexp: "mlp.shared_expert.up_proj",
+                   ffn_down_shexp: "mlp.shared_expert.down_proj" };
+// qwen2moe's stacked experts: one tensor [in, out, experts] for every expert's projection.
+const stackedToHf = { ffn_gate_exps: "gate_proj", ffn_up_exps: "up_proj", ffn_down_exps: "down_proj" };
 async function q8RoundedInputs(file) {
   const names = [];
   for (const t of (await readGgufFileInfo(file)).tensorInfo) {
@@ -117,6 +121,9 @@ async function q8RoundedInputs(file) {
       throw new Error(`${file}: ${t.name} has ggml type ${t.ggmlType}, not Q4_0/Q8_0 (not emulated)`);
     const block = /^blk\.(\d+)\.(\w+)\.weight$/.exec(t.name);
     if (block && ggufToHf[block[2]]) names.push(`model.layers.${block[1]}.${ggufToHf[block[2]]}.weight`);
+    else if (block && stackedToHf[block[2]])
+      for (let e = 0; e < Number(t.dimensions[2]); ++e)
+        names.push(`model.layers.${block[1]}.mlp.experts.${e}.${stackedToHf[block[2]]}.weight`);
     else if (t.name === "token_embd.weight") names.push("model.embed_tokens.weight");
     else if (t.name === "output.weight") names.push("lm_head.weight");
     else throw new Error(`${file}: quantized tensor ${t.name} has no Hugging Face name here`);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # llama.cpp, the consumer of `quantize --format gguf`, generates from Quantscope's GGUF exports of
-# stories260K the text that Quantscope generates from the same weights: greedy, 40 new tokens,
-# three prompts. Fails (exit 1) on any disagreement.
+# stories260K (llama.cpp's `llama` architecture) and of the tiny Qwen1.5-MoE (`qwen2moe`) the text
+# that Quantscope generates from the same weights: greedy, 40 new tokens, three prompts. Fails
+# (exit 1) on any disagreement.
 #
 #   scripts/check-gguf.sh [BUILD_DIR]    (default build/release; needs ../shared or QS_SHARED_DIR)
 #
@@ -39,6 +40,12 @@
 #   emulation is not bit-exact: an activation within fp32 summation noise of a rounding boundary
 #   can take the other code; measured in docs/exporters.md.) A wrong block, scale or permutation
 #   changes the text in the first steps, where the emulation does not follow llama.cpp.
+# - qwen2moe: ../shared/models/tiny-families/qwen2_moe with its dense layer 1 replaced by a copy of
+#   layer 2's MoE block (scripts/make-qwen2moe-allmoe.py: llama.cpp's qwen2moe has experts in
+#   every layer, so the export refuses the shared folder as it is). Its F32 export against
+#   `quantscope-cli generate` on that Hugging Face folder (exact), and the engine's int8 per
+#   group of 32 as Q8_0 (every linear of this model has 64 or 96 inputs; routers and shared-expert
+#   gates stay F32) against `generate` on the same .gguf, as the Q8_0 cases above.
 # - KV cache: llama.cpp's default is F16 (K and V rounded to 11 bits); the check uses F32, the
 #   engine's precision, and no flash attention. LLAMA_KV_TYPE=F16 runs the same check with the
 #   default cache (measured in docs/exporters.md).
@@ -79,7 +86,7 @@ EOF
 # Quantscope's conversion folder is too).
 export_gguf() {
   local label=$1 type=$2; shift 2
-  qs quantize "$model" "$@" --format gguf --gguf-type "$type" --out "$tmp/$label" --quiet > /dev/null
+  qs quantize "${source_model:-$model}" "$@" --format gguf --gguf-type "$type" --out "$tmp/$label" --quiet > /dev/null
   mv "$tmp/$label/model.gguf" "$tmp/$label.gguf"
 }
 export_gguf f32 f32 --recipe "$tmp/fp32.json"
@@ -87,14 +94,19 @@ export_gguf q8_0-ggml q8_0 --recipe "$tmp/fp32.json"
 export_gguf q4_0-ggml q4_0 --recipe "$tmp/fp32.json"
 export_gguf q8_0-int8_g32 q8_0 --recipe "$tmp/int8_g32.json" --exclude-layers '*down_proj'
 export_gguf q4_0-int4_wo_32 q4_0 --quant-scheme int4_wo_32 --exclude-layers '*down_proj'
+moe_model=$tmp/qwen2_moe
+python3 scripts/make-qwen2moe-allmoe.py "$shared/models/tiny-families/qwen2_moe" "$moe_model"
+source_model=$moe_model export_gguf qwen2_moe-f32 f32 --recipe "$tmp/fp32.json"
+source_model=$moe_model export_gguf qwen2_moe-q8_0-int8_g32 q8_0 --recipe "$tmp/int8_g32.json"
 
 # Quantscope's side: generate --json per (weights, prompt), one line each.
 generate() { qs generate "$1" --prompt "$2" --max-new-tokens $max_new --threads 1 --json 2> /dev/null; }
 for i in "${!prompts[@]}"; do
   generate "$model" "${prompts[$i]}" > "$tmp/hf.$i.json"
-  for label in q8_0-ggml q4_0-ggml q8_0-int8_g32 q4_0-int4_wo_32; do
+  for label in q8_0-ggml q4_0-ggml q8_0-int8_g32 q4_0-int4_wo_32 qwen2_moe-q8_0-int8_g32; do
     generate "$tmp/$label.gguf" "${prompts[$i]}" > "$tmp/$label.$i.json"
   done
+  generate "$moe_model" "${prompts[$i]}" > "$tmp/moe-hf.$i.json"
 done
 
 # The cases for check-gguf.mjs: (label, llama.cpp's file, mode, Quantscope's JSON, reference dir).
@@ -105,7 +117,10 @@ done
 for i in "${!prompts[@]}"; do
   cases+=("f32|$tmp/f32.gguf|exact|$tmp/hf.$i.json|$model|$i")
 done
-for label in q8_0-ggml q4_0-ggml q8_0-int8_g32 q4_0-int4_wo_32; do
+for i in "${!prompts[@]}"; do
+  cases+=("qwen2_moe-f32|$tmp/qwen2_moe-f32.gguf|exact|$tmp/moe-hf.$i.json|$moe_model|$i")
+done
+for label in q8_0-ggml q4_0-ggml q8_0-int8_g32 q4_0-int4_wo_32 qwen2_moe-q8_0-int8_g32; do
   converted=$(find "$tmp/cache" -mindepth 3 -maxdepth 3 -type d -name "$label-*")
   if [ ! -f "$converted/config.json" ]; then
     echo "check-gguf: no checkpoint converted from $label.gguf under $tmp/cache" >&2

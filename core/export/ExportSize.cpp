@@ -7,7 +7,7 @@
 #include "export/OnnxExporter.h"
 #include "export/QuarkHfExporter.h"
 #include "io/GgmlTypes.h"
-#include "io/GgufTensorNames.h"
+#include "io/GgufArchitecture.h"
 #include "io/SafetensorsFile.h"
 #include "model/ModelLoader.h"
 #include "quant/TypeTraits.h"
@@ -125,32 +125,44 @@ void layoutQuark(const Inventory& inv, FormatSize& f) {
         {QuarkHfExporter::kFileName, 8 + header.size() + (file.empty() ? 0 : file.back().end)}};
 }
 
-// GGUF: every source tensor under its llama.cpp name, in the type ggufStoredType gives it; the
-// header (fixed part, metadata as the exporter writes it, tensor infos) padded to the alignment,
-// then each tensor's data padded to it. Exact.
+// GGUF: every source tensor under its llama.cpp name (the architecture's, GgufArchitecture.h), in
+// the type ggufStoredType gives it (F32 for the tensors the architecture keeps in float); the
+// header (fixed part, metadata as the exporter writes it, one tensor info per GGUF tensor: a
+// stacked experts tensor is one 3-D tensor) padded to the alignment, then each GGUF tensor's
+// data padded to it. Exact.
 void layoutGguf(const Inventory& inv, const ExportOptions& options, FormatSize& f) {
     const std::optional<GgmlType> asked = ggufTypeOf(options);
     const bool floatOnly = asked && ggmlIsFloat(*asked);
+    const GgufArchitecture& arch = ggufArchitectureOf(inv.modelDir);
     uint64_t header = kGgufFixedHeaderBytes + ggufMetadataBytes(inv.modelDir, *inv.checkpoint);
-    uint64_t data = 0;
+    std::map<std::string, std::pair<size_t, uint64_t>> ggufTensors; // name -> dims, bytes
     for (const std::string& name : inv.checkpoint->tensorNames()) {
         const TensorInfo& info = inv.checkpoint->info(name);
-        const std::string gguf = ggufNameOfHfTensor(name);
-        if (gguf.empty())
-            throw Error(inv.modelDir, name, "has no GGUF name (llama layout expected)");
+        const GgufTensorName gguf = ggufNameOf(arch, name);
+        if (gguf.name.empty())
+            throw Error(inv.modelDir, name,
+                        "has no GGUF name (llama.cpp's " + arch.name + " layout expected)");
         const auto it = inv.byWeight.find(name);
         const Planned* p = it == inv.byWeight.end() ? nullptr : it->second;
         const quant::QuantScheme* codes = p && p->scheme && !floatOnly ? &*p->scheme : nullptr;
-        const GgmlType type = ggufStoredType(info.shape, info.dtype, codes, asked);
+        const GgmlType type = ggufKeptF32(arch, gguf.name)
+                                  ? GgmlType::F32
+                                  : ggufStoredType(info.shape, info.dtype, codes, asked);
         const int64_t row = info.shape.empty() ? 1 : info.shape.back();
         const uint64_t bytes = elementsOf(info.shape) / uint64_t(row) * ggmlRowBytes(row, type);
         const StoredRole role = !p                  ? StoredRole::Other
                                 : ggmlIsFloat(type) ? StoredRole::FloatWeight
                                                     : StoredRole::Blocks;
-        addTensor(
-            f, {gguf, ggmlTypeTraits(type).name, info.shape, bytes, role, p ? p->node->name : ""});
-        header += ggufTensorInfoBytes(gguf, info.shape.size());
-        data += alignUp(bytes, kGgufAlignment);
+        addTensor(f, {gguf.name, ggmlTypeTraits(type).name, info.shape, bytes, role,
+                      p ? p->node->name : ""});
+        auto& [dims, sum] = ggufTensors[gguf.name];
+        dims = info.shape.size() + (gguf.expert >= 0 ? 1 : 0);
+        sum += bytes;
+    }
+    uint64_t data = 0;
+    for (const auto& [name, t] : ggufTensors) {
+        header += ggufTensorInfoBytes(name, t.first);
+        data += alignUp(t.second, kGgufAlignment);
     }
     f.files = {{"model.gguf", alignUp(header, kGgufAlignment) + data}};
 }

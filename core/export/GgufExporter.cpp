@@ -2,8 +2,9 @@
 #include "export/GgufCodeBlocks.h"
 #include "io/GgmlKQuants.h"
 #include "io/GgmlTypes.h"
-#include "io/GgufTensorNames.h"
+#include "io/GgufArchitecture.h"
 #include "io/TensorDType.h"
+#include "model/ConfigParser.h"
 #include "model/ModelFamily.h"
 #include "quant/Quantize.h"
 
@@ -183,8 +184,12 @@ at::Tensor permuteForRope(const at::Tensor& w, int64_t heads) {
 uint32_t fileTypeOf(const std::vector<GgufExporter::Entry>& entries) {
     std::map<GgmlType, int64_t> elements;
     for (const GgufExporter::Entry& e : entries)
-        if (e.shape.size() == 2)
-            elements[e.type] += e.shape[0] * e.shape[1];
+        if (e.shape.size() >= 2) {
+            int64_t n = 1;
+            for (int64_t d : e.shape)
+                n *= d;
+            elements[e.type] += n;
+        }
     GgmlType dominant = GgmlType::F32;
     int64_t most = -1;
     for (const auto& [type, n] : elements)
@@ -209,30 +214,25 @@ std::optional<GgufVocab> tokenizerJsonVocab(const std::string& sourceDir, const 
     return tokenizerJsonGgufVocab(sourceDir, rows);
 }
 
-// The key-value section: general.* and llama.* from config.json, then the tokenizer.
-Kv metadataOf(const std::string& sourceDir, const std::optional<GgufVocab>& vocab,
-              uint32_t fileType) {
+// The key-value section: general.* and the architecture's keys (<arch>.*, GgufArchitecture.h)
+// from config.json, then the tokenizer.
+Kv metadataOf(const std::string& sourceDir, const GgufArchitecture& arch,
+              const std::optional<GgufVocab>& vocab, uint32_t fileType) {
     std::ifstream in(sourceDir + "/config.json");
     const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
-    const int64_t hidden = cfg.value("hidden_size", 0);
-    const int64_t heads = cfg.value("num_attention_heads", 0);
-    const int64_t kvHeads = cfg.value("num_key_value_heads", heads);
     Kv kv;
-    kv.string("general.architecture", "llama");
+    kv.string("general.architecture", arch.name);
     kv.string("general.name",
               QFileInfo(QString::fromStdString(sourceDir)).fileName().toStdString());
     kv.u32("general.alignment", uint32_t(kAlignment));
     kv.u32("general.file_type", fileType);
-    kv.u32("llama.context_length", uint32_t(cfg.value("max_position_embeddings", 2048)));
-    kv.u32("llama.embedding_length", uint32_t(hidden));
-    kv.u32("llama.feed_forward_length", uint32_t(cfg.value("intermediate_size", 0)));
-    kv.u32("llama.attention.head_count", uint32_t(heads));
-    kv.u32("llama.attention.head_count_kv", uint32_t(kvHeads));
-    kv.u32("llama.block_count", uint32_t(cfg.value("num_hidden_layers", 0)));
-    kv.u32("llama.rope.dimension_count",
-           uint32_t(cfg.value("head_dim", heads ? hidden / heads : 0)));
-    kv.f32("llama.attention.layer_norm_rms_epsilon", float(cfg.value("rms_norm_eps", 1e-5)));
-    kv.f32("llama.rope.freq_base", float(cfg.value("rope_theta", 10000.0)));
+    for (const GgufKey& k : arch.keys) {
+        const double v = ggufKeyValue(k, cfg);
+        if (k.isFloat)
+            kv.f32(arch.name + "." + k.key, float(v));
+        else
+            kv.u32(arch.name + "." + k.key, uint32_t(int64_t(v)));
+    }
     if (vocab)
         writeVocab(kv, *vocab);
     else
@@ -240,11 +240,67 @@ Kv metadataOf(const std::string& sourceDir, const std::optional<GgufVocab>& voca
     return kv;
 }
 
+// The architecture row a model type's family declares (FamilyCapabilities::gguf); nullptr: none.
+const GgufArchitecture* declaredArchitecture(const std::string& modelType) {
+    const ModelFamily* family = findFamily(modelType);
+    return family && family->capabilities().gguf ? findGgufArchitecture(family->capabilities().gguf)
+                                                 : nullptr;
+}
+
+std::string notWritten(const std::string& modelType) {
+    return "GGUF export writes the " +
+           join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") + " families only, not '" +
+           modelType + "'";
+}
+
+// The row for a config.json, or the refusal naming the families that have one.
+const GgufArchitecture& architectureOf(const nlohmann::json& cfg, const std::string& source) {
+    const std::string type = cfg.is_discarded() ? std::string("?") : cfg.value("model_type", "");
+    const GgufArchitecture* arch = cfg.is_discarded() ? nullptr : declaredArchitecture(type);
+    if (!arch)
+        throw Error(source, "model_type", notWritten(type));
+    return *arch;
+}
+
 bool isKQuant(GgmlType t) {
     return ggmlTypeTraits(t).blockSize == kGgmlSuperBlock;
 }
 
 } // namespace
+
+std::string ggufModelProblem(const ModelConfig& c) {
+    const GgufArchitecture* a = declaredArchitecture(c.modelType);
+    if (!a)
+        return notWritten(c.modelType);
+    const std::string in = "llama.cpp's " + a->name + " ";
+    if (!a->moeEveryLayer)
+        return c.moe.numExperts > 0 ? in + "has no mixture of experts" : std::string();
+    std::vector<std::string> dense;
+    for (int64_t i = 0; i < c.numLayers; ++i)
+        if (!c.isMoeLayer(i))
+            dense.push_back(std::to_string(i));
+    if (!dense.empty())
+        return "layer " + join(dense, ", ", " and ") +
+               " has a dense MLP (mlp_only_layers / decoder_sparse_step): " + in +
+               "has a mixture of experts in every layer";
+    if (c.moe.normTopK != a->normalisesTopK)
+        return std::string("norm_topk_prob ") + (c.moe.normTopK ? "true" : "false") + ": " + in +
+               (a->normalisesTopK ? "renormalises" : "does not renormalise") +
+               " the chosen experts' weights";
+    if (c.moe.sigmoidScores || c.moe.correctionBias || c.moe.numGroups != 1 ||
+        c.moe.routedScaling != 1.0)
+        return in + "routes by a softmax over every expert, without groups or scaling";
+    if (a->sharedExpert && (c.moe.sharedIntermediate <= 0 || c.moe.sharedGateName.empty()))
+        return in + "needs a shared expert with its sigmoid gate";
+    if (c.tieWordEmbeddings)
+        return "tie_word_embeddings true: " + in + "reads output.weight of its own";
+    if (c.slidingWindow > 0)
+        return "a sliding window: " + in + "attends to every position";
+    if (c.rope.type != "default")
+        return "RoPE scaling '" + c.rope.type + "': the GGUF export writes no RoPE scaling for " +
+               a->name;
+    return {};
+}
 
 GgmlType ggmlTypeForRow(GgmlType asked, int64_t rowLength) {
     if (ggmlIsFloat(asked))
@@ -276,13 +332,20 @@ GgmlType ggufStoredType(const std::vector<int64_t>& shape, DType source,
                                    : GgmlType::F32;
 }
 
+const GgufArchitecture& ggufArchitectureOf(const std::string& sourceDir) {
+    std::ifstream in(sourceDir + "/config.json");
+    return architectureOf(nlohmann::json::parse(in, nullptr, false), sourceDir + "/config.json");
+}
+
 uint64_t ggufMetadataBytes(const std::string& sourceDir, const Checkpoint& source) {
     std::ifstream in(sourceDir + "/config.json");
     const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
     if (cfg.is_discarded())
         throw Error(sourceDir + "/config.json", "", "not valid JSON");
     // general.file_type is a u32 whatever its value: the size does not depend on it.
-    return metadataOf(sourceDir, tokenizerJsonVocab(sourceDir, cfg, source), 0).bytes.size();
+    return metadataOf(sourceDir, architectureOf(cfg, sourceDir + "/config.json"),
+                      tokenizerJsonVocab(sourceDir, cfg, source), 0)
+        .bytes.size();
 }
 
 uint64_t ggufTensorInfoBytes(const std::string& name, size_t dims) {
@@ -294,27 +357,48 @@ GgufExporter::GgufExporter(const ExportContext& context)
     : m_context(context), m_type(ggufTypeOf(context.options)), m_folder(context.outDir) {
     std::ifstream in(context.sourceDir + "/config.json");
     const nlohmann::json cfg = nlohmann::json::parse(in, nullptr, false);
-    const ModelFamily* family =
-        cfg.is_discarded() ? nullptr : findFamily(cfg.value("model_type", ""));
-    if (!family || !family->capabilities().gguf)
-        throw Error(context.sourceDir + "/config.json", "model_type",
-                    "GGUF export writes the " +
-                        join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
-                        " family only, not '" +
-                        (cfg.is_discarded() ? std::string("?") : cfg.value("model_type", "")) +
-                        "'");
+    m_arch = &architectureOf(cfg, context.sourceDir + "/config.json");
+    // What llama.cpp's architecture cannot compute stops the run before any tensor is read.
+    if (const std::string why = ggufModelProblem(loadModelConfig(context.sourceDir)); !why.empty())
+        throw Error(context.sourceDir + "/config.json", "model_type", why);
     m_heads = cfg.value("num_attention_heads", 0);
     m_kvHeads = cfg.value("num_key_value_heads", m_heads);
-    m_names = context.source->tensorNames();
-    std::stable_sort(m_names.begin(), m_names.end(),
-                     [](const std::string& a, const std::string& b) {
-                         const int ba = blockOfTensorName(a), bb = blockOfTensorName(b);
-                         return ba != bb ? ba < bb : a < b;
-                     });
-    for (const std::string& n : m_names) {
-        if (ggufNameOfHfTensor(n).empty())
-            throw Error(context.sourceDir, n, "has no GGUF name (llama layout expected)");
-        m_blockOf.push_back(blockOfTensorName(n));
+    std::vector<std::string> names = context.source->tensorNames();
+    std::stable_sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+        const int ba = blockOfTensorName(a), bb = blockOfTensorName(b);
+        return ba != bb ? ba < bb : a < b;
+    });
+    // One item per GGUF tensor, where the first of its parts lies in that order; a stacked
+    // experts tensor gathers its experts in expert order.
+    std::map<std::string, size_t> itemOf;
+    for (const std::string& n : names) {
+        const GgufTensorName g = ggufNameOf(*m_arch, n);
+        if (g.name.empty())
+            throw Error(context.sourceDir, n,
+                        "has no GGUF name (llama.cpp's " + m_arch->name + " layout expected)");
+        auto it = itemOf.find(g.name);
+        if (it == itemOf.end()) {
+            it = itemOf.emplace(g.name, m_items.size()).first;
+            m_items.push_back({g.name, {}, g.expert >= 0, blockOfTensorName(n)});
+        }
+        Item& item = m_items[it->second];
+        const size_t slot = size_t(std::max(g.expert, 0));
+        if (item.parts.size() <= slot)
+            item.parts.resize(slot + 1);
+        if (!item.parts[slot].empty())
+            throw Error(context.sourceDir, n, "a second tensor for " + g.name);
+        item.parts[slot] = n;
+    }
+    const std::string expertsKey = ggufHfKeyOf(*m_arch, "expert_count");
+    const int64_t experts = expertsKey.empty() ? 0 : cfg.value(expertsKey, int64_t(0));
+    for (const Item& item : m_items) {
+        const int64_t held = std::count_if(item.parts.begin(), item.parts.end(),
+                                           [](const std::string& p) { return !p.empty(); });
+        if (item.stacked && (held != experts || int64_t(item.parts.size()) != experts))
+            throw Error(context.sourceDir, item.name,
+                        "experts 0.." + std::to_string(item.parts.size() - 1) + " with " +
+                            std::to_string(held) + " present, where config.json's " + expertsKey +
+                            " is " + std::to_string(experts));
     }
     m_vocab = tokenizerJsonVocab(context.sourceDir, cfg, *context.source);
     m_spool.setFileName(QString::fromStdString(m_folder.tempPath("tensors.spool")));
@@ -348,17 +432,18 @@ void GgufExporter::spool(Entry e, int64_t rows,
 void GgufExporter::add(const std::string& hfName, const at::Tensor& t,
                        std::optional<GgmlType> forced) {
     at::Tensor w = toHost(t).to(at::kFloat).contiguous();
-    if (hfName.find("self_attn.q_proj.weight") != std::string::npos)
-        w = permuteForRope(w, m_heads);
-    else if (hfName.find("self_attn.k_proj.weight") != std::string::npos)
-        w = permuteForRope(w, m_kvHeads);
+    if (const int64_t heads = ropeHeadsOf(hfName))
+        w = permuteForRope(w, heads);
+    const std::string ggufName = ggufNameOf(*m_arch, hfName).name;
+    if (!forced && ggufKeptF32(*m_arch, ggufName))
+        forced = GgmlType::F32;
     const int64_t rowLen = w.dim() == 0 ? 1 : w.size(-1);
     const TensorInfo* source = m_context.source->find(hfName);
     const GgmlType type =
         forced
             ? *forced
             : ggufStoredType(w.sizes().vec(), source ? source->dtype : DType::F32, nullptr, m_type);
-    Entry e{ggufNameOfHfTensor(hfName), w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
+    Entry e{ggufName, w.sizes().vec(), type, uint64_t(m_spool.pos()), 0};
     const float* p = w.data_ptr<float>();
     spool(std::move(e), w.numel() / rowLen, [&](int64_t r, std::string& out) {
         out += ggmlQuantizeRow(p + r * rowLen, rowLen, type);
@@ -380,15 +465,12 @@ void GgufExporter::addCodes(const std::string& hfName, const LayerPlan& plan,
         return;
     }
     CodeBlockRows rows = codeBlockRows(*plan.weight.codes, plan.scheme->weight, plan.shape);
-    const int64_t heads = hfName.find("self_attn.q_proj.weight") != std::string::npos   ? m_heads
-                          : hfName.find("self_attn.k_proj.weight") != std::string::npos ? m_kvHeads
-                                                                                        : 0;
-    if (heads) { // the same row order as the float path
+    if (const int64_t heads = ropeHeadsOf(hfName)) { // the same row order as the float path
         rows.codes = permuteForRope(rows.codes, heads);
         rows.scale = permuteForRope(rows.scale, heads);
         rows.zeroPoint = permuteForRope(rows.zeroPoint, heads);
     }
-    Entry e{ggufNameOfHfTensor(hfName), {out, in}, type, uint64_t(m_spool.pos()), 0};
+    Entry e{ggufNameOf(*m_arch, hfName).name, {out, in}, type, uint64_t(m_spool.pos()), 0};
     const int64_t blocks = in / 32;
     spool(std::move(e), out, [&](int64_t r, std::string& bytes) {
         bytes += codeBlockRow(
@@ -408,11 +490,45 @@ bool GgufExporter::readsOnlyCodes() const {
     return !(m_type && ggmlIsFloat(*m_type));
 }
 
-void GgufExporter::copyUntil(int blockLimit) {
-    while (m_next < m_names.size() && m_blockOf[m_next] < blockLimit) {
-        const std::string& n = m_names[m_next++];
-        addFromSource(n);
+int64_t GgufExporter::ropeHeadsOf(const std::string& hfName) const {
+    if (!m_arch->ropeRowsPermuted)
+        return 0;
+    if (hfName.find("self_attn.q_proj.weight") != std::string::npos)
+        return m_heads;
+    if (hfName.find("self_attn.k_proj.weight") != std::string::npos)
+        return m_kvHeads;
+    return 0;
+}
+
+void GgufExporter::writeItem(const Item& item,
+                             const std::function<void(const std::string&)>& writePart) {
+    const size_t first = m_entries.size();
+    for (const std::string& part : item.parts)
+        writePart(part);
+    if (!item.stacked)
+        return;
+    // The experts were spooled one after another: one 3-D tensor [experts, out, in] of them.
+    Entry merged = m_entries[first];
+    merged.name = item.name;
+    merged.shape.insert(merged.shape.begin(), int64_t(m_entries.size() - first));
+    merged.size = 0;
+    for (size_t k = first; k < m_entries.size(); ++k) {
+        const Entry& e = m_entries[k];
+        if (e.type != merged.type || e.shape != m_entries[first].shape ||
+            e.begin != merged.begin + merged.size)
+            throw Error(m_context.outDir, item.name,
+                        "the experts of one GGUF tensor must share shape and ggml type (" +
+                            item.parts[k - first] + " is " + ggmlTypeTraits(e.type).name + ", " +
+                            item.parts[0] + " " + ggmlTypeTraits(merged.type).name + ")");
+        merged.size += e.size;
     }
+    m_entries.resize(first);
+    m_entries.push_back(std::move(merged));
+}
+
+void GgufExporter::copyUntil(int blockLimit) {
+    while (m_next < m_items.size() && m_items[m_next].block < blockLimit)
+        writeItem(m_items[m_next++], [&](const std::string& n) { addFromSource(n); });
 }
 
 void GgufExporter::writeLeading() {
@@ -426,29 +542,27 @@ void GgufExporter::writeBlock(int index, DecoderBlock& block, const std::vector<
     for (const LayerPlan& p : plans)
         planOf[p.name + ".weight"] = &p;
     const bool floatOnly = m_type && ggmlIsFloat(*m_type);
-    while (m_next < m_names.size() && m_blockOf[m_next] == index) {
-        const std::string& n = m_names[m_next++];
-        const auto it = weights.find(n);
-        const auto plan = planOf.find(n);
-        if (it != weights.end() && plan != planOf.end() && plan->second->scheme &&
-            plan->second->weight.codes && !floatOnly)
-            addCodes(n, *plan->second, *it->second);
-        else if (it != weights.end())
-            add(n, *it->second);
-        else
-            addFromSource(n);
-    }
+    while (m_next < m_items.size() && m_items[m_next].block == index)
+        writeItem(m_items[m_next++], [&](const std::string& n) {
+            const auto it = weights.find(n);
+            const auto plan = planOf.find(n);
+            if (it != weights.end() && plan != planOf.end() && plan->second->scheme &&
+                plan->second->weight.codes && !floatOnly)
+                addCodes(n, *plan->second, *it->second);
+            else if (it != weights.end())
+                add(n, *it->second);
+            else
+                addFromSource(n);
+        });
 }
 
 void GgufExporter::commit(const std::string& recipeJson) {
     copyUntil(INT_MAX);
-    while (m_next < m_names.size()) {
-        const std::string& n = m_names[m_next++];
-        addFromSource(n);
-    }
+    while (m_next < m_items.size())
+        writeItem(m_items[m_next++], [&](const std::string& n) { addFromSource(n); });
     m_spool.close();
 
-    const Kv kv = metadataOf(m_context.sourceDir, m_vocab, fileTypeOf(m_entries));
+    const Kv kv = metadataOf(m_context.sourceDir, *m_arch, m_vocab, fileTypeOf(m_entries));
 
     std::string head = "GGUF";
     auto raw = [&](auto v) { head.append(reinterpret_cast<const char*>(&v), sizeof v); };

@@ -18,6 +18,20 @@
 
 namespace qs {
 
+struct GgufArchitecture;
+struct ModelConfig;
+
+// Why the GGUF export cannot write this model, empty when it can: its family declares no llama.cpp
+// architecture (FamilyCapabilities::gguf), or the architecture (io/GgufArchitecture.h) cannot
+// compute what the config says (llama.cpp's qwen2moe: a dense MLP layer among the MoE ones,
+// norm_topk_prob true, no gated shared expert, tied embeddings, a sliding window, RoPE scaling).
+// The format's problems check and the exporter's constructor both ask it, before any work.
+std::string ggufModelProblem(const ModelConfig& config);
+
+// The architecture row the GGUF export writes the checkpoint in `sourceDir` as (its family's
+// FamilyCapabilities::gguf); qs::Error naming the families that have one otherwise.
+const GgufArchitecture& ggufArchitectureOf(const std::string& sourceDir);
+
 // The type a float row of `rowLength` gets when `asked` does not fit it, llama.cpp's rules
 // (llama-quant.cpp): a K-quant needs rows that are a multiple of 256 and falls back to Q5_0
 // (Q4_K) or Q8_0 (Q6_K); a 32-block type needs a multiple of 32, else F32 (llama.cpp's last
@@ -43,11 +57,14 @@ constexpr uint64_t kGgufFixedHeaderBytes = 4 + 4 + 8 + 8;
 uint64_t ggufMetadataBytes(const std::string& sourceDir, const Checkpoint& source);
 uint64_t ggufTensorInfoBytes(const std::string& ggufName, size_t dims);
 
-// GGUF v3 for the Llama family (llama.cpp's converter layout): llama.* metadata from
-// config.json, sentencepiece tokenizer metadata from tokenizer.model (tokens, scores, types), or
-// when there is none from tokenizer.json as llama.cpp's converter reads it (GgufVocab.h),
-// tensors renamed (token_embd, blk.N.attn_q, ..., output_norm, output) with q/k rows permuted
-// back to llama.cpp's RoPE layout.
+// GGUF v3 in llama.cpp's converter layout for the architecture the model's family declares
+// (io/GgufArchitecture.h: llama, qwen2moe): <arch>.* metadata from config.json, sentencepiece
+// tokenizer metadata from tokenizer.model (tokens, scores, types), or when there is none from
+// tokenizer.json as llama.cpp's converter reads it (GgufVocab.h), tensors renamed (token_embd,
+// blk.N.attn_q, ..., output_norm, output) with q/k rows permuted back to llama.cpp's RoPE layout
+// where the architecture rotates adjacent pairs (llama), the experts of a MoE block stacked into
+// one 3-D tensor per projection (blk.N.ffn_gate_exps, ...: each expert written as a 2-D linear is,
+// one after another), routers and shared-expert gates F32.
 //
 // Quantized linears (a plan with integer codes) are written from the codes, never re-rounded
 // (GgufCodeBlocks.h): with --gguf-type auto each in the block its plan maps to (int4 sym ->
@@ -81,6 +98,18 @@ public:
     };
 
 private:
+    // One GGUF tensor and the source tensors it is written from (one, or a stacked tensor's
+    // experts in expert order).
+    struct Item {
+        std::string name;
+        std::vector<std::string> parts;
+        bool stacked = false;
+        int block = 0;
+    };
+    // Writes each part (writePart spools it as one entry), then merges a stacked item's entries.
+    void writeItem(const Item& item, const std::function<void(const std::string&)>& writePart);
+    // The head count whose RoPE rows `hfName` has permuted, 0 when kept.
+    int64_t ropeHeadsOf(const std::string& hfName) const;
     void add(const std::string& hfName, const at::Tensor& floatTensor,
              std::optional<GgmlType> forced = std::nullopt);
     void addCodes(const std::string& hfName, const LayerPlan& plan, const at::Tensor& weight);
@@ -95,8 +124,8 @@ private:
     ExportContext m_context;
     std::optional<GgmlType> m_type; // nullopt: auto
     ExportFolder m_folder;
-    std::vector<std::string> m_names;
-    std::vector<int> m_blockOf;
+    const GgufArchitecture* m_arch = nullptr;
+    std::vector<Item> m_items;
     size_t m_next = 0;
     QFile m_spool;
     std::vector<Entry> m_entries;

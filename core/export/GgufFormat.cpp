@@ -64,8 +64,10 @@ FormatWriter ggufFormatWriter() {
     w.format = {"gguf",
                 "gguf",
                 {},
-                "GGUF v3 for llama.cpp (llama family; the plan's int4/int8 codes as Q4_0, Q4_1 or "
-                "Q8_0, or Q4_K, Q6_K, F16, F32)",
+                "GGUF v3 for llama.cpp (" +
+                    join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
+                    " families; the plan's int4/int8 codes as Q4_0, Q4_1 or Q8_0, or Q4_K, Q6_K, "
+                    "F16, F32)",
                 {{kGgufTypeOption, ggufTypeNames(), "auto",
                   "GGUF weight type: auto (each quantized layer's own codes, never re-rounded; "
                   "other tensors in the source's precision), q4_0, q4_1, q8_0 (quantized layers "
@@ -77,11 +79,8 @@ FormatWriter ggufFormatWriter() {
     w.problems = [](const ExportCheck& check) -> std::vector<std::string> {
         // The exporter's constructor repeats this check (ExportCheck::model may be null).
         if (check.model)
-            if (const ModelFamily* f = findFamily(check.model->modelType);
-                !f || !f->capabilities().gguf)
-                return {"model: GGUF export writes the " +
-                        join(familiesWith(&FamilyCapabilities::gguf), ", ", " and ") +
-                        " family only, not '" + check.model->modelType + "'"};
+            if (const std::string why = ggufModelProblem(*check.model); !why.empty())
+                return {"model: " + why};
         const std::optional<GgmlType> type = ggufTypeOf(check.options);
         return layerProblems(check, [&](const ModuleNode& layer,
                                         const std::optional<quant::QuantScheme>& scheme,

@@ -1,11 +1,13 @@
 #include "io/GgufFolder.h"
 
 #include "io/GgmlDequantize.h"
+#include "io/GgufArchitecture.h"
 #include "io/GgufFile.h"
 #include "io/GgufTokenizer.h"
 #include "io/SafetensorsFile.h"
 #include "util/AtomicFile.h"
 #include "util/Error.h"
+#include "util/Join.h"
 
 #include <nlohmann/json.hpp>
 
@@ -26,90 +28,6 @@ namespace qs {
 namespace {
 
 using nlohmann::json;
-
-const GgufValue& required(const GgufHeader& h, const std::string& key, const std::string& source) {
-    const GgufValue* v = h.find(key);
-    if (!v)
-        throw Error(source, key, "missing required metadata key");
-    return *v;
-}
-
-int64_t requiredCount(const GgufHeader& h, const std::string& key, const std::string& source) {
-    const uint64_t v = required(h, key, source).toUnsigned(source, key);
-    if (v == 0 || v > (uint64_t(1) << 31))
-        throw Error(source, key, "value " + std::to_string(v) + " is not a plausible size");
-    return int64_t(v);
-}
-
-// A float32 metadata value as the shortest decimal that reads back as the same float (1e-05,
-// not 9.999999747378752e-06): the value the Hugging Face config the converter read had.
-double metadataNumber(const GgufValue& v, const std::string& source, const std::string& key) {
-    const double d = v.toNumber(source, key);
-    if (v.type != GgufValueType::F32)
-        return d;
-    char text[32];
-    for (int digits = 1; digits <= 9; ++digits) {
-        std::snprintf(text, sizeof text, "%.*g", digits, d);
-        if (float(std::strtod(text, nullptr)) == float(d))
-            return std::strtod(text, nullptr);
-    }
-    return d;
-}
-
-// config.json of the Hugging Face LlamaForCausalLM the GGUF holds.
-json llamaConfig(const GgufHeader& h, const GgufFile& file, const std::string& source) {
-    const int64_t hidden = requiredCount(h, "llama.embedding_length", source);
-    const int64_t heads = requiredCount(h, "llama.attention.head_count", source);
-    int64_t kvHeads = heads;
-    if (h.find("llama.attention.head_count_kv"))
-        kvHeads = requiredCount(h, "llama.attention.head_count_kv", source);
-    int64_t headDim = hidden / heads;
-    if (h.find("llama.attention.key_length"))
-        headDim = requiredCount(h, "llama.attention.key_length", source);
-    const GgufTensorInfo* embed = file.find("token_embd.weight");
-    if (!embed || embed->dims.size() != 2)
-        throw Error(source, "token_embd.weight", "missing or not a matrix");
-    json c;
-    c["architectures"] = {"LlamaForCausalLM"};
-    c["model_type"] = "llama";
-    c["hidden_size"] = hidden;
-    c["intermediate_size"] = requiredCount(h, "llama.feed_forward_length", source);
-    c["num_hidden_layers"] = requiredCount(h, "llama.block_count", source);
-    c["num_attention_heads"] = heads;
-    c["num_key_value_heads"] = kvHeads;
-    c["head_dim"] = headDim;
-    c["vocab_size"] = embed->dims[1];
-    c["max_position_embeddings"] =
-        h.find("llama.context_length") ? requiredCount(h, "llama.context_length", source) : 2048;
-    // The converter always writes the epsilon; the RoPE base defaults to 10000 as in llama.cpp.
-    c["rms_norm_eps"] =
-        metadataNumber(required(h, "llama.attention.layer_norm_rms_epsilon", source), source,
-                       "llama.attention.layer_norm_rms_epsilon");
-    c["rope_theta"] =
-        h.find("llama.rope.freq_base")
-            ? metadataNumber(*h.find("llama.rope.freq_base"), source, "llama.rope.freq_base")
-            : 10000.0;
-    c["rope_scaling"] = nullptr;
-    if (const GgufValue* scaling = h.find("llama.rope.scaling.type")) {
-        if (scaling->type != GgufValueType::String)
-            throw Error(source, "llama.rope.scaling.type", "must be a string");
-        if (scaling->s == "linear") {
-            c["rope_scaling"] = {
-                {"rope_type", "linear"},
-                {"factor", metadataNumber(required(h, "llama.rope.scaling.factor", source), source,
-                                          "llama.rope.scaling.factor")}};
-        } else if (scaling->s != "none") {
-            throw Error(source, "llama.rope.scaling.type",
-                        "RoPE scaling '" + scaling->s + "' is not read from GGUF (linear is)");
-        }
-    }
-    c["hidden_act"] = "silu";
-    c["attention_bias"] = file.find("blk.0.attn_q.bias") != nullptr;
-    c["mlp_bias"] = false;
-    c["tie_word_embeddings"] = file.find("output.weight") == nullptr;
-    c["torch_dtype"] = "float32";
-    return c;
-}
 
 // Undoes llama.cpp's q/k row order (convert_hf_to_gguf.py LlamaModel.permute): GGUF row
 // h*d + 2*i + j holds Hugging Face row h*d + j*d/2 + i (d = rows per head, i < d/2, j < 2).
@@ -149,28 +67,54 @@ QString cacheFolderFor(const QFileInfo& file) {
 void writeInto(const std::string& ggufPath, const std::string& dir) {
     const auto file = GgufFile::open(ggufPath);
     const GgufHeader& h = file->header();
-    const GgufValue& arch = required(h, "general.architecture", ggufPath);
-    if (arch.type != GgufValueType::String)
+    const GgufValue* archValue = h.find("general.architecture");
+    if (!archValue)
+        throw Error(ggufPath, "general.architecture", "missing required metadata key");
+    if (archValue->type != GgufValueType::String)
         throw Error(ggufPath, "general.architecture", "must be a string");
-    if (arch.s != "llama")
+    const GgufArchitecture* arch = findGgufArchitecture(archValue->s);
+    if (!arch) {
+        std::vector<std::string> known;
+        for (const GgufArchitecture& a : ggufArchitectures())
+            known.push_back("\"" + a.name + "\"");
         throw Error(ggufPath, "general.architecture",
-                    "architecture '" + arch.s +
-                        "' is not opened from GGUF (the Llama family, \"llama\", is)");
-    json config = llamaConfig(h, *file, ggufPath);
+                    "architecture '" + archValue->s + "' is not opened from GGUF (" +
+                        join(known, ", ", " and ") + " are)");
+    }
+    json config = ggufHfConfig(*arch, h, *file, ggufPath);
     const int64_t heads = config["num_attention_heads"], kvHeads = config["num_key_value_heads"];
+    const std::string expertsKey = ggufHfKeyOf(*arch, "expert_count");
+    const int64_t experts = expertsKey.empty() ? 0 : config.value(expertsKey, int64_t(0));
 
-    // Refuse what cannot be read before writing anything.
+    // Refuse what cannot be read before writing anything. A stacked experts tensor becomes one
+    // Hugging Face tensor per expert.
     std::vector<TensorInfo> layout;
     for (const GgufTensorInfo& t : h.tensors) {
-        const std::string hf = hfNameOfGgufTensor(t.name);
-        if (hf.empty())
-            throw Error(ggufPath, t.name, "has no Hugging Face name in the llama layout");
         if (!ggmlCanDequantize(t.type))
             throw Error(ggufPath, t.name, "ggml " + ggmlTypeLabel(t.type) + " not supported");
+        if (ggufIsStacked(*arch, t.name)) {
+            if (t.dims.size() != 3 || t.dims[2] != experts)
+                throw Error(ggufPath, t.name,
+                            "expected a 3-D tensor of " + std::to_string(experts) + " experts");
+            for (int e = 0; e < int(experts); ++e) {
+                TensorInfo info;
+                info.name = hfNameOf(*arch, t.name, e);
+                info.dtype = DType::F32;
+                info.shape = {t.dims[1], t.dims[0]};
+                layout.push_back(info);
+            }
+            continue;
+        }
+        const std::string hf = hfNameOf(*arch, t.name);
+        if (hf.empty())
+            throw Error(ggufPath, t.name,
+                        "has no Hugging Face name in the " + arch->name + " layout");
         TensorInfo info;
         info.name = hf;
         info.dtype = DType::F32;
         info.shape = t.shape();
+        if (ggufIsRowVector(*arch, t.name) && info.shape.size() == 1)
+            info.shape = {1, info.shape[0]};
         layout.push_back(info);
     }
 
@@ -188,8 +132,14 @@ void writeInto(const std::string& ggufPath, const std::string& dir) {
         std::vector<float> w = file->dequantize(t);
         const bool q = t.name.find(".attn_q.weight") != std::string::npos;
         const bool kProj = t.name.find(".attn_k.weight") != std::string::npos;
-        if ((q || kProj) && t.dims.size() == 2)
+        if (arch->ropeRowsPermuted && (q || kProj) && t.dims.size() == 2)
             w = unpermuteRows(w, t.dims[1], t.dims[0], q ? heads : kvHeads, ggufPath, t.name);
+        if (ggufIsStacked(*arch, t.name)) { // expert e's [out, in] rows after expert e-1's
+            const size_t per = w.size() / size_t(experts);
+            for (size_t e = 0; e < size_t(experts); ++e)
+                writer.writeNext(w.data() + e * per, uint64_t(per) * sizeof(float));
+            continue;
+        }
         writer.writeNext(w.data(), uint64_t(w.size()) * sizeof(float));
     }
     writer.commit();

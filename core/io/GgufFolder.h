@@ -9,12 +9,13 @@ namespace qs {
 // Opening a GGUF file (llama.cpp's format) as a model. Like a real-quantized Quark export
 // (io/QuarkFolder.h), the file is converted once into a Hugging Face checkpoint folder in the
 // cache, keyed by the file's absolute path, size and modification time, and every command then
-// opens that folder like any checkpoint: config.json from the llama.* metadata, model.safetensors
-// with every tensor dequantized to fp32 (ggmlDequantizeRow) under its Hugging Face name and, for
-// q/k, with llama.cpp's RoPE row permutation undone, and the tokenizer (io/GgufTokenizer.h). The
+// opens that folder like any checkpoint: config.json from the <arch>.* metadata, model.safetensors
+// with every tensor dequantized to fp32 (ggmlDequantizeRow) under its Hugging Face name (a stacked
+// experts tensor split into one tensor per expert) and, for q/k of an architecture that permutes
+// them, with llama.cpp's RoPE row permutation undone, and the tokenizer (io/GgufTokenizer.h). The
 // folder is written under a temporary name and renamed into place: a failed conversion leaves
-// nothing behind. The Llama family only (general.architecture "llama"); others are refused by
-// name.
+// nothing behind. The architectures of io/GgufArchitecture.h ("llama", "qwen2moe"); others are
+// refused by name.
 
 // Whether `path` is a regular file whose name ends in .gguf (case-insensitive).
 bool isGgufPath(const std::string& path);

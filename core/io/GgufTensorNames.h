@@ -1,6 +1,6 @@
 // llama.cpp's tensor names for the Llama layout (convert_hf_to_gguf.py's tensor map) against the
-// Hugging Face names, as one table read in both directions: the GGUF exporter renames HF tensors
-// with it, and opening a GGUF file (GgufFolder) renames them back.
+// Hugging Face names: the llama row of the architecture table (io/GgufArchitecture.h, which also
+// holds the other architectures and their stacked experts), read in both directions.
 #pragma once
 
 #include <string>

@@ -57,6 +57,15 @@ std::vector<std::string> familiesWith(bool FamilyCapabilities::*capability) {
     return types;
 }
 
+std::vector<std::string> familiesWith(const char* FamilyCapabilities::*capability) {
+    std::vector<std::string> types;
+    for (const ModelFamily* f : modelFamilies())
+        if (f->capabilities().*capability)
+            for (const std::string& t : f->modelTypes())
+                types.push_back(t);
+    return types;
+}
+
 const char* notSupportedYet(const std::string& modelType) {
     // Issue 31's families that no file under model/families/ reads yet, with what is missing:
     // the user learns why, not only that.

@@ -21,7 +21,9 @@ struct ComputeOptions;
 struct FamilyCapabilities {
     bool rotation = false; // ResidualRotation folds and rotates its residual stream
     bool onnx = false;     // the ONNX exporter writes its decoder as one graph
-    bool gguf = false;     // the GGUF exporter writes it (llama.cpp's "llama" architecture)
+    // The llama.cpp architecture the GGUF exporter writes it as, a row of io/GgufArchitecture.h
+    // ("llama", "qwen2moe"); nullptr: not written.
+    const char* gguf = nullptr;
 };
 
 // One model family (Llama, Mistral, Qwen2, OPT, ...): how its config.json reads, which tensors
@@ -65,5 +67,7 @@ const ModelFamily* findFamily(const std::string& modelType);
 // The model types of the families that declare `capability`, in registry order (for messages
 // that name what is supported): familiesWith(&FamilyCapabilities::onnx).
 std::vector<std::string> familiesWith(bool FamilyCapabilities::*capability);
+// The same for a capability named by a string (FamilyCapabilities::gguf): the families that set it.
+std::vector<std::string> familiesWith(const char* FamilyCapabilities::*capability);
 
 } // namespace qs

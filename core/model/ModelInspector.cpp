@@ -1,3 +1,4 @@
+#include "io/GgufArchitecture.h"
 #include "io/GgufFile.h"
 #include "io/GgufFolder.h"
 #include "model/ModelInfo.h"
@@ -126,12 +127,24 @@ StoredSchemes ggufStoredSchemes(const std::string& ggufPath, const ModuleNode& t
     const auto file = GgufFile::open(ggufPath);
     stored.format = "GGUF v" + std::to_string(file->header().version);
     std::map<std::string, std::string> typeOf; // Hugging Face layer name -> ggml type
+    const GgufValue* archName = file->header().find("general.architecture");
+    const GgufArchitecture* arch = archName && archName->type == GgufValueType::String
+                                       ? findGgufArchitecture(archName->s)
+                                       : nullptr;
+    if (!arch)
+        arch = &ggufLlamaArchitecture();
     for (const GgufTensorInfo& t : file->header().tensors) {
-        const std::string hf = hfNameOfGgufTensor(t.name);
+        std::vector<std::string> names; // a stacked tensor: one per expert
+        if (ggufIsStacked(*arch, t.name) && t.dims.size() == 3)
+            for (int e = 0; e < int(t.dims[2]); ++e)
+                names.push_back(hfNameOf(*arch, t.name, e));
+        else
+            names.push_back(hfNameOf(*arch, t.name));
         const std::string suffix = ".weight";
-        if (hf.size() > suffix.size() &&
-            hf.compare(hf.size() - suffix.size(), suffix.size(), suffix) == 0)
-            typeOf[hf.substr(0, hf.size() - suffix.size())] = ggmlTypeTraits(t.type).name;
+        for (const std::string& hf : names)
+            if (hf.size() > suffix.size() &&
+                hf.compare(hf.size() - suffix.size(), suffix.size(), suffix) == 0)
+                typeOf[hf.substr(0, hf.size() - suffix.size())] = ggmlTypeTraits(t.type).name;
     }
     for (const ModuleNode* layer : storableLayers(tree)) {
         auto it = typeOf.find(layer->name);

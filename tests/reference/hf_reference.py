@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Independent plain-PyTorch reference for Quantscope's forward pass and perplexity.
 
-Written straight from the transformers modelling code's maths (Llama/Mistral/Qwen2 and OPT), with
+Written straight from the transformers modelling code's maths (Llama/Mistral/Qwen2, Qwen1.5-MoE's
+sparse block with its shared expert, and OPT), with
 its own safetensors reader, so it shares nothing with the C++ engine. Used by tests (logits of a
 synthetic model) and by bench/ (PyTorch eager tokens/s on the same inputs).
 
@@ -84,7 +85,7 @@ def llama_logits(cfg, w, ids, rounded_inputs=()):
     nkv = cfg.get("num_key_value_heads", nh)
     hd = cfg.get("head_dim", H // nh)
     eps = cfg.get("rms_norm_eps", 1e-6)
-    theta = cfg.get("rope_theta", 10000.0)
+    theta = cfg.get("rope_theta", cfg.get("rope_parameters", {}).get("rope_theta", 10000.0))
     B, T = ids.shape
     inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
     freqs = torch.outer(torch.arange(T).float(), inv)
@@ -102,6 +103,26 @@ def llama_logits(cfg, w, ids, rounded_inputs=()):
         y = x @ w[name + ".weight"].T
         return y + w[name + ".bias"] if name + ".bias" in w else y
 
+    def swiglu(h, m):
+        return lin(torch.nn.functional.silu(lin(h, m + "gate_proj")) * lin(h, m + "up_proj"),
+                   m + "down_proj")
+
+    def qwen_moe(h, m):
+        # Qwen1.5-MoE (transformers Qwen2MoeSparseMoeBlock): softmax over every expert's router
+        # logit, the top k weighted by their probabilities (renormalised only with
+        # norm_topk_prob), plus the shared expert scaled by sigmoid(shared_expert_gate(h)).
+        probs = torch.softmax(lin(h, m + "gate"), -1)
+        top, chosen = probs.topk(cfg["num_experts_per_tok"], -1)
+        if cfg.get("norm_topk_prob", False):
+            top = top / top.sum(-1, keepdim=True)
+        out = torch.zeros_like(h)
+        for e in range(cfg["num_experts"]):
+            weight = (top * (chosen == e)).sum(-1, keepdim=True)
+            out = out + weight * swiglu(h, f"{m}experts.{e}.")
+        if m + "shared_expert.gate_proj.weight" in w:
+            out = out + torch.sigmoid(lin(h, m + "shared_expert_gate")) * swiglu(h, m + "shared_expert.")
+        return out
+
     x = w["model.embed_tokens.weight"][ids]
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -114,8 +135,10 @@ def llama_logits(cfg, w, ids, rounded_inputs=()):
         a = causal_attention(q, k, v, 1.0 / math.sqrt(hd)).transpose(1, 2).reshape(B, T, nh * hd)
         x = x + lin(a, p + "self_attn.o_proj")
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        x = x + lin(torch.nn.functional.silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"),
-                    p + "mlp.down_proj")
+        if p + "mlp.gate.weight" in w:
+            x = x + qwen_moe(h, p + "mlp.")
+        else:
+            x = x + swiglu(h, p + "mlp.")
     x = rms_norm(x, w["model.norm.weight"], eps)
     head = "model.embed_tokens.weight" if cfg.get("tie_word_embeddings", False) else "lm_head.weight"
     if head in rounded_inputs:

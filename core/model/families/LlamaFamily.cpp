@@ -11,7 +11,7 @@ public:
     std::vector<std::string> modelTypes() const override { return {"llama"}; }
     // llama.cpp's "llama" architecture is this family's layout: GGUF writes it.
     FamilyCapabilities capabilities() const override {
-        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/true};
+        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/"llama"};
     }
 };
 

@@ -11,7 +11,7 @@ public:
     std::string name() const override { return "mistral"; }
     std::vector<std::string> modelTypes() const override { return {"mistral"}; }
     FamilyCapabilities capabilities() const override {
-        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/false};
+        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/nullptr};
     }
     std::vector<std::string> knownKeys() const override {
         std::vector<std::string> k = LlamaStyleFamily::knownKeys();

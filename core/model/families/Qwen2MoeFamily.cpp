@@ -20,6 +20,11 @@ public:
         k.insert(k.end(), {"qkv_bias", "shared_expert_intermediate_size"});
         return k;
     }
+    // llama.cpp's qwen2moe (io/GgufArchitecture.h); no rotation (a mixture of experts), no
+    // ONNX graph.
+    FamilyCapabilities capabilities() const override {
+        return {/*rotation=*/false, /*onnx=*/false, /*gguf=*/"qwen2moe"};
+    }
     void parseConfig(const JsonFields& f, ModelConfig& c) const override {
         LlamaStyleFamily::parseConfig(f, c);
         // transformers 5's Qwen2MoeConfig.qkv_bias (default true; older versions always had

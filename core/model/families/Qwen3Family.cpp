@@ -13,7 +13,7 @@ public:
     std::string name() const override { return "qwen3"; }
     std::vector<std::string> modelTypes() const override { return {"qwen3"}; }
     FamilyCapabilities capabilities() const override {
-        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/false};
+        return {/*rotation=*/true, /*onnx=*/true, /*gguf=*/nullptr};
     }
     std::vector<std::string> knownKeys() const override {
         return withQwenSlidingKeys(LlamaStyleFamily::knownKeys());

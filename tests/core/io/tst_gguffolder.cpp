@@ -214,7 +214,7 @@ private Q_SLOTS:
                   gguf({kvString("general.architecture", "qwen2")}, {}, std::string()));
         QCOMPARE(refusal((dir + "/qwen.gguf").toStdString()),
                  std::string("general.architecture | architecture 'qwen2' is not opened from "
-                             "GGUF (the Llama family, \"llama\", is)"));
+                             "GGUF (\"llama\" and \"qwen2moe\" are)"));
         writeFile(dir + "/k.gguf", gguf(llama,
                                         {{"token_embd.weight", {32, 8}, 0, 0},
                                          {"blk.0.attn_q.weight", {256, 1}, 13, 1024}},

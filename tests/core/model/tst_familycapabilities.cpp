@@ -18,7 +18,7 @@ private Q_SLOTS:
         QCOMPARE(qs::familiesWith(&qs::FamilyCapabilities::rotation), llamaStyle);
         QCOMPARE(qs::familiesWith(&qs::FamilyCapabilities::onnx), llamaStyle);
         QCOMPARE(qs::familiesWith(&qs::FamilyCapabilities::gguf),
-                 std::vector<std::string>{"llama"});
+                 (std::vector<std::string>{"llama", "qwen2_moe"}));
         QVERIFY(qs::findFamily("qwen3_moe"));
         QVERIFY(!qs::findFamily("qwen3_moe")->capabilities().rotation);
         QVERIFY(!qs::findFamily("gpt2"));
