@@ -107,9 +107,10 @@ ModuleNode expertsNode(const ModelConfig& c, const Checkpoint& ckpt, const std::
         for (int64_t e = 0; e < m.numExperts; ++e) {
             const std::string x = path + "." + std::to_string(e);
             ModuleNode expert = inner(x, "expert", i);
-            expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i),
-                               weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i),
-                               weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i)};
+            const bool b = m.expertBias;
+            expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i, b),
+                               weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i, b),
+                               weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i, b)};
             experts.children.push_back(std::move(expert));
         }
         return experts;

@@ -19,6 +19,8 @@ MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg
         l.name = name;
         l.kind = kind;
         l.weight = model.loadWeight(name + ".weight");
+        if (routed && m.expertBias) // experts with biases stored per expert (ModelLoader.cpp)
+            l.bias = model.loadWeight(name + ".bias");
         l.routed = routed;
         return l;
     };
