@@ -25,6 +25,19 @@ ModuleNode inner(const std::string& name, const std::string& kind, int block) {
     return ModuleNode{name, kind, {}, "", 0, block, {}};
 }
 
+// gpt-oss's attention sinks: a bare parameter (no ".weight"), one logit per query head, kept
+// in full precision; a leaf of kind "sinks" whose name is the tensor's.
+ModuleNode sinksLeaf(const ModelConfig& c, const Checkpoint& ckpt, const std::string& name, int i) {
+    const TensorInfo* t = ckpt.find(name);
+    if (!t)
+        throw Error(ckpt.directory(), name, "tensor missing from the checkpoint");
+    if (t->shape != std::vector<int64_t>{c.numHeads})
+        throw Error(ckpt.fileOf(name).path(), name,
+                    "shape " + shapeText(t->shape) + " but expected [" +
+                        std::to_string(c.numHeads) + "] (one per attention head)");
+    return ModuleNode{name, "sinks", t->shape, dtypeName(t->dtype), t->numel(), i, {}};
+}
+
 // q/k/v/o (or the fused qkv_proj) and, for Qwen3 / Gemma 3, the per-head q/k norms.
 ModuleNode attentionNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p,
                          int i) {
@@ -64,6 +77,8 @@ ModuleNode attentionNode(const ModelConfig& c, const Checkpoint& ckpt, const std
         attn.children.push_back(weightLeaf(ckpt, a + "k_norm", "norm", {c.headDim}, i));
     }
     attn.children.push_back(weightLeaf(ckpt, a + "o_proj", "linear", {H, qOut}, i, c.outputBias));
+    if (c.layout.attnSinks)
+        attn.children.push_back(sinksLeaf(c, ckpt, a + "sinks", i));
     return attn;
 }
 
@@ -92,9 +107,10 @@ ModuleNode expertsNode(const ModelConfig& c, const Checkpoint& ckpt, const std::
         for (int64_t e = 0; e < m.numExperts; ++e) {
             const std::string x = path + "." + std::to_string(e);
             ModuleNode expert = inner(x, "expert", i);
-            expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i),
-                               weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i),
-                               weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i)};
+            const bool b = m.expertBias;
+            expert.children = {weightLeaf(ckpt, x + "." + m.gateName, "linear", {E, H}, i, b),
+                               weightLeaf(ckpt, x + "." + m.upName, "linear", {E, H}, i, b),
+                               weightLeaf(ckpt, x + "." + m.downName, "linear", {H, E}, i, b)};
             experts.children.push_back(std::move(expert));
         }
         return experts;
@@ -132,11 +148,11 @@ ModuleNode expertsNode(const ModelConfig& c, const Checkpoint& ckpt, const std::
 // collapsed: a 128-expert layer would otherwise bury the attention rows.
 ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p, int i) {
     const MoeConfig& m = c.moe;
-    const int64_t H = c.hiddenSize, E = m.expertIntermediate;
+    const int64_t H = c.hiddenSize;
     const std::string base = p + "." + m.prefix;
     ModuleNode moe = inner(base, "moe", i);
     moe.children.push_back(
-        weightLeaf(ckpt, base + "." + m.routerName, "router", {m.numExperts, H}, i));
+        weightLeaf(ckpt, base + "." + m.routerName, "router", {m.numExperts, H}, i, m.routerBias));
     if (m.correctionBias) {
         // a buffer, not a parameter: checked here, not counted
         const std::string b = base + "." + m.routerName + ".e_score_correction_bias";
@@ -318,6 +334,10 @@ void usedTensors(const ModuleNode& n, std::set<std::string>& out) {
     }
     if (n.dtype == "tied" || n.shape.empty())
         return;
+    if (n.kind == "sinks") { // a bare parameter: the leaf's name is the tensor's
+        out.insert(n.name);
+        return;
+    }
     out.insert(n.name + ".weight");
     int64_t numel = 1;
     for (int64_t d : n.shape)

@@ -51,6 +51,24 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
     return at::matmul(scores, vv);
 }
 
+at::Tensor attentionWithSinks(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const at::Tensor& mask, double scale, const at::Tensor& sinks) {
+    const int64_t groups = q.size(1) / k.size(1);
+    at::Tensor kk = k, vv = v;
+    if (groups > 1) {
+        kk = k.repeat_interleave(groups, 1);
+        vv = v.repeat_interleave(groups, 1);
+    }
+    const at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)) * scale + mask;
+    const int64_t B = q.size(0), nh = q.size(1), T = q.size(2);
+    const at::Tensor sink =
+        sinks.to(scores.scalar_type()).reshape({1, nh, 1, 1}).expand({B, nh, T, 1});
+    at::Tensor combined = at::cat({scores, sink}, -1);
+    combined = combined - std::get<0>(combined.max(-1, /*keepdim=*/true));
+    const at::Tensor probs = at::softmax(combined, -1, at::kFloat).narrow(-1, 0, scores.size(-1));
+    return at::matmul(probs.to(q.scalar_type()), vv);
+}
+
 namespace {
 
 class LlamaStyleBlock : public DecoderBlock {
@@ -83,6 +101,8 @@ public:
         }
         if (!m_mla)
             m_o = make("self_attn.o_proj", "o_proj", m_cfg.outputBias);
+        if (L.attnSinks)
+            m_sinks = model.loadWeight(p + "self_attn.sinks");
         if (L.qkNorm) {
             m_qNorm = model.loadWeight(p + "self_attn.q_norm.weight");
             m_kNorm = model.loadWeight(p + "self_attn.k_norm.weight");
@@ -196,8 +216,11 @@ private:
             m_cfg.layout.attnScale > 0 ? m_cfg.layout.attnScale : 1.0 / std::sqrt(double(hd));
         const at::Tensor& mask = slides ? ctx.slidingMask : ctx.mask;
         at::Tensor a;
+        // Sinks (gpt-oss) join the softmax: the materialised scores carry them.
+        if (m_sinks.defined())
+            a = attentionWithSinks(q, k, v, mask, scale, m_sinks);
         // The fused path has no softcap (Gemma 2 keeps the materialised scores).
-        if (m_cfg.layout.attnSoftcap <= 0)
+        else if (m_cfg.layout.attnSoftcap <= 0)
             a = fusedCausalAttention(q, k, v, scale, slides ? m_cfg.slidingWindow : 0, mask);
         if (!a.defined())
             a = attention(q, k, v, mask, scale, m_cfg.layout.attnSoftcap);
@@ -224,6 +247,7 @@ private:
     std::unique_ptr<MoeLayer> m_moe;
     std::unique_ptr<MlaAttention> m_mla; // DeepSeek-V3's attention instead of q/k/v/o
     at::Tensor m_qNorm, m_kNorm;
+    at::Tensor m_sinks; // [nh]: gpt-oss's attention sinks; undefined without
     at::Tensor m_inputNorm, m_postAttnNorm, m_preFfnNorm, m_postFfnNorm;
 };
 

@@ -20,6 +20,11 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 // the compute dtype on the compute device.
 void rotaryTables(const ModelConfig& config, const RopeParameters& rope, int64_t seqLen,
                   const ComputeOptions& compute, at::Tensor& cosOut, at::Tensor& sinOut);
+// gpt-oss's attention with sinks (transformers' eager_attention_forward for gpt_oss): each
+// head's sink logit (sinks: [nh]) joins the masked, scaled scores as a last column, the row
+// maximum is subtracted, the softmax taken in float32 and the sink's column dropped.
+at::Tensor attentionWithSinks(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const at::Tensor& mask, double scale, const at::Tensor& sinks);
 
 // The pre-norm rotary decoder shared by Llama, Mistral, Qwen2/3, Gemma 2/3, Phi-3, Mixtral and
 // Qwen3-MoE; ModelConfig's DecoderLayout and MoeConfig say what a family changes.

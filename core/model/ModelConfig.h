@@ -52,6 +52,9 @@ struct DecoderLayout {
     bool headBias = false;        // lm_head has a bias (GPT-J, Phi-2)
     double logitScale = 1.0;      // logits times this (Cohere's logit_scale)
     double clipQkv = 0.0;         // the fused q/k/v projection clamped to +-this (DBRX; 0: none)
+    // gpt-oss: one learned logit per query head (self_attn.sinks) joins each row's softmax
+    // over the keys as an extra column, which is then dropped (no value of its own).
+    bool attnSinks = false;
 };
 
 // How a layer's experts are stored (FusedExperts.h): one tensor per linear, or fused.
@@ -93,6 +96,14 @@ struct MoeConfig {
     int64_t numGroups = 1;
     int64_t topKGroups = 1;
     double routedScaling = 1.0;
+    // gpt-oss's routing: the router carries a bias; the top-k of its logits, then a softmax
+    // over those k only (not a softmax over all experts, then the top-k).
+    bool routerBias = false;
+    bool softmaxAfterTopK = false;
+    // gpt-oss's clamped SwiGLU (swigluLimit > 0): gate = min(gate, limit),
+    // up = clamp(up, -limit, limit), (up + 1) * gate * sigmoid(swigluAlpha * gate).
+    double swigluLimit = 0.0;
+    double swigluAlpha = 1.702;
 };
 
 // Multi-head latent attention (DeepSeek-V3): q through a low-rank q_a_proj -> q_a_layernorm ->

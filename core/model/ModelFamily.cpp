@@ -29,7 +29,8 @@ const std::vector<const ModelFamily*>& modelFamilies() {
         &llamaFamily(),    &mistralFamily(),  &qwen2Family(),      &qwen3Family(),
         &qwen3MoeFamily(), &mixtralFamily(),  &gemma2Family(),     &gemma3TextFamily(),
         &phi3Family(),     &optFamily(),      &phiFamily(),        &gptjFamily(),
-        &cohereFamily(),   &qwen2MoeFamily(), &deepseekV3Family(), &dbrxFamily()};
+        &cohereFamily(),   &qwen2MoeFamily(), &deepseekV3Family(), &dbrxFamily(),
+        &gptOssFamily()};
     return families;
 }
 
@@ -73,9 +74,7 @@ const char* notSupportedYet(const std::string& modelType) {
         {"llama4_text", "Llama 4 stores its experts fused in 3-D tensors "
                         "(feed_forward.experts.gate_up_proj, down_proj), and its chunked "
                         "attention, NoPE layers with temperature tuning and L2 qk-norm are not "
-                        "implemented"},
-        {"gpt_oss", "gpt-oss stores its experts fused in 3-D tensors with biases (interleaved "
-                    "gate/up, clamped SwiGLU), and its attention sinks are not implemented"}};
+                        "implemented"}};
     const auto it = reasons.find(modelType);
     return it == reasons.end() ? nullptr : it->second;
 }

@@ -10,6 +10,8 @@ namespace qs {
 MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg(model.config()) {
     const MoeConfig& m = m_cfg.moe;
     m_router = model.loadWeight(prefix + "." + m.routerName + ".weight");
+    if (m.routerBias)
+        m_routerBias = model.loadWeight(prefix + "." + m.routerName + ".bias");
     if (m.correctionBias)
         m_correction = model.loadWeight(prefix + "." + m.routerName + ".e_score_correction_bias");
     auto make = [&](const std::string& name, const std::string& kind, bool routed) {
@@ -17,6 +19,8 @@ MoeLayer::MoeLayer(const DecoderModel& model, const std::string& prefix) : m_cfg
         l.name = name;
         l.kind = kind;
         l.weight = model.loadWeight(name + ".weight");
+        if (routed && m.expertBias) // experts with biases stored per expert (ModelLoader.cpp)
+            l.bias = model.loadWeight(name + ".bias");
         l.routed = routed;
         return l;
     };
@@ -91,9 +95,30 @@ void MoeLayer::route(const at::Tensor& flat, at::Tensor& weights, at::Tensor& ch
     weights = weights * m.routedScaling;
 }
 
+void MoeLayer::routeTopKSoftmax(const at::Tensor& flat, at::Tensor& weights,
+                                at::Tensor& chosen) const {
+    // transformers' GptOssTopKRouter: biased logits in the hidden dtype, top-k, softmax of those
+    const at::Tensor logits = at::linear(flat, m_router, m_routerBias);
+    at::Tensor top;
+    std::tie(top, chosen) = logits.topk(m_cfg.moe.topK, -1);
+    weights = at::softmax(top, -1);
+}
+
 at::Tensor MoeLayer::swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const {
+    if (m_cfg.moe.swigluLimit > 0)
+        return clampedSwiglu(ex, x, ctx);
     const at::Tensor g = activation(m_cfg.hiddenAct, runLinear(ex.gate, x, ctx));
     return runLinear(ex.down, g * runLinear(ex.up, x, ctx), ctx);
+}
+
+at::Tensor MoeLayer::clampedSwiglu(Expert& ex, const at::Tensor& x,
+                                   const ForwardContext& ctx) const {
+    // transformers' GptOssExperts._apply_gate, then down_proj with its bias
+    const double limit = m_cfg.moe.swigluLimit;
+    const at::Tensor g = at::clamp_max(runLinear(ex.gate, x, ctx), limit);
+    const at::Tensor u = at::clamp(runLinear(ex.up, x, ctx), -limit, limit);
+    const at::Tensor glu = g * at::sigmoid(g * m_cfg.moe.swigluAlpha);
+    return runLinear(ex.down, (u + 1) * glu, ctx);
 }
 
 at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
@@ -102,6 +127,8 @@ at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
     at::Tensor weights, chosen; // [N, k]
     if (m_cfg.moe.sigmoidScores) {
         route(flat, weights, chosen);
+    } else if (m_cfg.moe.softmaxAfterTopK) {
+        routeTopKSoftmax(flat, weights, chosen);
     } else {
         const at::Tensor probs = at::softmax(at::linear(flat, m_router), -1, at::kFloat);
         std::tie(weights, chosen) = probs.topk(m_cfg.moe.topK, -1);

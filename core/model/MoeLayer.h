@@ -41,11 +41,17 @@ private:
     };
     // Sigmoid routing with correction bias and groups (MoeConfig): weights and chosen [N, k].
     void route(const at::Tensor& flat, at::Tensor& weights, at::Tensor& chosen) const;
+    // gpt-oss's router (MoeConfig::softmaxAfterTopK): the top-k of the biased logits, then a
+    // softmax over those k; weights and chosen [N, k].
+    void routeTopKSoftmax(const at::Tensor& flat, at::Tensor& weights, at::Tensor& chosen) const;
     // down(act(gate(x)) * up(x)) through the hook
     at::Tensor swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const;
+    // gpt-oss's clamped SwiGLU (MoeConfig::swigluLimit), through the hook
+    at::Tensor clampedSwiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const;
     const ModelConfig& m_cfg;
     std::string m_fusedPath; // the experts' module when they are stored fused, else empty
     at::Tensor m_router;     // [experts, H]
+    at::Tensor m_routerBias; // [experts]; undefined without (MoeConfig::routerBias)
     at::Tensor m_correction; // [experts]: e_score_correction_bias; undefined without
     std::vector<Expert> m_experts;
     std::optional<Expert> m_shared; // sees every token: not marked routed

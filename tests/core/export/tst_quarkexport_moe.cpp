@@ -86,6 +86,13 @@ private Q_SLOTS:
         QTest::newRow("deepseek_v3")
             << "deepseek_v3" << QStringList{"model.layers.1.mlp.gate", "model.layers.2.mlp.gate"}
             << 9;
+        // experts stored fused (gate_up_proj interleaved, down_proj, with biases): written per
+        // expert under Quark's names; the routers carry a bias
+        QTest::newRow("gpt_oss") << "gpt_oss"
+                                 << QStringList{"model.layers.0.mlp.router",
+                                                "model.layers.1.mlp.router",
+                                                "model.layers.2.mlp.router"}
+                                 << 0;
     }
 
     void routersExcludedByName() {
@@ -136,6 +143,19 @@ private Q_SLOTS:
             quantized += unfit ? 0 : 1;
         }
         QVERIFY(quantized > 0);
+        if (folder == "gpt_oss") {
+            // no fused tensor left; the experts' biases, the routers' biases and the attention
+            // sinks stored in float as the source has them
+            for (const char* fusedName :
+                 {"gate_up_proj", "gate_up_proj_bias", "down_proj", "down_proj_bias"})
+                QVERIFY(!file->find(std::string("model.layers.0.mlp.experts.") + fusedName));
+            for (const std::string b :
+                 {"model.layers.0.mlp.experts.3.gate_proj.bias",
+                  "model.layers.0.mlp.experts.3.up_proj.bias",
+                  "model.layers.2.mlp.experts.0.down_proj.bias", "model.layers.1.mlp.router.bias",
+                  "model.layers.1.self_attn.sinks"})
+                QVERIFY2(file->find(b) && file->find(b)->dtype == qs::DType::F32, b.c_str());
+        }
 
         // Reopened (io/QuarkFolder dequantizes the codes), the export computes what the run's
         // fake-quantized model computed: the same codes and scales, the routers unchanged.

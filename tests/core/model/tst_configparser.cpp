@@ -196,6 +196,73 @@ private Q_SLOTS:
         }
     }
 
+    // gpt-oss: GptOssConfig's defaults where keys are absent (yarn, theta 150000, sliding on
+    // even layers with a window of 128, attention biases, top-4, swiglu 1.702 / 7), the tiny
+    // folder's values where given; keys GptOssConfig does not have are refused by name.
+    void gptOssConfig() {
+        json j = llama();
+        j["model_type"] = "gpt_oss";
+        j["num_hidden_layers"] = 3;
+        j["intermediate_size"] = 32;
+        j["num_local_experts"] = 8;
+        qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.rope.type, std::string("yarn"));
+        QCOMPARE(c.rope.factor, 32.0);
+        QCOMPARE(c.rope.theta, 150000.0);
+        QCOMPARE(c.rope.originalMaxPositions, int64_t(4096));
+        QVERIFY(!c.rope.truncate);
+        QCOMPARE(c.slidingWindow, int64_t(128));
+        QVERIFY(c.slides(0) && !c.slides(1) && c.slides(2));
+        QVERIFY(c.attentionBias && c.outputBias && !c.mlpBias && c.layout.attnSinks);
+        const qs::MoeConfig& m = c.moe;
+        QVERIFY(c.isMoeLayer(0) && c.isMoeLayer(1) && c.isMoeLayer(2));
+        QCOMPARE(m.topK, int64_t(4));
+        QCOMPARE(m.expertIntermediate, int64_t(32));
+        QVERIFY(m.routerBias && m.softmaxAfterTopK && !m.normTopK && m.expertBias);
+        QVERIFY(m.storage == qs::ExpertStorage::GateUpInterleaved);
+        QCOMPARE(m.routerName, std::string("router"));
+        QCOMPARE(m.swigluAlpha, 1.702);
+        QCOMPARE(m.swigluLimit, 7.0);
+        j["num_experts_per_tok"] = 2;
+        j["swiglu_limit"] = 0.5;
+        j["sliding_window"] = 32;
+        j["layer_types"] = {"full_attention", "sliding_attention", "full_attention"};
+        j["rope_parameters"] = {{"rope_type", "yarn"},
+                                {"rope_theta", 10000.0},
+                                {"factor", 8.0},
+                                {"original_max_position_embeddings", 64},
+                                {"truncate", false}};
+        c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.moe.topK, int64_t(2));
+        QCOMPARE(c.moe.swigluLimit, 0.5);
+        QCOMPARE(c.slidingWindow, int64_t(32));
+        QVERIFY(!c.slides(0) && c.slides(1) && !c.slides(2));
+        QCOMPARE(c.rope.theta, 10000.0);
+        QCOMPARE(c.rope.factor, 8.0);
+        for (const auto& [patch, field] : std::vector<std::pair<json, std::string>>{
+                 {{{"mlp_bias", true}}, "mlp_bias"},
+                 {{{"swiglu_limit", 0.0}}, "swiglu_limit"},
+                 {{{"num_experts_per_tok", 9}}, "num_experts_per_tok"},
+                 {{{"layer_types", {"full_attention"}}}, "layer_types"},
+                 {{{"router_jitter_noise", 0.1}}, "router_jitter_noise"}}) {
+            json bad = j;
+            bad.merge_patch(patch);
+            try {
+                qs::parseModelConfig(bad.dump(), "/m/config.json");
+                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
+            } catch (const qs::Error& e) {
+                QCOMPARE(e.field(), field);
+            }
+        }
+        j.erase("num_local_experts");
+        try {
+            qs::parseModelConfig(j.dump(), "/m/config.json");
+            QFAIL("accepted gpt_oss without num_local_experts");
+        } catch (const qs::Error& e) {
+            QCOMPARE(e.field(), std::string("num_local_experts"));
+        }
+    }
+
     // DeepSeek-V3: MLA dims, the softmax scale with yarn's mscale^2, the dense first layers and
     // the routing; what it cannot compute is refused by field.
     void deepseekV3Config() {
@@ -399,10 +466,10 @@ private Q_SLOTS:
                                       << ""
                                       << "model_type"
                                       << "unsupported model type";
-        QTest::newRow("recognised type") << R"({"model_type":"gpt_oss"})"
+        QTest::newRow("recognised type") << R"({"model_type":"llama4_text"})"
                                          << ""
                                          << "model_type"
-                                         << "recognised but not supported yet: gpt-oss stores";
+                                         << "recognised but not supported yet: Llama 4 stores";
         QTest::newRow("bad act") << R"({"hidden_act":"swiglu9"})"
                                  << ""
                                  << "hidden_act"

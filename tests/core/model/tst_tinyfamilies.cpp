@@ -95,7 +95,7 @@ private Q_SLOTS:
         // stopped being supported would drop out of the rows below silently without this).
         const QStringList supported = supportedFolders();
         for (const char* family :
-             {"cohere", "dbrx", "deepseek_v3", "gemma2", "gemma3_text", "gptj", "llama", "mistral",
+             {"cohere", "dbrx", "deepseek_v3", "gemma2", "gemma3_text", "gpt_oss", "gptj", "llama", "mistral",
               "mixtral", "opt", "phi", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
             QVERIFY2(supported.contains(QString(family)), family);
         // A folder of a family Quantscope does not open yet (issue 31's DBRX, Llama 4, ...) is
@@ -377,6 +377,7 @@ private Q_SLOTS:
         QTest::newRow("qwen3_moe") << "qwen3_moe" << 1 << 0;
         QTest::newRow("qwen2_moe") << "qwen2_moe" << 2 << 3;     // layer 1 is dense
         QTest::newRow("deepseek_v3") << "deepseek_v3" << 1 << 3; // layer 0 is dense
+        QTest::newRow("gpt_oss") << "gpt_oss" << 1 << 0;         // experts stored fused
     }
 
     void moeCountsRoutedTokens() {
