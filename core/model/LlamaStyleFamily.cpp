@@ -69,14 +69,14 @@ ModuleNode attentionNode(const ModelConfig& c, const Checkpoint& ckpt, const std
 
 ModuleNode denseMlpNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p, int i) {
     const int64_t H = c.hiddenSize, I = c.intermediateSize;
-    ModuleNode mlp = inner(p + ".mlp", "mlp", i);
+    const std::string m = p + "." + c.layout.mlpName; // "mlp"; Llama 4: "feed_forward"
+    ModuleNode mlp = inner(m, "mlp", i);
     if (c.layout.fusedGateUp)
-        mlp.children = {
-            weightLeaf(ckpt, p + ".mlp.gate_up_proj", "linear", {2 * I, H}, i, c.mlpBias)};
+        mlp.children = {weightLeaf(ckpt, m + ".gate_up_proj", "linear", {2 * I, H}, i, c.mlpBias)};
     else
-        mlp.children = {weightLeaf(ckpt, p + ".mlp.gate_proj", "linear", {I, H}, i, c.mlpBias),
-                        weightLeaf(ckpt, p + ".mlp.up_proj", "linear", {I, H}, i, c.mlpBias)};
-    mlp.children.push_back(weightLeaf(ckpt, p + ".mlp.down_proj", "linear", {H, I}, i, c.mlpBias));
+        mlp.children = {weightLeaf(ckpt, m + ".gate_proj", "linear", {I, H}, i, c.mlpBias),
+                        weightLeaf(ckpt, m + ".up_proj", "linear", {I, H}, i, c.mlpBias)};
+    mlp.children.push_back(weightLeaf(ckpt, m + ".down_proj", "linear", {H, I}, i, c.mlpBias));
     return mlp;
 }
 
@@ -132,7 +132,7 @@ ModuleNode expertsNode(const ModelConfig& c, const Checkpoint& ckpt, const std::
 // collapsed: a 128-expert layer would otherwise bury the attention rows.
 ModuleNode moeNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p, int i) {
     const MoeConfig& m = c.moe;
-    const int64_t H = c.hiddenSize, E = m.expertIntermediate;
+    const int64_t H = c.hiddenSize;
     const std::string base = p + "." + m.prefix;
     ModuleNode moe = inner(base, "moe", i);
     moe.children.push_back(

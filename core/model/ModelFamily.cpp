@@ -22,13 +22,14 @@ const ModelFamily& phi3Family();
 const ModelFamily& phiFamily();
 const ModelFamily& gptjFamily();
 const ModelFamily& cohereFamily();
+const ModelFamily& llama4TextFamily();
 
 const std::vector<const ModelFamily*>& modelFamilies() {
     static const std::vector<const ModelFamily*> families{
-        &llamaFamily(),    &mistralFamily(),  &qwen2Family(),     &qwen3Family(),
-        &qwen3MoeFamily(), &mixtralFamily(),  &gemma2Family(),    &gemma3TextFamily(),
-        &phi3Family(),     &optFamily(),      &phiFamily(),       &gptjFamily(),
-        &cohereFamily(),   &qwen2MoeFamily(), &deepseekV3Family()};
+        &llamaFamily(),    &mistralFamily(),  &qwen2Family(),      &qwen3Family(),
+        &qwen3MoeFamily(), &mixtralFamily(),  &gemma2Family(),     &gemma3TextFamily(),
+        &phi3Family(),     &optFamily(),      &phiFamily(),        &gptjFamily(),
+        &cohereFamily(),   &qwen2MoeFamily(), &deepseekV3Family(), &llama4TextFamily()};
     return families;
 }
 
@@ -63,10 +64,6 @@ const char* notSupportedYet(const std::string& modelType) {
         {"dbrx", "DBRX stores each layer's experts fused (ffn.experts.mlp.w1/v1/w2: every "
                  "expert's rows in one 2-D tensor, w2 untransposed), which Quantscope cannot yet "
                  "quantize per expert nor export in Quark's per-expert layout"},
-        {"llama4_text", "Llama 4 stores its experts fused in 3-D tensors "
-                        "(feed_forward.experts.gate_up_proj, down_proj), and its chunked "
-                        "attention, NoPE layers with temperature tuning and L2 qk-norm are not "
-                        "implemented"},
         {"gpt_oss", "gpt-oss stores its experts fused in 3-D tensors with biases (interleaved "
                     "gate/up, clamped SwiGLU), and its attention sinks are not implemented"}};
     const auto it = reasons.find(modelType);

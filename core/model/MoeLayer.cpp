@@ -91,6 +91,15 @@ void MoeLayer::route(const at::Tensor& flat, at::Tensor& weights, at::Tensor& ch
     weights = weights * m.routedScaling;
 }
 
+void MoeLayer::routeTopLogits(const at::Tensor& flat, at::Tensor& weights,
+                              at::Tensor& chosen) const {
+    // transformers' Llama4Router: the logits in the compute dtype, the top-k chosen by them,
+    // sigmoid in float32 (the unchosen get sigmoid(-inf) = 0, their experts a zero input)
+    at::Tensor top;
+    std::tie(top, chosen) = at::linear(flat, m_router).topk(m_cfg.moe.topK, -1);
+    weights = at::sigmoid(top.to(at::kFloat));
+}
+
 at::Tensor MoeLayer::swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const {
     const at::Tensor g = activation(m_cfg.hiddenAct, runLinear(ex.gate, x, ctx));
     return runLinear(ex.down, g * runLinear(ex.up, x, ctx), ctx);
@@ -102,6 +111,8 @@ at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
     at::Tensor weights, chosen; // [N, k]
     if (m_cfg.moe.sigmoidScores) {
         route(flat, weights, chosen);
+    } else if (m_cfg.moe.scoreScalesInput) {
+        routeTopLogits(flat, weights, chosen);
     } else {
         const at::Tensor probs = at::softmax(at::linear(flat, m_router), -1, at::kFloat);
         std::tie(weights, chosen) = probs.topk(m_cfg.moe.topK, -1);
@@ -123,7 +134,10 @@ at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
         const at::Tensor xe = flat.index_select(0, rows);
         const at::Tensor we =
             (weights * hit.to(weights.scalar_type())).sum(-1).index_select(0, rows);
-        out.index_add_(0, rows, swiglu(ex, xe, ctx) * we.unsqueeze(1));
+        if (m_cfg.moe.scoreScalesInput) // Llama 4: the score scales the expert's input
+            out.index_add_(0, rows, swiglu(ex, xe * we.unsqueeze(1), ctx));
+        else
+            out.index_add_(0, rows, swiglu(ex, xe, ctx) * we.unsqueeze(1));
     }
     if (m_shared) {
         // transformers: routed sum + sigmoid(gate(x)) * shared_expert(x), one scalar per token

@@ -41,6 +41,9 @@ private:
     };
     // Sigmoid routing with correction bias and groups (MoeConfig): weights and chosen [N, k].
     void route(const at::Tensor& flat, at::Tensor& weights, at::Tensor& chosen) const;
+    // Llama 4's router (MoeConfig::scoreScalesInput): the top-k of the logits, weights the
+    // sigmoid of the chosen logits (in float32); weights and chosen [N, k].
+    void routeTopLogits(const at::Tensor& flat, at::Tensor& weights, at::Tensor& chosen) const;
     // down(act(gate(x)) * up(x)) through the hook
     at::Tensor swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const;
     const ModelConfig& m_cfg;

@@ -94,11 +94,11 @@ private Q_SLOTS:
         // The families the README lists are compared with transformers (a family that
         // stopped being supported would drop out of the rows below silently without this).
         const QStringList supported = supportedFolders();
-        for (const char* family :
-             {"cohere", "deepseek_v3", "gemma2", "gemma3_text", "gptj", "llama", "mistral",
-              "mixtral", "opt", "phi", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
+        for (const char* family : {"cohere", "deepseek_v3", "gemma2", "gemma3_text", "gptj",
+                                   "llama", "llama4_text", "mistral", "mixtral", "opt", "phi",
+                                   "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
             QVERIFY2(supported.contains(QString(family)), family);
-        // A folder of a family Quantscope does not open yet (issue 31's DBRX, Llama 4, ...) is
+        // A folder of a family Quantscope does not open yet (issue 31's DBRX, gpt-oss, ...) is
         // refused with the file and the field named, as a user opening it would see: never a
         // crash, never a wrong forward.
         int refused = 0;
