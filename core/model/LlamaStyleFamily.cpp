@@ -184,8 +184,13 @@ ScalingTemplate LlamaStyleFamily::scalingTemplate(const ModelConfig& c) const {
                     "and AutoSmoothQuant cannot run on this model");
     // The experts' gate/up share post_attention_layernorm with the router, which must stay
     // unscaled (Quark smooths only the experts' down_proj there).
+    // (named at the first MoE layer: Llama 4's layer 0 is dense)
+    int64_t firstMoe = 0;
+    while (firstMoe + 1 < c.numLayers && !c.isMoeLayer(firstMoe))
+        ++firstMoe;
     if (c.moe.numExperts > 0)
-        throw Error(c.source, "model.layers.0." + c.moe.prefix + ".experts",
+        throw Error(c.source,
+                    "model.layers." + std::to_string(firstMoe) + "." + c.moe.prefix + ".experts",
                     "mixture-of-experts blocks have no scaling template yet; SmoothQuant, AWQ "
                     "and AutoSmoothQuant cannot run on this model");
     return llamaScalingTemplate();
