@@ -401,7 +401,13 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
     // Experts the model stores fused (Llama 4, gpt-oss, DBRX): the export writes each expert's
     // linears under its own name, as Quark does; they are dequantized and fused back into the
     // stored tensors, so that the family reads the layout its config describes.
-    const ModelConfig model = parseModelConfig(config.dump(), configPath);
+    // (config.json is parsed for that only when the export has expert tensors at all.)
+    const std::vector<std::string> stored = c->tensorNames();
+    const bool anyExperts = std::any_of(stored.begin(), stored.end(), [](const std::string& n) {
+        return n.find(".experts.") != std::string::npos;
+    });
+    const ModelConfig model =
+        anyExperts ? parseModelConfig(config.dump(), configPath) : ModelConfig();
     const MoeConfig& moe = model.moe;
     const bool fusedExperts = moe.numExperts > 0 && moe.storage != ExpertStorage::PerExpert;
     std::set<std::string> fusedModules;
