@@ -1,7 +1,8 @@
 // Experts stored fused: one tensor holds a whole layer's experts (DBRX, gpt-oss, Llama 4).
 // Quantscope quantizes, analyses and hooks each expert's gate, up and down as an ordinary
 // linear of its own, named as AMD Quark's per-expert replacement modules name them
-// (`ffn.experts.mlp.3.w1` for DBRX, `mlp.experts.3.gate_proj` for gpt-oss and Llama 4), so the
+// (`ffn.experts.mlp.3.w1` for DBRX, `mlp.experts.3.gate_proj` for gpt-oss,
+// `feed_forward.experts.3.gate_proj` for Llama 4), so the
 // slices below are taken as the model loads and put back together as the fake-quantized
 // checkpoint is written. One table per layout: the names of the stored tensors, their shapes,
 // how an expert is cut out of them and how the experts go back in.

@@ -84,14 +84,14 @@ ModuleNode attentionNode(const ModelConfig& c, const Checkpoint& ckpt, const std
 
 ModuleNode denseMlpNode(const ModelConfig& c, const Checkpoint& ckpt, const std::string& p, int i) {
     const int64_t H = c.hiddenSize, I = c.intermediateSize;
-    ModuleNode mlp = inner(p + ".mlp", "mlp", i);
+    const std::string m = p + "." + c.layout.mlpName; // "mlp"; Llama 4: "feed_forward"
+    ModuleNode mlp = inner(m, "mlp", i);
     if (c.layout.fusedGateUp)
-        mlp.children = {
-            weightLeaf(ckpt, p + ".mlp.gate_up_proj", "linear", {2 * I, H}, i, c.mlpBias)};
+        mlp.children = {weightLeaf(ckpt, m + ".gate_up_proj", "linear", {2 * I, H}, i, c.mlpBias)};
     else
-        mlp.children = {weightLeaf(ckpt, p + ".mlp.gate_proj", "linear", {I, H}, i, c.mlpBias),
-                        weightLeaf(ckpt, p + ".mlp.up_proj", "linear", {I, H}, i, c.mlpBias)};
-    mlp.children.push_back(weightLeaf(ckpt, p + ".mlp.down_proj", "linear", {H, I}, i, c.mlpBias));
+        mlp.children = {weightLeaf(ckpt, m + ".gate_proj", "linear", {I, H}, i, c.mlpBias),
+                        weightLeaf(ckpt, m + ".up_proj", "linear", {I, H}, i, c.mlpBias)};
+    mlp.children.push_back(weightLeaf(ckpt, m + ".down_proj", "linear", {H, I}, i, c.mlpBias));
     return mlp;
 }
 
@@ -200,8 +200,13 @@ ScalingTemplate LlamaStyleFamily::scalingTemplate(const ModelConfig& c) const {
                     "and AutoSmoothQuant cannot run on this model");
     // The experts' gate/up share post_attention_layernorm with the router, which must stay
     // unscaled (Quark smooths only the experts' down_proj there).
+    // (named at the first MoE layer: Llama 4's layer 0 is dense)
+    int64_t firstMoe = 0;
+    while (firstMoe + 1 < c.numLayers && !c.isMoeLayer(firstMoe))
+        ++firstMoe;
     if (c.moe.numExperts > 0)
-        throw Error(c.source, "model.layers.0." + c.moe.prefix + ".experts",
+        throw Error(c.source,
+                    "model.layers." + std::to_string(firstMoe) + "." + c.moe.prefix + ".experts",
                     "mixture-of-experts blocks have no scaling template yet; SmoothQuant, AWQ "
                     "and AutoSmoothQuant cannot run on this model");
     return llamaScalingTemplate();

@@ -8,6 +8,7 @@
 #include "util/Error.h"
 
 #include <cmath>
+#include <limits>
 
 namespace qs {
 
@@ -71,6 +72,38 @@ at::Tensor attentionWithSinks(const at::Tensor& q, const at::Tensor& k, const at
 
 namespace {
 
+// Llama 4 (DecoderLayout): whether layer i rotates, and whether it attends in chunks.
+bool ropes(const DecoderLayout& L, int i) {
+    return L.ropeLayer.empty() || L.ropeLayer[size_t(i)];
+}
+bool chunked(const DecoderLayout& L, int i) {
+    return L.attentionChunk > 0 && !L.chunkedLayer.empty() && L.chunkedLayer[size_t(i)];
+}
+
+// Llama4TextL2Norm: x * rsqrt(mean(x^2) + eps) over the last dimension in float32, no weight.
+at::Tensor l2Norm(const at::Tensor& x, double eps) {
+    const at::Tensor h = x.to(at::kFloat);
+    return (h * at::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps)).to(x.scalar_type());
+}
+
+// q [B, nh, T, d] times 1 + scale * log1p(floor((pos + 1) / floor_scale)) per position, in
+// float32 (transformers' attn_temperature_tuning; pos counts from 0 in the window).
+at::Tensor temperatureTuned(const at::Tensor& q, const DecoderLayout& L) {
+    const int64_t T = q.size(2);
+    const at::Tensor pos = at::arange(T, q.options().dtype(at::kFloat));
+    const at::Tensor s = at::log1p(at::floor((pos + 1.0) / L.tempFloor)) * L.tempScale + 1.0;
+    return (q * s.view({1, 1, T, 1})).to(q.scalar_type());
+}
+
+// The causal mask with the keys outside the query's chunk masked too: key j is visible to
+// query i iff j <= i and j / chunk == i / chunk.
+at::Tensor chunkedMask(const at::Tensor& causal, int64_t chunk) {
+    const int64_t T = causal.size(0);
+    const at::Tensor c = at::arange(T, causal.options().dtype(at::kLong)).div(chunk, "floor");
+    return causal.masked_fill(c.unsqueeze(1).ne(c.unsqueeze(0)),
+                              -std::numeric_limits<float>::infinity());
+}
+
 class LlamaStyleBlock : public DecoderBlock {
 public:
     LlamaStyleBlock(int index, const LlamaStyleModel& model)
@@ -114,9 +147,9 @@ public:
             m_gateUp.parts = {{"gate", m_cfg.intermediateSize}, {"up", m_cfg.intermediateSize}};
             m_down = make("mlp.down_proj", "down_proj", m_cfg.mlpBias);
         } else {
-            m_gate = make("mlp.gate_proj", "gate_proj", m_cfg.mlpBias);
-            m_up = make("mlp.up_proj", "up_proj", m_cfg.mlpBias);
-            m_down = make("mlp.down_proj", "down_proj", m_cfg.mlpBias);
+            m_gate = make(L.mlpName + ".gate_proj", "gate_proj", m_cfg.mlpBias);
+            m_up = make(L.mlpName + ".up_proj", "up_proj", m_cfg.mlpBias);
+            m_down = make(L.mlpName + ".down_proj", "down_proj", m_cfg.mlpBias);
         }
         m_inputNorm = model.loadWeight(p + "input_layernorm.weight");
         m_postAttnNorm = model.loadWeight(p + "post_attention_layernorm.weight");
@@ -210,12 +243,26 @@ private:
         const bool ownRope = ctx.slidingCos.defined() && m_cfg.usesSlidingRope(index());
         const at::Tensor& cos = ownRope ? ctx.slidingCos : ctx.cos;
         const at::Tensor& sin = ownRope ? ctx.slidingSin : ctx.sin;
-        q = applyRotary(q, cos, sin, m_cfg.layout.ropeInterleaved);
-        k = applyRotary(k, cos, sin, m_cfg.layout.ropeInterleaved);
+        const bool rotates = ropes(m_cfg.layout, index());
+        if (rotates) {
+            q = applyRotary(q, cos, sin, m_cfg.layout.ropeInterleaved);
+            k = applyRotary(k, cos, sin, m_cfg.layout.ropeInterleaved);
+        }
+        if (m_cfg.layout.l2QkNorm && rotates) {
+            q = l2Norm(q, m_cfg.normEps);
+            k = l2Norm(k, m_cfg.normEps);
+        }
+        if (m_cfg.layout.tempScale > 0 && !rotates)
+            q = temperatureTuned(q, m_cfg.layout);
         const double scale =
             m_cfg.layout.attnScale > 0 ? m_cfg.layout.attnScale : 1.0 / std::sqrt(double(hd));
         const at::Tensor& mask = slides ? ctx.slidingMask : ctx.mask;
         at::Tensor a;
+        if (chunked(m_cfg.layout, index()) && T > m_cfg.layout.attentionChunk) {
+            // Llama 4's chunked layers (within one chunk they attend as causal layers do)
+            a = attention(q, k, v, chunkedMask(ctx.mask, m_cfg.layout.attentionChunk), scale, 0.0);
+            return applyLinear(m_o, a.transpose(1, 2).reshape({B, T, nh * hd}), ctx);
+        }
         // Sinks (gpt-oss) join the softmax: the materialised scores carry them.
         if (m_sinks.defined())
             a = attentionWithSinks(q, k, v, mask, scale, m_sinks);

@@ -55,6 +55,19 @@ struct DecoderLayout {
     // gpt-oss: one learned logit per query head (self_attn.sinks) joins each row's softmax
     // over the keys as an extra column, which is then dropped (no value of its own).
     bool attnSinks = false;
+    // Llama 4. ropeLayer: per layer, whether it rotates (empty: every layer; false: a NoPE
+    // layer, no RoPE). l2QkNorm: on the rotating layers, q and k each x rsqrt(mean(x^2) + eps)
+    // per head, without weight, after RoPE. attentionChunk > 0: the layers chunkedLayer marks
+    // attend causally within chunks of attentionChunk positions (key j visible to query i iff
+    // j <= i and j / chunk == i / chunk). tempScale > 0: on the NoPE layers q is multiplied by
+    // 1 + tempScale * log1p(floor((pos + 1) / tempFloor)) (attn_temperature_tuning).
+    std::vector<bool> ropeLayer;
+    bool l2QkNorm = false;
+    int64_t attentionChunk = 0;
+    std::vector<bool> chunkedLayer;
+    double tempScale = 0.0;
+    double tempFloor = 1.0;
+    std::string mlpName = "mlp"; // the dense MLP's module under the block (Llama 4: feed_forward)
 };
 
 // How a layer's experts are stored (FusedExperts.h): one tensor per linear, or fused.
@@ -104,6 +117,10 @@ struct MoeConfig {
     // up = clamp(up, -limit, limit), (up + 1) * gate * sigmoid(swigluAlpha * gate).
     double swigluLimit = 0.0;
     double swigluAlpha = 1.702;
+    // Llama 4's routing: the top-k of the router logits; each chosen expert's score is the
+    // sigmoid of its logit and scales the expert's input, not its output; the experts' outputs
+    // are summed unweighted.
+    bool scoreScalesInput = false;
 };
 
 // Multi-head latent attention (DeepSeek-V3): q through a low-rank q_a_proj -> q_a_layernorm ->

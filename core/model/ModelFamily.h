@@ -60,7 +60,7 @@ const std::vector<const ModelFamily*>& modelFamilies();
 // (notSupportedYet).
 const ModelFamily& familyFor(const std::string& modelType, const std::string& source);
 // What is missing for a model type that Quantscope recognises but no family reads yet (issue
-// 31's dbrx, llama4_text); nullptr for any other type.
+// 31's families not ported yet, none at present); nullptr for any other type.
 const char* notSupportedYet(const std::string& modelType);
 // The family for a model_type; nullptr when no family reads it.
 const ModelFamily* findFamily(const std::string& modelType);

@@ -25,7 +25,10 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
     std::vector<std::pair<std::string, std::string>> out{
         {"model_type", c.modelType},
         {"hidden_size", std::to_string(c.hiddenSize)},
-        {"intermediate_size", std::to_string(c.intermediateSize)},
+        // Llama 4: the dense MLP's width is intermediate_size_mlp (its intermediate_size is
+        // the experts')
+        {c.raw.contains("intermediate_size_mlp") ? "intermediate_size_mlp" : "intermediate_size",
+         std::to_string(c.intermediateSize)},
         {"num_hidden_layers", std::to_string(c.numLayers)},
         {"num_attention_heads", std::to_string(c.numHeads)},
         {"num_key_value_heads", std::to_string(c.numKvHeads)},
@@ -97,6 +100,30 @@ std::vector<std::pair<std::string, std::string>> summarize(const ModelConfig& c)
                                       (c.layout.normBias ? " with bias" : ""));
     if (c.layout.logitScale != 1.0)
         out.emplace_back("logit_scale", number(c.layout.logitScale));
+    // Llama 4
+    if (!c.layout.ropeLayer.empty()) {
+        int64_t nope = 0;
+        for (bool r : c.layout.ropeLayer)
+            nope += r ? 0 : 1;
+        out.emplace_back("NoPE layers",
+                         std::to_string(nope) + " of " + std::to_string(c.numLayers) +
+                             (c.layout.tempScale > 0 ? ", q x (1 + " + number(c.layout.tempScale) +
+                                                           " log1p(floor((pos + 1) / " +
+                                                           number(c.layout.tempFloor) + ")))"
+                                                     : std::string()));
+    }
+    if (c.layout.l2QkNorm)
+        out.emplace_back("qk_norm", "L2 without weight, after RoPE");
+    if (c.layout.attentionChunk > 0) {
+        int64_t chunked = 0;
+        for (bool b : c.layout.chunkedLayer)
+            chunked += b ? 1 : 0;
+        out.emplace_back("attention_chunk_size", std::to_string(c.layout.attentionChunk) + " (" +
+                                                     std::to_string(chunked) + " of " +
+                                                     std::to_string(c.numLayers) + " layers)");
+    }
+    if (c.moe.scoreScalesInput)
+        out.emplace_back("routing", "top-k logits; sigmoid of the logit scales the expert input");
     return out;
 }
 

@@ -104,6 +104,15 @@ void MoeLayer::routeTopKSoftmax(const at::Tensor& flat, at::Tensor& weights,
     weights = at::softmax(top, -1);
 }
 
+void MoeLayer::routeTopLogits(const at::Tensor& flat, at::Tensor& weights,
+                              at::Tensor& chosen) const {
+    // transformers' Llama4Router: the logits in the compute dtype, the top-k chosen by them,
+    // sigmoid in float32 (the unchosen get sigmoid(-inf) = 0, their experts a zero input)
+    at::Tensor top;
+    std::tie(top, chosen) = at::linear(flat, m_router).topk(m_cfg.moe.topK, -1);
+    weights = at::sigmoid(top.to(at::kFloat));
+}
+
 at::Tensor MoeLayer::swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const {
     if (m_cfg.moe.swigluLimit > 0)
         return clampedSwiglu(ex, x, ctx);
@@ -129,6 +138,8 @@ at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
         route(flat, weights, chosen);
     } else if (m_cfg.moe.softmaxAfterTopK) {
         routeTopKSoftmax(flat, weights, chosen);
+    } else if (m_cfg.moe.scoreScalesInput) {
+        routeTopLogits(flat, weights, chosen);
     } else {
         const at::Tensor probs = at::softmax(at::linear(flat, m_router), -1, at::kFloat);
         std::tie(weights, chosen) = probs.topk(m_cfg.moe.topK, -1);
@@ -150,7 +161,10 @@ at::Tensor MoeLayer::forward(const at::Tensor& x, const ForwardContext& ctx) {
         const at::Tensor xe = flat.index_select(0, rows);
         const at::Tensor we =
             (weights * hit.to(weights.scalar_type())).sum(-1).index_select(0, rows);
-        out.index_add_(0, rows, swiglu(ex, xe, ctx) * we.unsqueeze(1));
+        if (m_cfg.moe.scoreScalesInput) // Llama 4: the score scales the expert's input
+            out.index_add_(0, rows, swiglu(ex, xe * we.unsqueeze(1), ctx));
+        else
+            out.index_add_(0, rows, swiglu(ex, xe, ctx) * we.unsqueeze(1));
     }
     if (m_shared) {
         // transformers: routed sum + sigmoid(gate(x)) * shared_expert(x), one scalar per token

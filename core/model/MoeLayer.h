@@ -44,6 +44,9 @@ private:
     // gpt-oss's router (MoeConfig::softmaxAfterTopK): the top-k of the biased logits, then a
     // softmax over those k; weights and chosen [N, k].
     void routeTopKSoftmax(const at::Tensor& flat, at::Tensor& weights, at::Tensor& chosen) const;
+    // Llama 4's router (MoeConfig::scoreScalesInput): the top-k of the logits, weights the
+    // sigmoid of the chosen logits (in float32); weights and chosen [N, k].
+    void routeTopLogits(const at::Tensor& flat, at::Tensor& weights, at::Tensor& chosen) const;
     // down(act(gate(x)) * up(x)) through the hook
     at::Tensor swiglu(Expert& ex, const at::Tensor& x, const ForwardContext& ctx) const;
     // gpt-oss's clamped SwiGLU (MoeConfig::swigluLimit), through the hook

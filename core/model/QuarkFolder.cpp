@@ -1,6 +1,8 @@
 #include "model/QuarkFolder.h"
 #include "io/JsonFields.h"
 #include "io/TensorDType.h"
+#include "model/ConfigParser.h"
+#include "model/FusedExperts.h"
 
 #include "quant/Packing.h"
 #include "quant/Quantize.h"
@@ -19,7 +21,10 @@
 #include <QStandardPaths>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 
 namespace qs {
@@ -340,6 +345,40 @@ quant::StoredQuantization readStoredQuantization(const std::string& directory) {
     return stored;
 }
 
+namespace {
+
+// One tensor of an expert's linear, in a model whose experts the source stores fused
+// (FusedExperts.h): Quark's export names them per expert, <experts module>.<e>.<linear>.
+struct ExpertTensor {
+    std::string module; // e.g. model.layers.1.feed_forward.experts
+    int64_t expert = 0;
+};
+
+std::optional<ExpertTensor> expertTensorOf(const MoeConfig& m, const std::string& name) {
+    for (const std::string* linear : {&m.gateName, &m.upName, &m.downName})
+        for (const char* suffix : {".weight", ".bias"}) {
+            const std::string tail = "." + *linear + suffix;
+            if (!endsWith(name, tail))
+                continue;
+            const std::string head = name.substr(0, name.size() - tail.size());
+            const size_t dot = head.rfind('.');
+            if (dot == std::string::npos)
+                continue;
+            const std::string index = head.substr(dot + 1);
+            const std::string module = head.substr(0, dot);
+            if (index.empty() || index.size() > 9 ||
+                !std::all_of(
+                    index.begin(), index.end(),
+                    [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }) ||
+                !endsWith(module, "." + m.expertsPath))
+                continue;
+            return ExpertTensor{module, std::stoll(index)};
+        }
+    return std::nullopt;
+}
+
+} // namespace
+
 void writeDequantizedQuark(const std::string& directory, const std::string& outFile) {
     const nlohmann::json config = readConfig(directory);
     const std::string configPath = directory + "/config.json";
@@ -359,10 +398,24 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
     for (const std::string& n : c->tensorNames())
         if (endsWith(n, ".weight_scale"))
             quantized.insert(n.substr(0, n.size() - 13));
+    // Experts the model stores fused (Llama 4, gpt-oss, DBRX): the export writes each expert's
+    // linears under its own name, as Quark does; they are dequantized and fused back into the
+    // stored tensors, so that the family reads the layout its config describes.
+    // (config.json is parsed for that only when the export has expert tensors at all.)
+    const std::vector<std::string> stored = c->tensorNames();
+    const bool anyExperts = std::any_of(stored.begin(), stored.end(), [](const std::string& n) {
+        return n.find(".experts.") != std::string::npos;
+    });
+    const ModelConfig model =
+        anyExperts ? parseModelConfig(config.dump(), configPath) : ModelConfig();
+    const MoeConfig& moe = model.moe;
+    const bool fusedExperts = moe.numExperts > 0 && moe.storage != ExpertStorage::PerExpert;
+    std::set<std::string> fusedModules;
     // The whole layout is checked before the output file is created.
     std::vector<TensorInfo> layout;
     std::vector<std::string> names;
     std::vector<std::optional<quant::QuantScheme>> schemes; // per output tensor; none: copied
+    std::map<std::string, std::string> fusedOwner;          // fused tensor -> its experts module
     for (const std::string& n : c->tensorNames()) {
         bool extra = false;
         for (const std::string& e : extras)
@@ -371,6 +424,36 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
             continue;
         TensorInfo t = c->info(n);
         t.name = n;
+        const std::optional<ExpertTensor> x = fusedExperts ? expertTensorOf(moe, n) : std::nullopt;
+        if (x && quantized.count(n.substr(0, n.size() - 7))) {
+            const std::string layer = n.substr(0, n.size() - 7);
+            const auto scheme = recipe.schemeFor(layer, layerKindOf(layer));
+            if (!scheme)
+                throw Error(configPath, layer,
+                            "has quantized tensors but quantization_config gives it no scheme");
+            checkQuantizedLinear(*c, layer, *scheme, configPath);
+            const DType scaleType = c->info(layer + ".weight_scale").dtype;
+            t.dtype = scaleType == DType::BF16 || scaleType == DType::F16 ? scaleType : DType::F32;
+        }
+        if (x) {
+            // the fused tensors take the place of the module's first expert tensor
+            if (x->expert >= moe.numExperts)
+                throw Error(c->fileOf(n).path(), n,
+                            "expert " + std::to_string(x->expert) + " of " +
+                                std::to_string(moe.numExperts) + " (num_local_experts)");
+            if (fusedModules.insert(x->module).second)
+                for (const std::string& rel : fusedExpertTensors(moe.storage, moe.expertBias)) {
+                    TensorInfo f = t;
+                    f.name = x->module + "." + rel;
+                    f.shape = fusedExpertShape(moe.storage, rel, moe.numExperts,
+                                               moe.expertIntermediate, model.hiddenSize);
+                    layout.push_back(f);
+                    names.push_back(f.name);
+                    schemes.push_back(std::nullopt);
+                    fusedOwner[f.name] = x->module;
+                }
+            continue;
+        }
         const std::string layer = endsWith(n, ".weight") ? n.substr(0, n.size() - 7) : "";
         std::optional<quant::QuantScheme> scheme;
         if (!layer.empty() && quantized.count(layer)) {
@@ -392,10 +475,63 @@ void writeDequantizedQuark(const std::string& directory, const std::string& outF
         names.push_back(n);
         schemes.push_back(std::move(scheme));
     }
+    // One expert linear as the model computes with it: dequantized, or stored in float.
+    auto expertLinear = [&](const std::string& layer, at::ScalarType dtype) {
+        if (!c->find(layer + ".weight"))
+            throw Error(c->directory(), layer + ".weight", "expert tensor missing from the export");
+        if (!quantized.count(layer)) {
+            if (!isFloat(c->info(layer + ".weight").dtype))
+                throw Error(c->fileOf(layer + ".weight").path(), layer + ".weight",
+                            "stored as " + dtypeName(c->info(layer + ".weight").dtype) +
+                                " but there is no " + layer +
+                                ".weight_scale to dequantize it with");
+            return read(*c, layer + ".weight").to(dtype);
+        }
+        const auto scheme = recipe.schemeFor(layer, layerKindOf(layer));
+        const auto [out, in] = checkQuantizedLinear(*c, layer, *scheme, configPath);
+        return dequantizeLinear(*c, layer, scheme->weight, *order, out, in, dtype);
+    };
+    auto expertBias = [&](const std::string& layer, at::ScalarType dtype) {
+        if (!moe.expertBias)
+            return at::Tensor();
+        if (!c->find(layer + ".bias"))
+            throw Error(c->directory(), layer + ".bias", "expert bias missing from the export");
+        return read(*c, layer + ".bias").to(dtype);
+    };
+    std::string fusedModule; // the module whose fused tensors are being written
+    std::map<std::string, at::Tensor> fused;
     SafetensorsWriter writer(outFile, layout, {{"format", "pt"}, {"quantscope", "dequantized"}});
     for (size_t i = 0; i < names.size(); ++i) {
         const std::string& n = names[i];
         const TensorInfo& t = layout[i];
+        const auto owner = fusedOwner.find(n);
+        if (owner != fusedOwner.end()) {
+            if (owner->second != fusedModule) {
+                fusedModule = owner->second;
+                const at::ScalarType dtype = storedFloatType(t.dtype);
+                std::vector<ExpertSlices> experts;
+                for (int64_t e = 0; e < moe.numExperts; ++e) {
+                    const std::string x = fusedModule + "." + std::to_string(e) + ".";
+                    ExpertSlices sl;
+                    sl.gate = expertLinear(x + moe.gateName, dtype);
+                    sl.up = expertLinear(x + moe.upName, dtype);
+                    sl.down = expertLinear(x + moe.downName, dtype);
+                    sl.gateBias = expertBias(x + moe.gateName, dtype);
+                    sl.upBias = expertBias(x + moe.upName, dtype);
+                    sl.downBias = expertBias(x + moe.downName, dtype);
+                    experts.push_back(std::move(sl));
+                }
+                fused = fuseExperts(moe.storage, experts);
+            }
+            const at::Tensor w = fused.at(n.substr(fusedModule.size() + 1))
+                                     .to(storedFloatType(t.dtype))
+                                     .contiguous();
+            if (w.sizes().vec() != t.shape)
+                throw Error(c->directory(), n,
+                            "the experts fuse to a shape config.json does not imply");
+            writer.writeNext(w.data_ptr(), uint64_t(w.nbytes()));
+            continue;
+        }
         if (!schemes[i]) {
             writer.writeNext(c->fileOf(n).data(c->info(n)), c->info(n).byteSize());
             continue;
@@ -415,7 +551,7 @@ std::unique_ptr<Checkpoint> openCheckpointForCompute(const std::string& director
     // Cache key: the reader's format, the export's absolute path, and size + mtime of its
     // files. Bump kDequantizedCacheFormat whenever the dequantized file a reader writes changes
     // (a cache written by an older, wrong reader must not be reused).
-    constexpr int kDequantizedCacheFormat = 2;
+    constexpr int kDequantizedCacheFormat = 3;
     QCryptographicHash h(QCryptographicHash::Sha256);
     const QDir dir(QString::fromStdString(directory));
     h.addData(QByteArray::number(kDequantizedCacheFormat));

@@ -93,6 +93,13 @@ private Q_SLOTS:
                                                 "model.layers.1.mlp.router",
                                                 "model.layers.2.mlp.router"}
                                  << 0;
+        // experts stored fused (feed_forward.experts.gate_up_proj / down_proj), written per
+        // expert as Quark writes them, fused back when the export is reopened; layers 0 and 2
+        // are dense
+        QTest::newRow("llama4_text") << "llama4_text"
+                                     << QStringList{"model.layers.1.feed_forward.router",
+                                                    "model.layers.3.feed_forward.router"}
+                                     << 0;
     }
 
     void routersExcludedByName() {

@@ -311,6 +311,76 @@ private Q_SLOTS:
         }
     }
 
+    // Llama 4 text: the per-layer lists as written, else derived as transformers'
+    // Llama4TextConfig derives them; what would change the forward unread is refused by field.
+    void llama4TextConfig() {
+        json j = llama();
+        j["model_type"] = "llama4_text";
+        j["num_hidden_layers"] = 4;
+        j["tie_word_embeddings"] = false;
+        j["intermediate_size"] = 64;
+        j["intermediate_size_mlp"] = 128;
+        j["num_local_experts"] = 4;
+        j["num_experts_per_tok"] = 2;
+        j["interleave_moe_layer_step"] = 2;
+        j["attention_chunk_size"] = 16;
+        j["floor_scale"] = 8;
+        // derived: a NoPE layer every 4th (no_rope_layer_interval), chunked where RoPE, MoE on
+        // every 2nd layer from 1
+        qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.layout.ropeLayer, (std::vector<bool>{true, true, true, false}));
+        QCOMPARE(c.layout.chunkedLayer, (std::vector<bool>{true, true, true, false}));
+        QVERIFY(!c.isMoeLayer(0) && c.isMoeLayer(1) && !c.isMoeLayer(2) && c.isMoeLayer(3));
+        QCOMPARE(c.intermediateSize, int64_t(128));
+        QCOMPARE(c.moe.expertIntermediate, int64_t(64));
+        QCOMPARE(c.moe.sharedIntermediate, int64_t(64));
+        QVERIFY(c.moe.scoreScalesInput && c.moe.storage == qs::ExpertStorage::GateUpHalves);
+        QVERIFY(c.layout.ropeInterleaved && c.layout.l2QkNorm);
+        QCOMPARE(c.layout.attentionChunk, int64_t(16));
+        QCOMPARE(c.layout.tempScale, 0.1);
+        QCOMPARE(c.layout.tempFloor, 8.0);
+        QCOMPARE(c.layout.mlpName, std::string("feed_forward"));
+        // written lists win over the intervals
+        j["no_rope_layers"] = {0, 1, 1, 1};
+        j["layer_types"] = {"full_attention", "full_attention", "chunked_attention",
+                            "full_attention"};
+        j["moe_layers"] = {0};
+        j["attn_temperature_tuning"] = false;
+        c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.layout.ropeLayer, (std::vector<bool>{false, true, true, true}));
+        QCOMPARE(c.layout.chunkedLayer, (std::vector<bool>{false, false, true, false}));
+        QVERIFY(c.isMoeLayer(0) && !c.isMoeLayer(1) && !c.isMoeLayer(3));
+        QCOMPARE(c.layout.tempScale, 0.0);
+        for (const auto& [patch, field] : std::vector<std::pair<json, std::string>>{
+                 {{{"no_rope_layers", {1, 2, 1, 0}}}, "no_rope_layers[1]"},
+                 {{{"no_rope_layers", {1, 1}}}, "no_rope_layers"},
+                 {{{"layer_types",
+                    {"sliding_attention", "full_attention", "full_attention", "full_attention"}}},
+                  "layer_types[0]"},
+                 {{{"moe_layers", {4}}}, "moe_layers[0]"},
+                 {{{"mlp_bias", true}}, "mlp_bias"},
+                 {{{"router_jitter_noise", -1.0}}, "router_jitter_noise"},
+                 {{{"attention_chunk", 16}}, "attention_chunk"}}) {
+            json bad = j;
+            bad.merge_patch(patch);
+            try {
+                qs::parseModelConfig(bad.dump(), "/m/config.json");
+                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
+            } catch (const qs::Error& e) {
+                QCOMPARE(e.field(), field);
+            }
+        }
+        // a chunked layer needs a chunk size (transformers raises too)
+        json bad = j;
+        bad["attention_chunk_size"] = nullptr;
+        try {
+            qs::parseModelConfig(bad.dump(), "/m/config.json");
+            QFAIL("accepted chunked layers with attention_chunk_size null");
+        } catch (const qs::Error& e) {
+            QCOMPARE(e.field(), std::string("attention_chunk_size"));
+        }
+    }
+
     void optConfig() {
         const json j = {{"model_type", "opt"},       {"hidden_size", 768},
                         {"ffn_dim", 3072},           {"num_hidden_layers", 12},
@@ -466,10 +536,6 @@ private Q_SLOTS:
                                       << ""
                                       << "model_type"
                                       << "unsupported model type";
-        QTest::newRow("recognised type") << R"({"model_type":"llama4_text"})"
-                                         << ""
-                                         << "model_type"
-                                         << "recognised but not supported yet: Llama 4 stores";
         QTest::newRow("bad act") << R"({"hidden_act":"swiglu9"})"
                                  << ""
                                  << "hidden_act"
