@@ -18,6 +18,8 @@ namespace qs {
 // where the config has one, a shared expert on every token, scaled by sigmoid of its gate (also
 // kept in full precision). Each expert's linears go through the hook like any other linear, on
 // only the tokens routed to them: calibration observes what the expert really sees.
+// gpt-oss (MoeConfig::softmaxAfterTopK, routerBias, swigluLimit): a biased router whose top-k
+// logits are softmaxed, and experts (with biases) applying a clamped SwiGLU.
 class MoeLayer {
 public:
     // `prefix`: the MoE module, e.g. "model.layers.0.block_sparse_moe".
