@@ -3,36 +3,11 @@
 #include "model/QuarkFolder.h"
 
 #include "model/ConfigParser.h"
-#include "model/FusedExperts.h"
 #include "util/Error.h"
 
 #include <QFileInfo>
 
 namespace qs {
-
-namespace {
-
-// A checkpoint of a family whose experts are stored fused that holds them per expert instead,
-// under the per-expert names Quantscope gives them (a Quark hf_format export, written as Quark
-// exports gpt-oss): read as per-expert storage.
-void detectPerExpertStorage(ModelConfig& c, const Checkpoint& ckpt) {
-    MoeConfig& m = c.moe;
-    if (m.storage == ExpertStorage::PerExpert)
-        return;
-    for (int64_t i = 0; i < c.numLayers; ++i) {
-        if (!c.isMoeLayer(i))
-            continue;
-        const std::string experts =
-            "model.layers." + std::to_string(i) + "." + m.prefix + "." + m.expertsPath;
-        const std::vector<std::string> fused = fusedExpertTensors(m.storage, m.expertBias);
-        if (!fused.empty() && !ckpt.contains(experts + "." + fused.front()) &&
-            ckpt.contains(experts + ".0." + m.gateName + ".weight"))
-            m.storage = ExpertStorage::PerExpert;
-        return;
-    }
-}
-
-} // namespace
 
 ModelHandle openModelHandle(const std::string& directory) {
     if (!QFileInfo(QString::fromStdString(directory)).isDir())
@@ -45,7 +20,6 @@ ModelHandle openModelHandle(const std::string& directory) {
     h.config = loadModelConfig(directory);
     h.family = &familyFor(h.config.modelType, h.config.source);
     h.checkpoint = openCheckpointForCompute(directory); // Quark exports: dequantized
-    detectPerExpertStorage(h.config, *h.checkpoint);
     return h;
 }
 
