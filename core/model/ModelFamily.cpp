@@ -23,15 +23,16 @@ const ModelFamily& phiFamily();
 const ModelFamily& gptjFamily();
 const ModelFamily& cohereFamily();
 const ModelFamily& dbrxFamily();
+const ModelFamily& gptOssFamily();
 const ModelFamily& llama4TextFamily();
 
 const std::vector<const ModelFamily*>& modelFamilies() {
     static const std::vector<const ModelFamily*> families{
-        &llamaFamily(),    &mistralFamily(),  &qwen2Family(),      &qwen3Family(),
-        &qwen3MoeFamily(), &mixtralFamily(),  &gemma2Family(),     &gemma3TextFamily(),
-        &phi3Family(),     &optFamily(),      &phiFamily(),        &gptjFamily(),
-        &cohereFamily(),   &qwen2MoeFamily(), &deepseekV3Family(), &dbrxFamily(),
-        &gptOssFamily(), &llama4TextFamily()};
+        &llamaFamily(),    &mistralFamily(),   &qwen2Family(),      &qwen3Family(),
+        &qwen3MoeFamily(), &mixtralFamily(),   &gemma2Family(),     &gemma3TextFamily(),
+        &phi3Family(),     &optFamily(),       &phiFamily(),        &gptjFamily(),
+        &cohereFamily(),   &qwen2MoeFamily(),  &deepseekV3Family(), &dbrxFamily(),
+        &gptOssFamily(),   &llama4TextFamily()};
     return families;
 }
 
