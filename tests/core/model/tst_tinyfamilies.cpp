@@ -95,8 +95,9 @@ private Q_SLOTS:
         // stopped being supported would drop out of the rows below silently without this).
         const QStringList supported = supportedFolders();
         for (const char* family :
-             {"cohere", "dbrx", "deepseek_v3", "gemma2", "gemma3_text", "gpt_oss", "gptj", "llama", "llama4_text", "mistral",
-              "mixtral", "opt", "phi", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
+             {"cohere", "dbrx", "deepseek_v3", "gemma2", "gemma3_text", "gpt_oss", "gptj", "llama",
+              "llama4_text", "mistral", "mixtral", "opt", "phi", "phi3", "qwen2", "qwen2_moe",
+              "qwen3", "qwen3_moe"})
             QVERIFY2(supported.contains(QString(family)), family);
         // A folder of a family Quantscope does not open yet (issue 31's DBRX, gpt-oss, ...) is
         // refused with the file and the field named, as a user opening it would see: never a
