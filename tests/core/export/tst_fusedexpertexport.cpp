@@ -3,6 +3,7 @@
 // checkpoint puts them back into the stored tensors, under the source's names and shapes, so
 // that transformers (and Quantscope) read it like the source. Reopened, it computes what the
 // run's in-memory model computed: the same fake-quantized weights, cut out again bit for bit.
+#include "ReopenedPerplexity.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
@@ -13,7 +14,6 @@
 
 #include <QtTest>
 
-#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -76,16 +76,7 @@ private Q_SLOTS:
             QVERIFY2(std::memcmp(file->data(*a), source->data(*b), a->byteSize()) != 0, n.c_str());
         }
 
-        // The run's evaluation and the reopened export's go through the same forward on the
-        // same windows; 1e-6 allows for the two evaluations batching windows differently.
-        QVERIFY(o.perplexity.has_value());
-        qs::EvalRequest eval;
-        eval.evaluation = o.recipe.evaluation;
-        const qs::PerplexityResult reopened = qs::evaluateModelOnText(out.toStdString(), eval);
-        QVERIFY2(std::fabs(reopened.perplexity / o.perplexity->perplexity - 1) < 1e-6,
-                 qPrintable(QString("reopened %1, in memory %2")
-                                .arg(reopened.perplexity, 0, 'g', 12)
-                                .arg(o.perplexity->perplexity, 0, 'g', 12)));
+        qs::test::verifyReopenedPerplexity(out, o);
     }
 
     // Quark exports DBRX's experts merged back with stacked scales, a layout not written here:

@@ -4,6 +4,7 @@
 // mixtral and qwen3_moe, plus "*.shared_expert_gate" for qwen2_moe: those are nn.Linear in
 // transformers, and a loader quantizes every Linear the config does not exclude. Quantscope
 // keeps them in float (they are not among the quantizable linears) and names them exactly.
+#include "ReopenedPerplexity.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
@@ -17,7 +18,6 @@
 #include <QtTest>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 
 namespace {
@@ -166,14 +166,7 @@ private Q_SLOTS:
 
         // Reopened (io/QuarkFolder dequantizes the codes), the export computes what the run's
         // fake-quantized model computed: the same codes and scales, the routers unchanged.
-        QVERIFY(o.perplexity.has_value());
-        qs::EvalRequest eval;
-        eval.evaluation = o.recipe.evaluation;
-        const qs::PerplexityResult reopened = qs::evaluateModelOnText(out.toStdString(), eval);
-        QVERIFY2(std::fabs(reopened.perplexity / o.perplexity->perplexity - 1) < 1e-6,
-                 qPrintable(QString("reopened %1, in memory %2")
-                                .arg(reopened.perplexity, 0, 'g', 12)
-                                .arg(o.perplexity->perplexity, 0, 'g', 12)));
+        qs::test::verifyReopenedPerplexity(out, o);
     }
 
     // A recipe exclusion of the shared experts (what a user writes to keep them in float)
