@@ -263,6 +263,58 @@ private Q_SLOTS:
         }
     }
 
+    // DBRX: its own top-level keys and two nested configs, each key of which is read or
+    // refused by its dotted name as strictly as the top level; DbrxConfig's shapes (kv_n_heads,
+    // ffn_hidden_size, the experts) and the routing's normalisation (p = 1: by the sum).
+    void dbrxConfig() {
+        const json j = {
+            {"model_type", "dbrx"},
+            {"vocab_size", 512},
+            {"d_model", 64},
+            {"n_heads", 4},
+            {"n_layers", 3},
+            {"max_seq_len", 256},
+            {"attn_config", {{"clip_qkv", 0.5}, {"kv_n_heads", 2}, {"rope_theta", 5e5}}},
+            {"ffn_config",
+             {{"ffn_hidden_size", 48},
+              {"moe_num_experts", 4},
+              {"moe_top_k", 2},
+              {"moe_normalize_expert_weights", 1.0},
+              {"ffn_act_fn", {{"name", "silu"}}}}}};
+        const qs::ModelConfig c = qs::parseModelConfig(j.dump(), "config.json");
+        QCOMPARE(c.hiddenSize, int64_t(64));
+        QCOMPARE(c.headDim, int64_t(16));
+        QCOMPARE(c.numKvHeads, int64_t(2));
+        QCOMPARE(c.layout.clipQkv, 0.5);
+        QVERIFY(c.layout.fusedQkv);
+        QCOMPARE(c.rope.theta, 5e5);
+        QCOMPARE(c.moe.expertIntermediate, int64_t(48));
+        QCOMPARE(c.moe.topK, int64_t(2));
+        QVERIFY(c.moe.normTopK);
+        QVERIFY(c.moe.storage == qs::ExpertStorage::DbrxRows);
+        QCOMPARE(c.moe.expertsPath, std::string("experts.mlp"));
+        json unnormalised = j;
+        unnormalised["ffn_config"].erase("moe_normalize_expert_weights");
+        QVERIFY(!qs::parseModelConfig(unnormalised.dump(), "config.json").moe.normTopK);
+        for (const auto& [patch, field] : std::vector<std::pair<json, std::string>>{
+                 {{{"attn_config", {{"qk_ln", true}}}}, "attn_config.qk_ln"},
+                 {{{"ffn_config", {{"moe_normalize_expert_weights", 2.0}}}},
+                  "ffn_config.moe_normalize_expert_weights"},
+                 {{{"ffn_config", {{"ffn_act_fn", {{"name", "relu"}}}}}}, "ffn_config.ffn_act_fn"},
+                 {{{"ffn_config", {{"hidden_size", 32}}}}, "ffn_config.hidden_size"},
+                 {{{"num_key_value_heads", 4}}, "num_key_value_heads"},
+                 {{{"attn_config", {{"kv_n_heads", 3}}}}, "attn_config.kv_n_heads"}}) {
+            json bad = j;
+            bad.merge_patch(patch);
+            try {
+                qs::parseModelConfig(bad.dump(), "/m/config.json");
+                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
+            } catch (const qs::Error& e) {
+                QCOMPARE(e.field(), field);
+            }
+        }
+    }
+
     // DeepSeek-V3: MLA dims, the softmax scale with yarn's mscale^2, the dense first layers and
     // the routing; what it cannot compute is refused by field.
     void deepseekV3Config() {
