@@ -60,7 +60,9 @@ public:
             throw Error(src, "num_key_value_heads", "differs from attn_config.kv_n_heads");
         if (c.numHeads % c.numKvHeads != 0)
             throw Error(src, "attn_config.kv_n_heads", "does not divide n_heads");
-        c.layout.fusedQkv = true; // Wqkv: rows [q; k; v] (read by DbrxModel, not the tree)
+        // Wqkv holds rows [q; k; v]: what the KV-cache and rotation refusals read (DbrxModel
+        // always splits Wqkv itself)
+        c.layout.fusedQkv = true;
         c.layout.clipQkv = attn.optionalDouble("clip_qkv", 0.0, 0.0, 1e30);
         const double theta = attn.optionalDouble("rope_theta", 10000.0, 1e-9, 1e30);
         if (f.has("rope_parameters")) {

@@ -3,12 +3,11 @@
 // checkpoint puts them back into the stored tensors, under the source's names and shapes, so
 // that transformers (and Quantscope) read it like the source. Reopened, it computes what the
 // run's in-memory model computed: the same fake-quantized weights, cut out again bit for bit.
-#include "ReopenedPerplexity.h"
 #include "TestMain.h"
 #include "TestSupport.h"
+#include "TinyExportRun.h"
 
 #include "io/SafetensorsFile.h"
-#include "recipe/RecipeFlags.h"
 #include "run/QuantizationRun.h"
 #include "util/Error.h"
 
@@ -19,26 +18,6 @@
 
 class TestFusedExpertExport : public QObject {
     Q_OBJECT
-
-private:
-    static qs::RunRequest request(const std::string& dir, const QString& out,
-                                  const std::string& format) {
-        qs::QuantFlags flags;
-        flags.quantScheme = "uint4_wo_32";
-        qs::RunRequest req;
-        req.modelDir = dir;
-        req.recipe = qs::recipeFromFlags(flags);
-        req.recipe.unfitPolicy = "skip";
-        req.recipe.evaluation.dataPath =
-            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-        req.recipe.evaluation.seqLen = 64;
-        req.recipe.evaluation.maxWindows = 2;
-        req.evaluate = true;
-        req.fidelity = false;
-        req.outDir = out.toStdString();
-        req.exportFormats = {format};
-        return req;
-    }
 
 private Q_SLOTS:
     void fakeExportFusesExpertsBack_data() {
@@ -56,7 +35,8 @@ private Q_SLOTS:
         const std::string dir =
             qs::test::sharedPath("models/tiny-families/" + folder).toStdString();
         const QString out = qs::test::tempDir("fused-" + folder) + "/export";
-        const qs::QuantizationOutcome o = qs::runQuantization(request(dir, out, "fake"));
+        const qs::QuantizationOutcome o =
+            qs::runQuantization(qs::test::tinyUint4Export(dir, out, "fake"));
 
         const auto file = qs::SafetensorsFile::open((out + "/model.safetensors").toStdString());
         const auto source = qs::SafetensorsFile::open(dir + "/model.safetensors");
@@ -85,7 +65,7 @@ private Q_SLOTS:
         const std::string dir = qs::test::sharedPath("models/tiny-families/dbrx").toStdString();
         const QString out = qs::test::tempDir("fused-dbrx-quark") + "/export";
         try {
-            qs::runQuantization(request(dir, out, "quark"));
+            qs::runQuantization(qs::test::tinyUint4Export(dir, out, "quark"));
             QFAIL("a Quark export of DBRX was written");
         } catch (const qs::Error& e) {
             QVERIFY2(std::string(e.what()).find("ffn.experts.mlp") != std::string::npos, e.what());

@@ -4,13 +4,12 @@
 // mixtral and qwen3_moe, plus "*.shared_expert_gate" for qwen2_moe: those are nn.Linear in
 // transformers, and a loader quantizes every Linear the config does not exclude. Quantscope
 // keeps them in float (they are not among the quantizable linears) and names them exactly.
-#include "ReopenedPerplexity.h"
 #include "TestMain.h"
 #include "TestSupport.h"
+#include "TinyExportRun.h"
 
 #include "io/SafetensorsFile.h"
 #include "model/ModelLoader.h"
-#include "recipe/RecipeFlags.h"
 #include "run/QuantizationRun.h"
 
 #include <nlohmann/json.hpp>
@@ -36,24 +35,7 @@ private:
     static qs::QuantizationOutcome exportQuark(const std::string& dir,
                                                const std::vector<std::string>& exclude,
                                                const QString& out) {
-        qs::QuantFlags flags;
-        flags.quantScheme = "uint4_wo_32";
-        flags.excludeLayers = exclude;
-        qs::RunRequest req;
-        req.modelDir = dir;
-        req.recipe = qs::recipeFromFlags(flags);
-        // DeepSeek-V3's MLA has linears with 24, 40 and 48 inputs, which uint4 per group of 32
-        // cannot write for Quark's loaders: they stay in float and are named in `exclude`
-        req.recipe.unfitPolicy = "skip";
-        req.recipe.evaluation.dataPath =
-            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-        req.recipe.evaluation.seqLen = 64;
-        req.recipe.evaluation.maxWindows = 2;
-        req.evaluate = true;
-        req.fidelity = false;
-        req.outDir = out.toStdString();
-        req.exportFormats = {"quark"};
-        return qs::runQuantization(req);
+        return qs::runQuantization(qs::test::tinyUint4Export(dir, out, "quark", exclude));
     }
 
 private Q_SLOTS:

@@ -31,6 +31,21 @@ private:
                 {"eos_token_id", 2}};
     }
 
+    // Each patch merged into `base` is refused, naming the field it gives (`field`).
+    static void verifyRefusedByField(const json& base,
+                                     const std::vector<std::pair<json, std::string>>& cases) {
+        for (const auto& [patch, field] : cases) {
+            json bad = base;
+            bad.merge_patch(patch);
+            try {
+                qs::parseModelConfig(bad.dump(), "/m/config.json");
+                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
+            } catch (const qs::Error& e) {
+                QCOMPARE(e.field(), field);
+            }
+        }
+    }
+
 private Q_SLOTS:
     void llamaConfig() {
         const qs::ModelConfig c = qs::parseModelConfig(llama().dump(), "config.json");
@@ -239,21 +254,11 @@ private Q_SLOTS:
         QVERIFY(!c.slides(0) && c.slides(1) && !c.slides(2));
         QCOMPARE(c.rope.theta, 10000.0);
         QCOMPARE(c.rope.factor, 8.0);
-        for (const auto& [patch, field] : std::vector<std::pair<json, std::string>>{
-                 {{{"mlp_bias", true}}, "mlp_bias"},
-                 {{{"swiglu_limit", 0.0}}, "swiglu_limit"},
-                 {{{"num_experts_per_tok", 9}}, "num_experts_per_tok"},
-                 {{{"layer_types", {"full_attention"}}}, "layer_types"},
-                 {{{"router_jitter_noise", 0.1}}, "router_jitter_noise"}}) {
-            json bad = j;
-            bad.merge_patch(patch);
-            try {
-                qs::parseModelConfig(bad.dump(), "/m/config.json");
-                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
-            } catch (const qs::Error& e) {
-                QCOMPARE(e.field(), field);
-            }
-        }
+        verifyRefusedByField(j, {{{{"mlp_bias", true}}, "mlp_bias"},
+                                 {{{"swiglu_limit", 0.0}}, "swiglu_limit"},
+                                 {{{"num_experts_per_tok", 9}}, "num_experts_per_tok"},
+                                 {{{"layer_types", {"full_attention"}}}, "layer_types"},
+                                 {{{"router_jitter_noise", 0.1}}, "router_jitter_noise"}});
         j.erase("num_local_experts");
         try {
             qs::parseModelConfig(j.dump(), "/m/config.json");
@@ -296,23 +301,14 @@ private Q_SLOTS:
         json unnormalised = j;
         unnormalised["ffn_config"].erase("moe_normalize_expert_weights");
         QVERIFY(!qs::parseModelConfig(unnormalised.dump(), "config.json").moe.normTopK);
-        for (const auto& [patch, field] : std::vector<std::pair<json, std::string>>{
-                 {{{"attn_config", {{"qk_ln", true}}}}, "attn_config.qk_ln"},
-                 {{{"ffn_config", {{"moe_normalize_expert_weights", 2.0}}}},
-                  "ffn_config.moe_normalize_expert_weights"},
-                 {{{"ffn_config", {{"ffn_act_fn", {{"name", "relu"}}}}}}, "ffn_config.ffn_act_fn"},
-                 {{{"ffn_config", {{"hidden_size", 32}}}}, "ffn_config.hidden_size"},
-                 {{{"num_key_value_heads", 4}}, "num_key_value_heads"},
-                 {{{"attn_config", {{"kv_n_heads", 3}}}}, "attn_config.kv_n_heads"}}) {
-            json bad = j;
-            bad.merge_patch(patch);
-            try {
-                qs::parseModelConfig(bad.dump(), "/m/config.json");
-                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
-            } catch (const qs::Error& e) {
-                QCOMPARE(e.field(), field);
-            }
-        }
+        verifyRefusedByField(
+            j, {{{{"attn_config", {{"qk_ln", true}}}}, "attn_config.qk_ln"},
+                {{{"ffn_config", {{"moe_normalize_expert_weights", 2.0}}}},
+                 "ffn_config.moe_normalize_expert_weights"},
+                {{{"ffn_config", {{"ffn_act_fn", {{"name", "relu"}}}}}}, "ffn_config.ffn_act_fn"},
+                {{{"ffn_config", {{"hidden_size", 32}}}}, "ffn_config.hidden_size"},
+                {{{"num_key_value_heads", 4}}, "num_key_value_heads"},
+                {{{"attn_config", {{"kv_n_heads", 3}}}}, "attn_config.kv_n_heads"}});
     }
 
     // DeepSeek-V3: MLA dims, the softmax scale with yarn's mscale^2, the dense first layers and
@@ -346,21 +342,11 @@ private Q_SLOTS:
         QVERIFY(c.moe.sigmoidScores && c.moe.correctionBias && c.moe.normTopK);
         QCOMPARE(c.moe.sharedIntermediate, int64_t(64));
         QVERIFY(c.layout.ropeInterleaved);
-        for (const auto& [patch, field] : std::vector<std::pair<json, std::string>>{
-                 {{{"attention_bias", true}}, "attention_bias"},
-                 {{{"scoring_func", "softmax"}}, "scoring_func"},
-                 {{{"n_group", 3}}, "n_group"},
-                 {{{"qk_head_dim", 30}}, "qk_head_dim"},
-                 {{{"num_key_value_heads", 4}}, "num_key_value_heads"}}) {
-            json bad = j;
-            bad.merge_patch(patch);
-            try {
-                qs::parseModelConfig(bad.dump(), "/m/config.json");
-                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
-            } catch (const qs::Error& e) {
-                QCOMPARE(e.field(), field);
-            }
-        }
+        verifyRefusedByField(j, {{{{"attention_bias", true}}, "attention_bias"},
+                                 {{{"scoring_func", "softmax"}}, "scoring_func"},
+                                 {{{"n_group", 3}}, "n_group"},
+                                 {{{"qk_head_dim", 30}}, "qk_head_dim"},
+                                 {{{"num_key_value_heads", 4}}, "num_key_value_heads"}});
     }
 
     // Llama 4 text: the per-layer lists as written, else derived as transformers'
@@ -403,25 +389,16 @@ private Q_SLOTS:
         QCOMPARE(c.layout.chunkedLayer, (std::vector<bool>{false, false, true, false}));
         QVERIFY(c.isMoeLayer(0) && !c.isMoeLayer(1) && !c.isMoeLayer(3));
         QCOMPARE(c.layout.tempScale, 0.0);
-        for (const auto& [patch, field] : std::vector<std::pair<json, std::string>>{
-                 {{{"no_rope_layers", {1, 2, 1, 0}}}, "no_rope_layers[1]"},
-                 {{{"no_rope_layers", {1, 1}}}, "no_rope_layers"},
-                 {{{"layer_types",
-                    {"sliding_attention", "full_attention", "full_attention", "full_attention"}}},
-                  "layer_types[0]"},
-                 {{{"moe_layers", {4}}}, "moe_layers[0]"},
-                 {{{"mlp_bias", true}}, "mlp_bias"},
-                 {{{"router_jitter_noise", -1.0}}, "router_jitter_noise"},
-                 {{{"attention_chunk", 16}}, "attention_chunk"}}) {
-            json bad = j;
-            bad.merge_patch(patch);
-            try {
-                qs::parseModelConfig(bad.dump(), "/m/config.json");
-                QFAIL(qPrintable(QString::fromStdString("accepted " + patch.dump())));
-            } catch (const qs::Error& e) {
-                QCOMPARE(e.field(), field);
-            }
-        }
+        verifyRefusedByField(
+            j, {{{{"no_rope_layers", {1, 2, 1, 0}}}, "no_rope_layers[1]"},
+                {{{"no_rope_layers", {1, 1}}}, "no_rope_layers"},
+                {{{"layer_types",
+                   {"sliding_attention", "full_attention", "full_attention", "full_attention"}}},
+                 "layer_types[0]"},
+                {{{"moe_layers", {4}}}, "moe_layers[0]"},
+                {{{"mlp_bias", true}}, "mlp_bias"},
+                {{{"router_jitter_noise", -1.0}}, "router_jitter_noise"},
+                {{{"attention_chunk", 16}}, "attention_chunk"}});
         // a chunked layer needs a chunk size (transformers raises too)
         json bad = j;
         bad["attention_chunk_size"] = nullptr;
