@@ -47,6 +47,19 @@ std::vector<size_t> shownPoints(const SchemeSearchResult& r, size_t rows) {
     return shown;
 }
 
+// The map from the sum of KL alone to the predicted KL, with the anchors it was fitted on
+// (read back by --costs).
+nlohmann::json predictionJson(const KlSumModel& model) {
+    nlohmann::json anchors = nlohmann::json::array();
+    for (const KlAnchor& a : model.anchors())
+        anchors.push_back(
+            {{"candidate", a.candidate}, {"kl_alone_sum", a.klSum}, {"kl_measured", a.klMeasured}});
+    return {{"formula", "kl = kl_alone_sum / (1 + lambda * kl_alone_sum)"},
+            {"lambda", model.lambda()},
+            {"lambda_clamped", model.clamped()},
+            {"anchors", anchors}};
+}
+
 nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest& q,
                           const std::string& recipeFile) {
     const SearchPoint& chosen = r.frontier[r.chosen];
@@ -55,6 +68,7 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
         frontier.push_back({{"bits", p.bits},
                             {"bytes", p.bytes},
                             {"predicted_kl", p.predictedKl},
+                            {"kl_alone_sum", p.klSum},
                             {"units_per_candidate", unitsPerCandidate(r, p)}});
     nlohmann::json units = nlohmann::json::array();
     for (size_t u = 0; u < r.units.size(); ++u) {
@@ -84,22 +98,24 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
         budget["bytes"] = {{"asked", *q.budgetBytes}, {"used", r.modelBytes}};
     if (q.budgetKl)
         budget["kl_mean"] = {{"asked", *q.budgetKl}, {"predicted", chosen.predictedKl}};
-    nlohmann::json j = {{"candidates", r.candidates},
-                        {"effective_bits", r.effectiveBits},
-                        {"model_bytes", r.modelBytes},
-                        {"budget", budget},
-                        {"predicted", {{"kl_mean", chosen.predictedKl}}},
-                        {"frontier", frontier},
-                        {"frontier_exact", r.frontierExact},
-                        {"chosen_point", r.chosen},
-                        {"units", units},
-                        {"fp_perplexity", r.fpPerplexity ? nlohmann::json(*r.fpPerplexity)
-                                                         : nlohmann::json(nullptr)},
-                        {"seconds", {{"costs", r.costSeconds}, {"measure", r.measureSeconds}}},
-                        {"costs_key", r.costsKey},
-                        {"costs_reused", r.costsReused},
-                        {"recipe", r.recipe.toJson()},
-                        {"recipe_file", recipeFile}};
+    nlohmann::json j = {
+        {"candidates", r.candidates},
+        {"effective_bits", r.effectiveBits},
+        {"model_bytes", r.modelBytes},
+        {"budget", budget},
+        {"predicted", {{"kl_mean", chosen.predictedKl}, {"kl_alone_sum", chosen.klSum}}},
+        {"prediction", predictionJson(r.klModel)},
+        {"frontier", frontier},
+        {"frontier_exact", r.frontierExact},
+        {"chosen_point", r.chosen},
+        {"units", units},
+        {"fp_perplexity",
+         r.fpPerplexity ? nlohmann::json(*r.fpPerplexity) : nlohmann::json(nullptr)},
+        {"seconds", {{"costs", r.costSeconds}, {"measure", r.measureSeconds}}},
+        {"costs_key", r.costsKey},
+        {"costs_reused", r.costsReused},
+        {"recipe", r.recipe.toJson()},
+        {"recipe_file", recipeFile}};
     if (r.measuredPerplexity && r.measuredFidelity)
         j["measured"] = {{"kl_mean", r.measuredFidelity->klMean.value},
                          {"kl_mean_error", r.measuredFidelity->klMean.error},
@@ -120,9 +136,16 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
     std::printf("\nunits: %zu (linears that share a scheme grouped), %lld block linear weights\n",
                 r.units.size(), static_cast<long long>(r.linearWeights));
     if (r.costsReused)
-        std::printf("per-unit KL alone reused from --costs\n\n");
+        std::printf("per-unit KL alone reused from --costs\n");
     else
-        std::printf("per-unit KL alone measured in %.1f s\n\n", r.costSeconds);
+        std::printf("per-unit KL alone measured in %.1f s\n", r.costSeconds);
+    std::printf("predicted KL = S / (1 + lambda S), S the sum of the units' KL alone; lambda "
+                "%.4f%s, from each candidate everywhere:\n",
+                r.klModel.lambda(), r.klModel.clamped() ? " (limited)" : "");
+    for (const KlAnchor& a : r.klModel.anchors())
+        std::printf("  %-24s S %.6f, measured %.6f, predicted %.6f\n", a.candidate.c_str(), a.klSum,
+                    a.klMeasured, r.klModel.predict(a.klSum));
+    std::printf("\n");
     std::printf("predicted frontier (%zu points%s; the table shows up to 16):\n", r.frontier.size(),
                 r.frontierExact ? ", exact" : ", thinned");
     std::printf("  %10s %14s %14s  %s\n", "bits/wt", "model bytes", "predicted KL",
@@ -264,8 +287,13 @@ int runRecipeSearch(const QStringList& args) {
             for (const nlohmann::json& unit : earlier.at("units"))
                 for (const auto& [candidate, kl] : unit.at("kl_alone").items())
                     q.knownCosts[unit.at("unit").get<std::string>()][candidate] = kl.get<double>();
+            if (earlier.contains("prediction"))
+                for (const nlohmann::json& a : earlier.at("prediction").at("anchors"))
+                    q.knownAnchors.push_back({a.at("candidate").get<std::string>(),
+                                              a.at("kl_alone_sum").get<double>(),
+                                              a.at("kl_measured").get<double>()});
         } catch (const nlohmann::json::exception& e) {
-            throw Error(path, "costs_key / units",
+            throw Error(path, "costs_key / units / prediction",
                         std::string("not the --json output of a recipe search: ") + e.what());
         }
         if (q.knownCosts.empty())

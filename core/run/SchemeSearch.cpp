@@ -295,12 +295,13 @@ runSchemeSearch(const SchemeSearchRequest& request,
     }
 
     // Costs: one calibration per quantizing candidate, one full-precision pass, one measurement
-    // per unit and candidate.
+    // per unit and candidate, and one of each candidate's uniform recipe (the anchors).
     const size_t quantizingCount = size_t(
         std::count_if(schemes.begin(), schemes.end(), [](const auto& s) { return bool(s); }));
     const bool reuse = !request.knownCosts.empty();
-    const double steps = double((reuse ? 0 : quantizingCount * (1 + result.units.size()) + 1) +
+    const double steps = double((reuse ? 0 : quantizingCount * (2 + result.units.size()) + 1) +
                                 (request.measure ? 1 : 0));
+    std::vector<KlAnchor> anchors;
     double done = 0;
     auto part = [&](const std::string& what) -> PipelineProgress {
         return [&, what](double f, const std::string& m) {
@@ -334,6 +335,18 @@ runSchemeSearch(const SchemeSearchRequest& request,
                                     "': measure it (run the search without --costs)");
                 u.kl[c] = unit->second.at(candidates[c]);
             }
+        for (size_t c = 0; c < k; ++c) {
+            if (!schemes[c])
+                continue;
+            const auto known =
+                std::find_if(request.knownAnchors.begin(), request.knownAnchors.end(),
+                             [&](const KlAnchor& a) { return a.candidate == candidates[c]; });
+            if (known == request.knownAnchors.end())
+                throw Error("--costs", candidates[c],
+                            "no measured uniform recipe for this candidate (prediction.anchors): "
+                            "measure it (run the search without --costs)");
+            anchors.push_back(*known);
+        }
     }
     std::optional<PreparedRun> referencePrep; // owns the model the reference logits come from
     std::optional<PlanRowEvaluator> rows;
@@ -375,6 +388,23 @@ runSchemeSearch(const SchemeSearchRequest& request,
             }
             ++done;
         }
+        // The anchor: every unit that fits the candidate quantized by it, from block 0.
+        KlAnchor anchor{candidates[c], 0.0, 0.0};
+        std::set<std::string> fitting;
+        for (const SearchUnit& u : result.units)
+            if (u.bytes[c]) {
+                anchor.klSum += u.kl[c];
+                fitting.insert(u.layers.begin(), u.layers.end());
+            }
+        const PlanFilter uniform = [&fitting](const LayerPlan& p) {
+            return fitting.count(p.name) ? PlanParts{true, !p.outputIsKvCache}
+                                         : PlanParts{false, false};
+        };
+        anchor.klMeasured = rows->measure(pipeline, plans, uniform, rows->referenceInput(0), 0,
+                                          nullptr, part(candidates[c] + " everywhere"))
+                                .fidelity.klMean;
+        anchors.push_back(anchor);
+        ++done;
         plans.clear();
         if (!referencePrep)
             referencePrep.emplace(std::move(prep));
@@ -418,10 +448,17 @@ runSchemeSearch(const SchemeSearchRequest& request,
     }
     const Frontier frontier = paretoFrontier(options);
     result.frontierExact = frontier.exact;
+    result.klModel = KlSumModel(anchors, frontier.points.front().cost);
+    if (result.klModel.clamped())
+        result.warnings.push_back(
+            "the uniform recipes' KL grows much faster than the sum of the units' KL alone; the "
+            "prediction's correction was limited to twice the sum (lambda " +
+            fixed(result.klModel.lambda(), 4) + ")");
     for (const FrontierPoint& p : frontier.points) {
         SearchPoint point;
         point.bytes = result.fixedBytes;
-        point.predictedKl = p.cost;
+        point.klSum = p.cost;
+        point.predictedKl = result.klModel.predict(p.cost);
         point.choice = p.choice;
         uint64_t weightBytes = excludedLinearBytes;
         for (size_t u = 0; u < result.units.size(); ++u) {
@@ -441,7 +478,10 @@ runSchemeSearch(const SchemeSearchRequest& request,
     if (request.budgetKl) {
         // The smallest recipe within the KL budget; with a size budget too it must fit it (the
         // smallest does or none does).
-        chosen = frontier.smallestWithCost(*request.budgetKl);
+        // The predicted KL falls along the frontier (KlSumModel is increasing in the sum).
+        for (size_t i = 0; i < result.frontier.size() && !chosen; ++i)
+            if (result.frontier[i].predictedKl <= *request.budgetKl)
+                chosen = i;
         if (!chosen)
             throw Error("--budget-kl", fixed(*request.budgetKl, 6),
                         "infeasible: the least predicted KL these candidates give is " +

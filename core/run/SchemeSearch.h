@@ -14,7 +14,9 @@
 //    evaluation windows after one calibration per candidate, every measurement against one
 //    full-precision pass and starting at the unit's block (run/PlanRowEvaluator.h: what
 //    `analyze --sensitivity` measures as "KL alone"). A recipe's predicted KL is the sum over
-//    its units (errors of different layers add to first order).
+//    its units (errors of different layers add to first order), mapped through KlSumModel
+//    (recipe/KlSumModel.h), fitted on each quantizing candidate's uniform recipe measured
+//    beside the units: the sum saturates or grows faster on real models, measured.
 //  - solver: the exact size/KL frontier of the separable problem (recipe/SchemeFrontier.h),
 //    computed once; a budget picks a point on it.
 // The chosen recipe is then run and measured like any evaluation (perplexity and fidelity).
@@ -23,6 +25,7 @@
 
 #include "eval/FidelityReport.h"
 #include "eval/PerplexityResult.h"
+#include "recipe/KlSumModel.h"
 #include "recipe/Recipe.h"
 #include "run/RunRequest.h"
 
@@ -57,6 +60,7 @@ struct SchemeSearchRequest {
     // measurement. `knownCostsKey` must equal this request's costsKey(), or the search refuses
     // them (they were measured on something else).
     std::map<std::string, std::map<std::string, double>> knownCosts;
+    std::vector<KlAnchor> knownAnchors; // the same search's uniform recipes (KlSumModel)
     std::string knownCostsKey;
 };
 
@@ -83,7 +87,8 @@ struct SearchPoint {
     uint64_t bytes = 0;       // Quark hf_format tensor bytes of the whole model
     uint64_t weightBytes = 0; // of every block linear's weight (excluded ones included)
     double bits = 0.0;        // effective_bits: 8 weightBytes / linear weights
-    double predictedKl = 0.0; // sum of the chosen units' KL alone
+    double klSum = 0.0;       // sum of the chosen units' KL alone
+    double predictedKl = 0.0; // klSum through the search's KlSumModel
     // Candidate index per unit; candidates.size() for a unit no candidate fits when "none" is
     // not a candidate (left unquantized).
     std::vector<int> choice;
@@ -98,7 +103,8 @@ struct SchemeSearchResult {
     uint64_t fixedBytes = 0;
     std::vector<SearchPoint> frontier; // ascending size, descending predicted KL
     bool frontierExact = true;
-    size_t chosen = 0; // index into frontier
+    size_t chosen = 0;  // index into frontier
+    KlSumModel klModel; // fitted on every quantizing candidate's uniform recipe
 
     Recipe recipe;              // the chosen point's recipe
     double effectiveBits = 0.0; // of `recipe`, by exportSize

@@ -48,7 +48,9 @@ private Q_SLOTS:
         QVERIFY(bits > 4.0 && bits <= 8.0);
         QCOMPARE(j["budget"]["bits_per_weight"]["asked"].toDouble(), 8.0);
         QVERIFY(j["budget"]["bits_per_weight"]["used"].toDouble() == bits);
-        // The prediction is the sum of the chosen units' KL alone, in unit order.
+        // The prediction: the sum of the chosen units' KL alone, in unit order, through
+        // KL = S / (1 + lambda S) with the lambda the report gives, fitted on one measured
+        // uniform recipe per quantizing candidate.
         double sum = 0.0;
         const QJsonArray units = j["units"].toArray();
         QCOMPARE(units.size(), 5 * 4); // q/k/v, o, gate/up, down per block
@@ -56,7 +58,13 @@ private Q_SLOTS:
             const QString chosen = u["chosen"].toString();
             sum += chosen == "none" ? 0.0 : u["kl_alone"][chosen].toDouble();
         }
-        QVERIFY(sum == j["predicted"]["kl_mean"].toDouble());
+        QVERIFY(sum == j["predicted"]["kl_alone_sum"].toDouble());
+        const QJsonObject prediction = j["prediction"].toObject();
+        const double lambda = prediction["lambda"].toDouble();
+        QVERIFY(sum / (1.0 + lambda * sum) == j["predicted"]["kl_mean"].toDouble());
+        QCOMPARE(prediction["anchors"].toArray().size(), 2); // uint4_wo_32 and int8
+        for (const QJsonValue& a : prediction["anchors"].toArray())
+            QVERIFY(a["kl_measured"].toDouble() > 0.0 && a["kl_alone_sum"].toDouble() > 0.0);
         QVERIFY(j["measured"]["kl_mean"].toDouble() > 0.0);
         QVERIFY(j["measured"]["perplexity"].toDouble() > 1.0);
         // The frontier: ascending bits, descending predicted KL, the chosen point on it.
@@ -88,6 +96,7 @@ private Q_SLOTS:
         const Run r = qs::test::runCli(searchArgs("10") << "--no-measure");
         QVERIFY2(r.exitCode == 0, r.err.constData());
         QVERIFY(r.out.contains("predicted frontier"));
+        QVERIFY(r.out.contains("predicted KL = S / (1 + lambda S)"));
         QVERIFY(r.out.contains("bits per weight asked"));
         QVERIFY(r.out.contains("not measured"));
     }

@@ -129,6 +129,32 @@ private Q_SLOTS:
         QVERIFY(qkv.kl[size_t(candidate("int4_wo_32"))] == out.fidelity->klMean.value);
     }
 
+    void anchorsAreSeparateRunsOfEachCandidateEverywhere() {
+        // One anchor per quantizing candidate: the sum of its units' KL alone in unit order, and
+        // the KL of the recipe with every unit that fits it quantized by it, which a separate
+        // run of that recipe gives to the last bit (the same calibration, blocks and head).
+        const std::vector<qs::KlAnchor>& anchors = m_result.klModel.anchors();
+        QCOMPARE(int(anchors.size()), 2);
+        for (const qs::KlAnchor& a : anchors) {
+            const size_t c = size_t(candidate(a.candidate));
+            double sum = 0.0;
+            for (const qs::SearchUnit& u : m_result.units)
+                if (u.bytes[c])
+                    sum += u.kl[c];
+            QVERIFY(a.klSum == sum);
+            qs::RunRequest req = base();
+            req.recipe.global = qs::quant::resolveScheme(a.candidate);
+            req.recipe.unfitPolicy = "skip";
+            for (const qs::SearchUnit& u : m_result.units)
+                if (!u.bytes[c])
+                    for (const std::string& l : u.layers)
+                        req.recipe.exclude.push_back(qs::exactLayerPattern(l));
+            req.evaluate = true;
+            const qs::QuantizationOutcome out = qs::runQuantization(req);
+            QVERIFY2(a.klMeasured == out.fidelity->klMean.value, a.candidate.c_str());
+        }
+    }
+
     void pickIsTheBruteForceOptimumWithinTheBudget() {
         // Every choice of 3 candidates for 8 units (6561), summed in unit order as the solver
         // sums: the least predicted KL whose effective bits fit 6.
@@ -149,13 +175,16 @@ private Q_SLOTS:
                     walk(u + 1, bytes + *units[u].bytes[c], kl + units[u].kl[c]);
         };
         walk(0, 0, 0.0);
+        // The search minimises the sum; its prediction is the sum through the fitted map, which
+        // is increasing, so the sum's optimum is the prediction's.
         const qs::SearchPoint& chosen = m_result.frontier[m_result.chosen];
         QVERIFY(best > 0.0);
-        QVERIFY(chosen.predictedKl == best);
+        QVERIFY(chosen.klSum == best);
         double sum = 0.0;
         for (size_t u = 0; u < units.size(); ++u)
             sum += units[u].kl[size_t(chosen.choice[u])];
-        QVERIFY(sum == chosen.predictedKl);
+        QVERIFY(sum == chosen.klSum);
+        QVERIFY(chosen.predictedKl == m_result.klModel.predict(sum));
         // A mix: at 6 bits neither int8 everywhere (8+) nor int4 everywhere is the optimum's only
         // possibility, and the budget is used but never exceeded.
         QVERIFY(m_result.effectiveBits <= 6.0);
@@ -214,6 +243,14 @@ private Q_SLOTS:
                 if (u.bytes[c] && m_candidates[c] != "none")
                     q.knownCosts[u.name][m_candidates[c]] = u.kl[c];
         q.knownCostsKey = m_result.costsKey;
+        // Without the anchors the prediction cannot be made: refused, naming the candidate.
+        try {
+            qs::runSchemeSearch(q);
+            QFAIL("costs without anchors were accepted");
+        } catch (const qs::Error& e) {
+            QCOMPARE(e.field(), std::string("int4_wo_32"));
+        }
+        q.knownAnchors = m_result.klModel.anchors();
         qs::SchemeSearchResult r;
         try {
             r = qs::runSchemeSearch(q);
