@@ -8,7 +8,9 @@
 For every budget (effective bits per weight, Quark hf_format), measured on the same evaluation
 windows against the same full-precision model (mean KL, perplexity):
   ours     `quantscope-cli recipe --auto` (per-unit costs measured once, at the first budget;
-           the other budgets reuse them with --costs);
+           the other budgets reuse them with --costs): "sum" is the chosen units' summed KL
+           alone, "pred KL" the search's prediction from it (docs/recipe-search.md), "KL" the
+           measurement, "pred err" the prediction's error against it;
   uniform  the best single candidate for every layer whose size fits the budget (measured KL);
   top-k    that uniform recipe with the k layer groups of highest KL alone (the search's own
            per-unit measurements for that scheme) left unquantized, k as large as fits.
@@ -102,7 +104,8 @@ def main():
             search_seconds = seconds
             units = j["units"]
         ours[b] = {"bits": j["effective_bits"], "kl": j["measured"]["kl_mean"],
-                   "ppl": j["measured"]["perplexity"], "predicted": j["predicted"]["kl_mean"]}
+                   "ppl": j["measured"]["perplexity"], "predicted": j["predicted"]["kl_mean"],
+                   "sum": j["predicted"]["kl_alone_sum"]}
     if not costs:
         sys.exit("no budget was feasible: " + "; ".join(v["error"] for v in ours.values()))
 
@@ -145,14 +148,15 @@ def main():
     model = os.path.basename(os.path.normpath(args.model))
     print(f"model {model}; candidates {args.candidates}; {args.windows} evaluation windows of "
           f"{args.seq_len}; calibration {args.calib_windows} x {args.seq_len}")
-    print(f"{'budget':>6} | {'ours bits':>9} {'pred KL':>9} {'KL':>9} {'pred err':>8} {'ppl':>10} | "
+    print(f"{'budget':>6} | {'ours bits':>9} {'sum':>9} {'pred KL':>9} {'KL':>9} {'pred err':>8} {'ppl':>10} | "
           f"{'uniform':>18} {'bits':>7} {'KL':>9} | {'top-k':>5} {'bits':>7} {'KL':>9} | best")
     for b, o, best, u, t in rows:
         if "error" in o:
             print(f"{b:6.2f} | infeasible: {o['error']}")
             continue
         err = 100.0 * (o["predicted"] - o["kl"]) / o["kl"] if o["kl"] > 0 else 0.0
-        line = f"{b:6.2f} | {o['bits']:9.4f} {o['predicted']:9.5f} {o['kl']:9.5f} {err:+7.1f}% {o['ppl']:10.4f} | "
+        line = (f"{b:6.2f} | {o['bits']:9.4f} {o['sum']:9.5f} {o['predicted']:9.5f} {o['kl']:9.5f} "
+                f"{err:+7.1f}% {o['ppl']:10.4f} | ")
         if u:
             line += f"{best:>18} {u['bits']:7.3f} {u['kl']:9.5f} | {t['k']:5d} {t['bits']:7.3f} {t['kl']:9.5f} | "
             winner = min([("ours", o["kl"]), ("uniform", u["kl"]), ("top-k", t["kl"])], key=lambda x: x[1])[0]

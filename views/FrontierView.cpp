@@ -216,6 +216,15 @@ void FrontierView::redraw() {
         m_plot->addScatter(tr("selected"), {p.bits}, {p.predictedKl}, QColor(0xff, 0x7f, 0x0e),
                            14.0);
     }
+    // Each candidate everywhere, measured by the search (what its prediction is fitted on).
+    QVector<double> anchorBits, anchorKl;
+    for (const KlAnchor& a : m_result.klModel.anchors()) {
+        anchorBits << a.bits;
+        anchorKl << a.klMeasured;
+    }
+    if (!anchorBits.isEmpty())
+        m_plot->addScatter(tr("uniform, measured"), anchorBits, anchorKl, QColor(0x2c, 0xa0, 0x2c),
+                           8.0);
     const SearchPoint& chosen = m_result.frontier[m_result.chosen];
     if (m_result.measuredFidelity)
         m_plot->addScatter(tr("measured"), {chosen.bits}, {m_result.measuredFidelity->klMean.value},
@@ -225,9 +234,10 @@ void FrontierView::redraw() {
     m_plot->setNote({});
     m_plot->rescaleAndReplot();
     m_summary->setText((m_result.measuredFidelity
-                            ? tr("Blue: predicted frontier; orange: selected; red: the "
-                                 "search's pick, measured.")
-                            : tr("Blue: predicted frontier; orange: selected.")) +
+                            ? tr("Blue: predicted frontier; green: each candidate everywhere, "
+                                 "measured; orange: selected; red: the search's pick, measured.")
+                            : tr("Blue: predicted frontier; green: each candidate everywhere, "
+                                 "measured; orange: selected.")) +
                        QLatin1Char(' ') + summaryText());
 }
 

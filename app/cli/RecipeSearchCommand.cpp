@@ -52,8 +52,10 @@ std::vector<size_t> shownPoints(const SchemeSearchResult& r, size_t rows) {
 nlohmann::json predictionJson(const KlSumModel& model) {
     nlohmann::json anchors = nlohmann::json::array();
     for (const KlAnchor& a : model.anchors())
-        anchors.push_back(
-            {{"candidate", a.candidate}, {"kl_alone_sum", a.klSum}, {"kl_measured", a.klMeasured}});
+        anchors.push_back({{"candidate", a.candidate},
+                           {"bits", a.bits},
+                           {"kl_alone_sum", a.klSum},
+                           {"kl_measured", a.klMeasured}});
     return {{"formula", "kl = kl_alone_sum / (1 + lambda * kl_alone_sum)"},
             {"lambda", model.lambda()},
             {"lambda_clamped", model.clamped()},
@@ -143,8 +145,8 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
                 "%.4f%s, from each candidate everywhere:\n",
                 r.klModel.lambda(), r.klModel.clamped() ? " (limited)" : "");
     for (const KlAnchor& a : r.klModel.anchors())
-        std::printf("  %-24s S %.6f, measured %.6f, predicted %.6f\n", a.candidate.c_str(), a.klSum,
-                    a.klMeasured, r.klModel.predict(a.klSum));
+        std::printf("  %-24s %7.4f bits/wt: S %.6f, measured %.6f, predicted %.6f\n",
+                    a.candidate.c_str(), a.bits, a.klSum, a.klMeasured, r.klModel.predict(a.klSum));
     std::printf("\n");
     std::printf("predicted frontier (%zu points%s; the table shows up to 16):\n", r.frontier.size(),
                 r.frontierExact ? ", exact" : ", thinned");

@@ -21,6 +21,7 @@ struct KlAnchor {
     std::string candidate;   // the quantizing candidate of the uniform recipe
     double klSum = 0.0;      // the sum over its units of their KL alone
     double klMeasured = 0.0; // the uniform recipe's mean KL, measured on the same windows
+    double bits = 0.0;       // the uniform recipe's effective bits (reported; not fitted)
 };
 
 class KlSumModel {

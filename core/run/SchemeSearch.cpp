@@ -130,8 +130,9 @@ void checkRequest(const SchemeSearchRequest& r) {
                     "KV-cache quantization belongs to no one layer and the search does not "
                     "weigh it; add it to the recipe the search writes");
     if (base.evaluation.dataPath.empty())
-        throw Error("--data", "",
-                    "the search measures KL divergence on evaluation text: give --data FILE");
+        throw Error("recipe", "evaluation.data",
+                    "the search measures KL divergence on evaluation text: give a text file "
+                    "(--data FILE)");
 }
 
 } // namespace
@@ -448,6 +449,14 @@ runSchemeSearch(const SchemeSearchRequest& request,
     }
     const Frontier frontier = paretoFrontier(options);
     result.frontierExact = frontier.exact;
+    for (KlAnchor& a : anchors) {
+        const size_t c = size_t(std::find(candidates.begin(), candidates.end(), a.candidate) -
+                                candidates.begin());
+        uint64_t weightBytes = excludedLinearBytes;
+        for (const SearchUnit& u : result.units)
+            weightBytes += u.bytes[c] ? *u.bytes[c] : floatBytes(u);
+        a.bits = 8.0 * double(weightBytes) / double(result.linearWeights);
+    }
     result.klModel = KlSumModel(anchors, frontier.points.front().cost);
     if (result.klModel.clamped())
         result.warnings.push_back(

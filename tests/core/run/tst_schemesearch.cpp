@@ -132,7 +132,8 @@ private Q_SLOTS:
     void anchorsAreSeparateRunsOfEachCandidateEverywhere() {
         // One anchor per quantizing candidate: the sum of its units' KL alone in unit order, and
         // the KL of the recipe with every unit that fits it quantized by it, which a separate
-        // run of that recipe gives to the last bit (the same calibration, blocks and head).
+        // run of that recipe gives to the last bit (the same calibration, blocks and head), at
+        // the recipe's effective bits.
         const std::vector<qs::KlAnchor>& anchors = m_result.klModel.anchors();
         QCOMPARE(int(anchors.size()), 2);
         for (const qs::KlAnchor& a : anchors) {
@@ -152,6 +153,9 @@ private Q_SLOTS:
             req.evaluate = true;
             const qs::QuantizationOutcome out = qs::runQuantization(req);
             QVERIFY2(a.klMeasured == out.fidelity->klMean.value, a.candidate.c_str());
+            // Its size, by the one definition.
+            const qs::ExportSizeReport size = qs::exportSize(m_model.toStdString(), req.recipe);
+            QVERIFY(*size.effectiveBits() == a.bits);
         }
     }
 
@@ -290,7 +294,13 @@ private Q_SLOTS:
         QCOMPARE(field(q), std::string("recipe"));
         q = search(6.0);
         q.run.recipe.evaluation.dataPath.clear();
-        QCOMPARE(field(q), std::string("--data"));
+        try {
+            qs::runSchemeSearch(q);
+            QFAIL("a search without evaluation text was accepted");
+        } catch (const qs::Error& e) {
+            // The recipe's field, which the workbench's error box points to its panel.
+            QCOMPARE(e.field(), std::string("evaluation.data"));
+        }
     }
 };
 
