@@ -217,8 +217,9 @@ int runRecipeSearch(const QStringList& args) {
     parser.addOption({"data", "Evaluation text the KL is measured on.", "TEXT"});
     parser.addOption({"no-measure", "Do not run the chosen recipe to measure it."});
     parser.addOption({"costs",
-                      "Reuse the per-unit costs of an earlier search's --json output on the same "
-                      "model, recipe and data (another budget needs no new measurement).",
+                      "Reuse the per-unit costs and anchors of an earlier search's --json output "
+                      "on the same model, recipe and data (another budget needs no new "
+                      "measurement).",
                       "JSON"});
     parser.addOption({"out", "Write the chosen recipe here.", "FILE"});
     parser.addOption({"json", "Machine-readable report."});
