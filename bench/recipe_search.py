@@ -4,6 +4,7 @@
     bench/recipe_search.py MODEL [--build build/release] [--budgets 4.25,4.5,5,6]
                                  [--candidates none,fp8,uint4_wo_128,mxfp4_weight_only]
                                  [--windows 8] [--calib-windows 16] [--seq-len 256]
+                                 [--cost-windows N]
 
 For every budget (effective bits per weight, Quark hf_format), measured on the same evaluation
 windows against the same full-precision model (mean KL, perplexity):
@@ -47,6 +48,8 @@ def main():
     ap.add_argument("--windows", type=int, default=8)
     ap.add_argument("--calib-windows", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--cost-windows", type=int, default=0,
+                    help="the search's per-unit costs on the first N evaluation windows (0: all)")
     args = ap.parse_args()
     cli = os.path.join(args.build, "bin", "quantscope-cli")
     budgets = [float(b) for b in args.budgets.split(",")]
@@ -88,6 +91,8 @@ def main():
         cmd = [cli, "recipe", "--auto", "--model", args.model, "--candidates", args.candidates,
                "--budget-bpw", str(b), "--json", "--quiet", "--out", os.path.join(work, f"ours-{b}.json")]
         cmd += calib + data
+        if args.cost_windows:
+            cmd += ["--cost-windows", str(args.cost_windows)]
         if costs:
             cmd += ["--costs", costs]
         started = time.monotonic()
@@ -147,7 +152,8 @@ def main():
 
     model = os.path.basename(os.path.normpath(args.model))
     print(f"model {model}; candidates {args.candidates}; {args.windows} evaluation windows of "
-          f"{args.seq_len}; calibration {args.calib_windows} x {args.seq_len}")
+          f"{args.seq_len}; calibration {args.calib_windows} x {args.seq_len}; costs on "
+          f"{args.cost_windows or args.windows} windows")
     print(f"{'budget':>6} | {'ours bits':>9} {'sum':>9} {'pred KL':>9} {'KL':>9} {'pred err':>8} {'ppl':>10} | "
           f"{'uniform':>18} {'bits':>7} {'KL':>9} | {'top-k':>5} {'bits':>7} {'KL':>9} | best")
     for b, o, best, u, t in rows:

@@ -114,6 +114,7 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
         {"fp_perplexity",
          r.fpPerplexity ? nlohmann::json(*r.fpPerplexity) : nlohmann::json(nullptr)},
         {"seconds", {{"costs", r.costSeconds}, {"measure", r.measureSeconds}}},
+        {"cost_windows", r.costWindows},
         {"costs_key", r.costsKey},
         {"costs_reused", r.costsReused},
         {"recipe", r.recipe.toJson()},
@@ -140,7 +141,8 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
     if (r.costsReused)
         std::printf("per-unit KL alone reused from --costs\n");
     else
-        std::printf("per-unit KL alone measured in %.1f s\n", r.costSeconds);
+        std::printf("per-unit KL alone measured in %.1f s on %lld evaluation window(s)\n",
+                    r.costSeconds, static_cast<long long>(r.costWindows));
     std::printf("predicted KL = S / (1 + lambda S), S the sum of the units' KL alone; lambda "
                 "%.4f%s, from each candidate everywhere:\n",
                 r.klModel.lambda(), r.klModel.clamped() ? " (limited)" : "");
@@ -221,6 +223,11 @@ int runRecipeSearch(const QStringList& args) {
                       "on the same model, recipe and data (another budget needs no new "
                       "measurement).",
                       "JSON"});
+    parser.addOption({"cost-windows",
+                      "Measure the per-unit costs on the first N evaluation windows only (the "
+                      "chosen recipe is measured on all): about N / (all) of the cost, from fewer "
+                      "tokens.",
+                      "N"});
     parser.addOption({"out", "Write the chosen recipe here.", "FILE"});
     parser.addOption({"json", "Machine-readable report."});
     addEvalWindowOptions(parser);
@@ -281,6 +288,13 @@ int runRecipeSearch(const QStringList& args) {
     if (parser.isSet("budget-kl"))
         q.budgetKl = doubleOption(parser, "budget-kl");
     q.measure = !parser.isSet("no-measure");
+    if (parser.isSet("cost-windows")) {
+        bool ok = false;
+        q.costWindows = parser.value("cost-windows").toLongLong(&ok);
+        if (!ok || q.costWindows < 1)
+            throw UsageError{"--cost-windows: '" + parser.value("cost-windows").toStdString() +
+                             "' is not a number of windows (1 or more)"};
+    }
     if (parser.isSet("costs")) {
         const std::string path = parser.value("costs").toStdString();
         nlohmann::json earlier;

@@ -118,6 +118,9 @@ void checkRequest(const SchemeSearchRequest& r) {
                     "bytes) or --budget-kl (mean KL)");
     if (r.budgetBits && !(*r.budgetBits > 0.0 && std::isfinite(*r.budgetBits)))
         throw Error("--budget-bpw", fixed(*r.budgetBits, 4), "must be a positive number");
+    if (r.costWindows < 0)
+        throw Error("--cost-windows", std::to_string(r.costWindows),
+                    "must be a number of windows (0: all)");
     if (r.budgetKl && !(*r.budgetKl >= 0.0 && std::isfinite(*r.budgetKl)))
         throw Error("--budget-kl", fixed(*r.budgetKl, 6), "must be a number >= 0");
     const Recipe& base = r.run.recipe;
@@ -142,7 +145,8 @@ std::string costsKey(const SchemeSearchRequest& request) {
     base.provenance = {};
     return recipeHash(base).substr(0, 16) + "-" +
            modelHeadersHash(request.run.modelDir).substr(0, 16) + "-" + request.run.device + "-" +
-           request.run.dtype;
+           request.run.dtype +
+           (request.costWindows > 0 ? "-w" + std::to_string(request.costWindows) : "");
 }
 
 const std::vector<std::string>& defaultSearchCandidates() {
@@ -317,6 +321,7 @@ runSchemeSearch(const SchemeSearchRequest& request,
     costRun.exportFormats.clear();
     result.costsKey = costsKey(request);
     result.costsReused = reuse;
+    result.costWindows = request.costWindows; // the windows counted once measured
     if (result.costsReused) {
         if (request.knownCostsKey != result.costsKey)
             throw Error("--costs", request.knownCostsKey,
@@ -349,6 +354,7 @@ runSchemeSearch(const SchemeSearchRequest& request,
             anchors.push_back(*known);
         }
     }
+    bool costsOnFewerWindows = false;
     std::optional<PreparedRun> referencePrep; // owns the model the reference logits come from
     std::optional<PlanRowEvaluator> rows;
     for (size_t c = 0; c < k && !result.costsReused; ++c) {
@@ -371,7 +377,12 @@ runSchemeSearch(const SchemeSearchRequest& request,
             pipeline.run(prep.calibration, {}, part(candidates[c] + " calibration")).plans;
         ++done;
         if (!rows) {
-            rows.emplace(*prep.model, prep.evaluation, options.maxBatchTokens);
+            const int64_t windows = prep.evaluation.size(0);
+            result.costWindows =
+                request.costWindows > 0 ? std::min(request.costWindows, windows) : windows;
+            costsOnFewerWindows = result.costWindows < windows;
+            rows.emplace(*prep.model, prep.evaluation.narrow(0, 0, result.costWindows),
+                         options.maxBatchTokens);
             result.fpPerplexity =
                 rows->measureReference(pipeline, plans, part("full precision")).perplexity;
             ++done;
@@ -570,7 +581,8 @@ runSchemeSearch(const SchemeSearchRequest& request,
         const RunOutcome out = runJob(run, part("measuring the chosen recipe"));
         result.measuredPerplexity = out.perplexity;
         result.measuredFidelity = out.fidelity;
-        if (!result.fpPerplexity && out.fidelity)
+        // The reference pass's, unless the costs had fewer windows than the measurement.
+        if (out.fidelity && (!result.fpPerplexity || costsOnFewerWindows))
             result.fpPerplexity = out.fidelity->perplexityBase.value;
         result.recipe = out.recipe; // with its provenance (model, device, dtype)
         result.warnings.insert(result.warnings.end(), out.warnings.begin(), out.warnings.end());

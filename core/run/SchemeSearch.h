@@ -55,6 +55,10 @@ struct SchemeSearchRequest {
     std::optional<uint64_t> budgetBytes; // the Quark hf_format model's tensor bytes at most this
     std::optional<double> budgetKl;      // the smallest recipe with predicted mean KL <= this
     bool measure = true;                 // run the chosen recipe and measure it
+    // The per-unit costs and the anchors on the first `costWindows` evaluation windows (0: all
+    // of them); the chosen recipe is measured on all. Fewer windows cost proportionally less
+    // and estimate the KL from fewer tokens.
+    int64_t costWindows = 0;
     // Per-unit costs of an earlier search (unit name -> candidate -> KL alone), reused instead
     // of measured: a budget changed on the same model, data and base recipe needs no new
     // measurement. `knownCostsKey` must equal this request's costsKey(), or the search refuses
@@ -111,7 +115,8 @@ struct SchemeSearchResult {
     uint64_t modelBytes = 0;    // of `recipe` in Quark hf_format, by exportSize
     std::optional<PerplexityResult> measuredPerplexity;
     std::optional<FidelityReport> measuredFidelity;
-    std::optional<double> fpPerplexity; // on the same windows (the search's reference pass)
+    std::optional<double> fpPerplexity; // on the windows measured last (all when measured)
+    int64_t costWindows = 0;            // the windows the costs were measured on
     std::string costsKey;               // costsKey(request)
     bool costsReused = false;           // from SchemeSearchRequest::knownCosts
     double costSeconds = 0.0;           // calibrations and per-unit measurements

@@ -274,6 +274,32 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runSchemeSearch(q));
     }
 
+    void costWindowsAreTheFirstWindows() {
+        // Costs on 2 of the 5 evaluation windows are the costs of a search on those 2 windows,
+        // to the last bit: the same windows, blocks and head.
+        qs::SchemeSearchRequest few = search(6.0);
+        few.measure = false;
+        few.costWindows = 2;
+        qs::SchemeSearchRequest two = few;
+        two.costWindows = 0;
+        two.run.recipe.evaluation.maxWindows = 2;
+        const qs::SchemeSearchResult a = qs::runSchemeSearch(few), b = qs::runSchemeSearch(two);
+        QCOMPARE(a.costWindows, int64_t(2));
+        QVERIFY(a.costsKey != m_result.costsKey); // not the costs of all five windows
+        QCOMPARE(a.units.size(), b.units.size());
+        bool differs = false;
+        for (size_t u = 0; u < a.units.size(); ++u)
+            for (size_t c = 0; c < m_candidates.size(); ++c) {
+                QVERIFY(a.units[u].kl[c] == b.units[u].kl[c]);
+                differs = differs || a.units[u].kl[c] != m_result.units[u].kl[c];
+            }
+        QVERIFY(differs); // ...and not those of all five
+        for (size_t i = 0; i < a.klModel.anchors().size(); ++i)
+            QVERIFY(a.klModel.anchors()[i].klMeasured == b.klModel.anchors()[i].klMeasured);
+        few.costWindows = -1;
+        QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runSchemeSearch(few));
+    }
+
     void badRequestsNameTheFlag() {
         auto field = [](const qs::SchemeSearchRequest& q) -> std::string {
             try {
