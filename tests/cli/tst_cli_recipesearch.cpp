@@ -114,6 +114,10 @@ private Q_SLOTS:
                                              << "int8");
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("--candidates"), r.err.constData());
+        r = qs::test::runCli(searchArgs("6") << "--cost-windows"
+                                             << "0");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("--cost-windows"), r.err.constData());
         r = qs::test::runCli({"recipe", "--auto", "--model", m_model, "--budget-bpw", "4"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("--data"), r.err.constData());
