@@ -12,6 +12,7 @@
 #include <QLocale>
 #include <QPushButton>
 #include <QSlider>
+#include <QSpinBox>
 #include <QVBoxLayout>
 
 #include <map>
@@ -32,9 +33,9 @@ QString joined(const std::vector<std::string>& names) {
 FrontierView::FrontierView(QWidget* parent)
     : QWidget(parent), m_candidates(new QLineEdit(joined(defaultSearchCandidates()), this)),
       m_budgetKind(new QComboBox(this)), m_budget(new QDoubleSpinBox(this)),
-      m_search(new QPushButton(tr("Search"), this)), m_plot(new PlotWidget(this)),
-      m_slider(new QSlider(Qt::Horizontal, this)), m_summary(new QLabel(this)),
-      m_apply(new QPushButton(tr("Apply to Recipe"), this)) {
+      m_costWindows(new QSpinBox(this)), m_search(new QPushButton(tr("Search"), this)),
+      m_plot(new PlotWidget(this)), m_slider(new QSlider(Qt::Horizontal, this)),
+      m_summary(new QLabel(this)), m_apply(new QPushButton(tr("Apply to Recipe"), this)) {
     m_candidates->setObjectName(QStringLiteral("searchCandidates"));
     m_candidates->setToolTip(
         tr("Schemes a layer may take, comma-separated; 'none' leaves it unquantized. Each is "
@@ -52,6 +53,14 @@ FrontierView::FrontierView(QWidget* parent)
         m_budget->setSingleStep(kind == 0 ? 0.25 : 0.001);
         m_budget->setValue(kind == 0 ? 4.5 : 0.01);
     });
+    m_costWindows->setObjectName(QStringLiteral("searchCostWindows"));
+    m_costWindows->setRange(0, 100000);
+    m_costWindows->setSpecialValueText(tr("all"));
+    m_costWindows->setSuffix(tr(" window(s)"));
+    m_costWindows->setToolTip(
+        tr("Measure each layer group's KL on the first N evaluation windows only (the chosen "
+           "recipe is measured on all): about N / (all) of the search's cost, from fewer "
+           "tokens."));
     m_search->setObjectName(QStringLiteral("searchButton"));
     connect(m_search, &QPushButton::clicked, this, &FrontierView::searchRequested);
 
@@ -62,6 +71,7 @@ FrontierView::FrontierView(QWidget* parent)
     budgetRow->addWidget(m_budget);
     budgetRow->addWidget(m_search);
     form->addRow(tr("Budget"), budgetRow);
+    form->addRow(tr("Costs on"), m_costWindows);
 
     m_plot->setObjectName(QStringLiteral("frontierPlot"));
     m_plot->setAxisLabels(tr("bits per weight (Quark hf_format)"), tr("mean KL"));
@@ -110,6 +120,7 @@ SchemeSearchRequest FrontierView::request() const {
     } else {
         q.budgetKl = m_budget->value();
     }
+    q.costWindows = m_costWindows->value();
     return q;
 }
 

@@ -11,6 +11,7 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSlider;
+class QSpinBox;
 
 namespace qs {
 
@@ -60,6 +61,7 @@ private:
     QLineEdit* m_candidates;
     QComboBox* m_budgetKind;
     QDoubleSpinBox* m_budget;
+    QSpinBox* m_costWindows;
     QPushButton* m_search;
     PlotWidget* m_plot;
     QSlider* m_slider;

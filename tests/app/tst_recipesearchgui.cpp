@@ -18,6 +18,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QSpinBox>
 #include <QUndoStack>
 #include <QtTest>
 
@@ -63,6 +64,7 @@ private Q_SLOTS:
         view->findChild<QLineEdit*>(QStringLiteral("searchCandidates"))
             ->setText(QStringLiteral("none,uint4_wo_32,int8"));
         view->setBudget(false, 8.0);
+        view->findChild<QSpinBox*>(QStringLiteral("searchCostWindows"))->setValue(1);
         QSignalSpy resultShown(view, &qs::FrontierView::resultShown);
         QTest::mouseClick(view->findChild<QPushButton*>(QStringLiteral("searchButton")),
                           Qt::LeftButton);
@@ -71,12 +73,16 @@ private Q_SLOTS:
 
         // What the CLI gives for the same recipe, candidates and budget.
         const qs::test::CliRun cli = qs::test::runCli(
-            {QStringLiteral("recipe"), QStringLiteral("--auto"), QStringLiteral("--model"), model,
-             QStringLiteral("--recipe"), recipePath, QStringLiteral("--data"), eval,
+            {QStringLiteral("recipe"),         QStringLiteral("--auto"),
+             QStringLiteral("--model"),        model,
+             QStringLiteral("--recipe"),       recipePath,
+             QStringLiteral("--data"),         eval,
              QStringLiteral("--eval-seq-len"), QStringLiteral("128"),
-             QStringLiteral("--max-windows"), QStringLiteral("2"), QStringLiteral("--candidates"),
-             QStringLiteral("none,uint4_wo_32,int8"), QStringLiteral("--budget-bpw"),
-             QStringLiteral("8"), QStringLiteral("--json"), QStringLiteral("--quiet")});
+             QStringLiteral("--max-windows"),  QStringLiteral("2"),
+             QStringLiteral("--cost-windows"), QStringLiteral("1"),
+             QStringLiteral("--candidates"),   QStringLiteral("none,uint4_wo_32,int8"),
+             QStringLiteral("--budget-bpw"),   QStringLiteral("8"),
+             QStringLiteral("--json"),         QStringLiteral("--quiet")});
         QVERIFY2(cli.exitCode == 0, cli.err.constData());
         const nlohmann::json j = nlohmann::json::parse(cli.out.toStdString());
         QVERIFY(j.at("effective_bits").get<double>() == result.effectiveBits);
@@ -85,6 +91,7 @@ private Q_SLOTS:
         QVERIFY(j.at("measured").at("kl_mean").get<double>() ==
                 result.measuredFidelity->klMean.value);
         QCOMPARE(j.at("frontier").size(), result.frontier.size());
+        QCOMPARE(result.costWindows, int64_t(1)); // the dock's "Costs on" reached the search
 
         // The chosen point is previewed in the layer tree: every block linear changes from
         // "none" (the recipe names no scheme yet) to its unit's scheme, or stays "none".
