@@ -6,7 +6,7 @@
                                    [--tools modelopt-gradient,modelopt-kl,autoround] [--out-dir DIR]
 
 Each external tool runs in a venv outside the repository (--python; nvidia-modelopt 0.47.0 and
-auto-round 0.16.1 over torch + transformers) on the same model, on CPU, with the same calibration
+auto-round 0.16.1 over torch + transformers: scripts/make-anchors-venv.sh makes it) on the same model, on CPU, with the same calibration
 text, the same candidates and the same budgets as `quantscope-cli recipe --auto`; its per-layer
 choice is translated into a Quantscope recipe and measured with `quantscope-cli eval` on the same
 evaluation windows. Every figure printed comes from this run.
