@@ -69,9 +69,13 @@ FrontierView::FrontierView(QWidget* parent)
     auto* budgetRow = new QHBoxLayout;
     budgetRow->addWidget(m_budgetKind);
     budgetRow->addWidget(m_budget);
-    budgetRow->addWidget(m_search);
     form->addRow(tr("Budget"), budgetRow);
-    form->addRow(tr("Costs on"), m_costWindows);
+    // Search shares its row with the cost windows, not the budget: at the dock's default width
+    // a budget row of three widgets cut the button off.
+    auto* costRow = new QHBoxLayout;
+    costRow->addWidget(m_costWindows);
+    costRow->addWidget(m_search);
+    form->addRow(tr("Costs on"), costRow);
 
     m_plot->setObjectName(QStringLiteral("frontierPlot"));
     m_plot->setAxisLabels(tr("bits per weight (Quark hf_format)"), tr("mean KL"));
