@@ -12,6 +12,12 @@ std::string expertRowName(const std::string& layer) {
     return e.experts.empty() ? layer : e.experts + ".*." + e.linear;
 }
 
+PlanFilter onlyLayersQuantized(std::set<std::string> layers) {
+    return [layers = std::move(layers)](const LayerPlan& p) {
+        return layers.count(p.name) ? PlanParts{true, !p.outputIsKvCache} : PlanParts{false, false};
+    };
+}
+
 PipelineOptions planKeepingOptions(const PreparedRun& prep) {
     PipelineOptions options;
     options.mode = prep.recipe.calibration.mode;

@@ -6,6 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ namespace qs {
 // ("model.layers.3.mlp.experts.*.down_proj"): 128 experts x 3 linears x 2 evaluations per layer
 // would be out of reach, and one expert alone barely moves the perplexity.
 std::string expertRowName(const std::string& layer);
+
+// Only `layers` quantized: their weight and input quantizers, and their output quantizer unless
+// that is the KV cache (which belongs to no one layer); every other plan off. The sensitivity
+// study's "alone" rows and the recipe search's unit costs and anchors measure this.
+PlanFilter onlyLayersQuantized(std::set<std::string> layers);
 
 // The pipeline options of a calibration whose plans are kept to be evaluated again with layers
 // switched on and off: the recipe's calibration mode and algorithms, the device's batch size.

@@ -388,16 +388,12 @@ runSchemeSearch(const SchemeSearchRequest& request,
             ++done;
         }
         for (SearchUnit& u : result.units) {
-            if (u.bytes[c]) {
-                const std::set<std::string> members(u.layers.begin(), u.layers.end());
-                const PlanFilter alone = [&members](const LayerPlan& p) {
-                    return members.count(p.name) ? PlanParts{true, !p.outputIsKvCache}
-                                                 : PlanParts{false, false};
-                };
-                u.kl[c] = rows->measure(pipeline, plans, alone, rows->referenceInput(u.block),
-                                        u.block, nullptr, part(candidates[c] + " " + u.name))
+            if (u.bytes[c])
+                u.kl[c] = rows->measure(pipeline, plans,
+                                        onlyLayersQuantized({u.layers.begin(), u.layers.end()}),
+                                        rows->referenceInput(u.block), u.block, nullptr,
+                                        part(candidates[c] + " " + u.name))
                               .fidelity.klMean;
-            }
             ++done;
         }
         // The anchor: every unit that fits the candidate quantized by it, from block 0.
@@ -408,13 +404,10 @@ runSchemeSearch(const SchemeSearchRequest& request,
                 anchor.klSum += u.kl[c];
                 fitting.insert(u.layers.begin(), u.layers.end());
             }
-        const PlanFilter uniform = [&fitting](const LayerPlan& p) {
-            return fitting.count(p.name) ? PlanParts{true, !p.outputIsKvCache}
-                                         : PlanParts{false, false};
-        };
-        anchor.klMeasured = rows->measure(pipeline, plans, uniform, rows->referenceInput(0), 0,
-                                          nullptr, part(candidates[c] + " everywhere"))
-                                .fidelity.klMean;
+        anchor.klMeasured =
+            rows->measure(pipeline, plans, onlyLayersQuantized(std::move(fitting)),
+                          rows->referenceInput(0), 0, nullptr, part(candidates[c] + " everywhere"))
+                .fidelity.klMean;
         anchors.push_back(anchor);
         ++done;
         plans.clear();

@@ -202,14 +202,10 @@ SensitivityResult SensitivityStudy::run(const PipelineProgress& progress,
         const std::string& name = layer.name;
         const std::set<std::string>& members = layer.members;
         const size_t b = size_t(layer.block);
-        // Only this layer: its weight and input quantizers, and its output quantizer unless that
-        // is the KV cache (which "alone" leaves off, as the KV cache belongs to no one layer).
-        const PlanRowEvaluator::Measured alone = measure(
-            [&members](const LayerPlan& p) {
-                return members.count(p.name) ? PlanParts{true, !p.outputIsKvCache}
-                                             : PlanParts{false, false};
-            },
-            rows.referenceInput(layer.block), layer.block, nullptr, name + " alone");
+        // Only this layer (its KV-cache output quantizer left off: onlyLayersQuantized).
+        const PlanRowEvaluator::Measured alone =
+            measure(onlyLayersQuantized(members), rows.referenceInput(layer.block), layer.block,
+                    nullptr, name + " alone");
         // The whole recipe with this layer excluded: exclusion covers weights and inputs, and a
         // KV-cache spec still applies to an excluded k/v projection (as in Quark).
         const PlanRowEvaluator::Measured allBut = measure(
