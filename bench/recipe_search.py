@@ -4,7 +4,7 @@
     bench/recipe_search.py MODEL [--build build/release] [--budgets 4.25,4.5,5,6]
                                  [--candidates none,fp8,uint4_wo_128,mxfp4_weight_only]
                                  [--windows 8] [--calib-windows 16] [--seq-len 256]
-                                 [--cost-windows N]
+                                 [--cost-windows N] [--unit-costs measured|scaled]
 
 For every budget (effective bits per weight, Quark hf_format), measured on the same evaluation
 windows against the same full-precision model (mean KL, perplexity):
@@ -48,6 +48,9 @@ def main():
     ap.add_argument("--windows", type=int, default=8)
     ap.add_argument("--calib-windows", type=int, default=16)
     ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--unit-costs", default="measured", choices=["measured", "scaled"],
+                    help="the search's --unit-costs (top-k ranks by the search's per-unit costs, "
+                    "scaled ones too)")
     ap.add_argument("--cost-windows", type=int, default=0,
                     help="the search's per-unit costs on the first N evaluation windows (0: all)")
     args = ap.parse_args()
@@ -93,6 +96,7 @@ def main():
         cmd += calib + data
         if args.cost_windows:
             cmd += ["--cost-windows", str(args.cost_windows)]
+        cmd += ["--unit-costs", args.unit_costs]
         if costs:
             cmd += ["--costs", costs]
         started = time.monotonic()
@@ -153,7 +157,7 @@ def main():
     model = os.path.basename(os.path.normpath(args.model))
     print(f"model {model}; candidates {args.candidates}; {args.windows} evaluation windows of "
           f"{args.seq_len}; calibration {args.calib_windows} x {args.seq_len}; costs on "
-          f"{args.cost_windows or args.windows} windows")
+          f"{args.cost_windows or args.windows} windows, unit costs {args.unit_costs}")
     print(f"{'budget':>6} | {'ours bits':>9} {'sum':>9} {'pred KL':>9} {'KL':>9} {'pred err':>8} {'ppl':>10} | "
           f"{'uniform':>18} {'bits':>7} {'KL':>9} | {'top-k':>5} {'bits':>7} {'KL':>9} | best")
     for b, o, best, u, t in rows:

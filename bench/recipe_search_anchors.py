@@ -382,6 +382,10 @@ def main():
     ap.add_argument("--windows", type=int, default=8)
     ap.add_argument("--calib-windows", type=int, default=15)
     ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--cost-windows", type=int, default=0,
+                    help="ours: --cost-windows N (the per-unit costs on the first N windows)")
+    ap.add_argument("--unit-costs", default="measured", choices=["measured", "scaled"],
+                    help="ours: --unit-costs")
     ap.add_argument("--out-dir", help="where the recipes and the tools' logs go (default: a temp dir)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--work", help=argparse.SUPPRESS)
@@ -463,6 +467,9 @@ def main():
         out = os.path.join(work, f"ours-{b}.json")
         cmd = [cli, "recipe", "--auto", "--model", args.model, "--candidates", ",".join(CANDIDATES),
                "--budget-bpw", str(b), "--json", "--quiet", "--out", out] + calib + data
+        if args.cost_windows:
+            cmd += ["--cost-windows", str(args.cost_windows)]
+        cmd += ["--unit-costs", args.unit_costs]
         if costs:
             cmd += ["--costs", costs]
         started = time.monotonic()
@@ -502,7 +509,7 @@ def main():
     with open(sizes_path, "w") as f:
         json.dump(sizes, f, indent=1)
 
-    for tool in args.tools.split(","):
+    for tool in filter(None, args.tools.split(",")):
         if not os.path.exists(args.python):
             notes.append(f"{tool}: not run: {args.python} is missing (create the venv, see --help)")
             continue

@@ -33,9 +33,10 @@ QString joined(const std::vector<std::string>& names) {
 FrontierView::FrontierView(QWidget* parent)
     : QWidget(parent), m_candidates(new QLineEdit(joined(defaultSearchCandidates()), this)),
       m_budgetKind(new QComboBox(this)), m_budget(new QDoubleSpinBox(this)),
-      m_costWindows(new QSpinBox(this)), m_search(new QPushButton(tr("Search"), this)),
-      m_plot(new PlotWidget(this)), m_slider(new QSlider(Qt::Horizontal, this)),
-      m_summary(new QLabel(this)), m_apply(new QPushButton(tr("Apply to Recipe"), this)) {
+      m_costWindows(new QSpinBox(this)), m_unitCosts(new QComboBox(this)),
+      m_search(new QPushButton(tr("Search"), this)), m_plot(new PlotWidget(this)),
+      m_slider(new QSlider(Qt::Horizontal, this)), m_summary(new QLabel(this)),
+      m_apply(new QPushButton(tr("Apply to Recipe"), this)) {
     m_candidates->setObjectName(QStringLiteral("searchCandidates"));
     m_candidates->setToolTip(
         tr("Schemes a layer may take, comma-separated; 'none' leaves it unquantized. Each is "
@@ -61,6 +62,14 @@ FrontierView::FrontierView(QWidget* parent)
         tr("Measure each layer group's KL on the first N evaluation windows only (the chosen "
            "recipe is measured on all): about N / (all) of the search's cost, from fewer "
            "tokens."));
+    m_unitCosts->setObjectName(QStringLiteral("searchUnitCosts"));
+    m_unitCosts->addItem(tr("every candidate measured"));
+    m_unitCosts->addItem(tr("one measured, rest scaled"));
+    m_unitCosts->setToolTip(
+        tr("Every candidate measured: each layer group's KL alone under each candidate. One "
+           "measured, rest scaled: under its smallest candidate only, carried to the others by "
+           "the group's local output error (about a third of the evaluations with three "
+           "candidates; estimates)."));
     m_search->setObjectName(QStringLiteral("searchButton"));
     connect(m_search, &QPushButton::clicked, this, &FrontierView::searchRequested);
 
@@ -76,6 +85,7 @@ FrontierView::FrontierView(QWidget* parent)
     costRow->addWidget(m_costWindows);
     costRow->addWidget(m_search);
     form->addRow(tr("Costs on"), costRow);
+    form->addRow(tr("Group costs"), m_unitCosts);
 
     m_plot->setObjectName(QStringLiteral("frontierPlot"));
     m_plot->setAxisLabels(tr("bits per weight (Quark hf_format)"), tr("mean KL"));
@@ -125,6 +135,7 @@ SchemeSearchRequest FrontierView::request() const {
         q.budgetKl = m_budget->value();
     }
     q.costWindows = m_costWindows->value();
+    q.unitCosts = m_unitCosts->currentIndex() == 1 ? UnitCosts::Scaled : UnitCosts::Measured;
     return q;
 }
 

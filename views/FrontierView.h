@@ -62,6 +62,7 @@ private:
     QComboBox* m_budgetKind;
     QDoubleSpinBox* m_budget;
     QSpinBox* m_costWindows;
+    QComboBox* m_unitCosts;
     QPushButton* m_search;
     PlotWidget* m_plot;
     QSlider* m_slider;

@@ -1,6 +1,11 @@
 #include "run/PlanRowEvaluator.h"
 
+#include "calib/CalibrationPasses.h"
+#include "eval/WindowShards.h"
+#include "model/ForwardThreads.h"
 #include "recipe/ExpertName.h"
+
+#include <ATen/ATen.h>
 
 #include <cctype>
 #include <cmath>
@@ -76,6 +81,45 @@ PlanRowEvaluator::measure(CalibrationPipeline& pipeline, std::vector<std::vector
                             double(m_predicted));
     m.fidelity = summarizeBriefly(samples);
     return m;
+}
+
+std::map<std::string, double>
+PlanRowEvaluator::localErrorEnergy(std::vector<std::vector<LayerPlan>>& plans, int block,
+                                   const std::set<std::string>& layers) {
+    const PlanFilter nothing = [](const LayerPlan&) { return PlanParts{false, false}; };
+    std::unique_ptr<DecoderBlock> loaded = m_model.loadBlock(block);
+    std::vector<LayerPlan>& blockPlans = plans.at(size_t(block));
+    BlockQuantHook hook(blockPlans, nothing);
+    const BlockProgress progress({}, m_model.numBlocks());
+    BlockRun run(*loaded, blockPlans, hook, progress, m_maxBatchTokens, nothing);
+    pass::setWeights(run, /*quantized=*/false);
+    hook.setMode(BlockQuantHook::Mode::Reference);
+    ForwardContext ctx = m_model.makeContext(m_seqLen);
+    ctx.hook = &hook;
+    const at::Tensor& stream = referenceInput(block);
+    const int64_t rows = stream.size(0), size = windowsPerBatch(m_maxBatchTokens, m_seqLen);
+    const SmallForwardGuard threads(size * m_seqLen, stream.size(-1), /*besideOwnBlasPool=*/false);
+    std::map<std::string, double> energy;
+    for (int64_t b = 0; b < rows; b += size) {
+        hook.setCapture(true);
+        loaded->forward(stream.narrow(0, b, std::min(size, rows - b)), ctx);
+        for (size_t i = 0; i < blockPlans.size(); ++i) {
+            const LayerPlan& p = blockPlans[i];
+            const auto in = hook.inputs().find(p.name);
+            if (!layers.count(p.name) || !p.quantized() || in == hook.inputs().end())
+                continue;
+            const at::Tensor& bias = run.linears[i]->bias;
+            const at::Tensor yq = p.quantizeOutput(
+                at::linear(p.quantizeInput(in->second), p.weight.dequantized, bias));
+            // As Analyze: a layer AWQ clipped is compared with its weight before the clip.
+            const at::Tensor y = p.weight.beforeAlgorithm.defined()
+                                     ? at::linear(in->second, p.weight.beforeAlgorithm, bias)
+                                     : hook.outputs().at(p.name);
+            energy[p.name] += (yq - y).square().sum(at::kDouble).item<double>();
+        }
+    }
+    hook.setCapture(false);
+    return energy;
 }
 
 } // namespace qs

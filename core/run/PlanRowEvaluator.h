@@ -6,6 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,6 +63,14 @@ public:
                      const PlanFilter& filter, const at::Tensor& start, int fromBlock,
                      std::vector<at::Tensor>* blockInputs = nullptr,
                      const PipelineProgress& progress = {});
+
+    // Each of `layers` (of block `block`): its local output error energy on the reference
+    // stream, the sum over tokens and outputs of (y_q - y)^2, y its full-precision output and
+    // y_q its plan's quantizers and quantized weight on the same full-precision input (what
+    // Analyze's local error measures, there on the calibration windows). One pass of the
+    // block over referenceInput(block); measureReference must have run.
+    std::map<std::string, double> localErrorEnergy(std::vector<std::vector<LayerPlan>>& plans,
+                                                   int block, const std::set<std::string>& layers);
 
     const at::Tensor& embedded() const { return m_embedded; }
     const at::Tensor& referenceInput(int block) const {

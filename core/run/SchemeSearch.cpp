@@ -146,7 +146,12 @@ std::string costsKey(const SchemeSearchRequest& request) {
     return recipeHash(base).substr(0, 16) + "-" +
            modelHeadersHash(request.run.modelDir).substr(0, 16) + "-" + request.run.device + "-" +
            request.run.dtype +
-           (request.costWindows > 0 ? "-w" + std::to_string(request.costWindows) : "");
+           (request.costWindows > 0 ? "-w" + std::to_string(request.costWindows) : "") +
+           (request.unitCosts == UnitCosts::Scaled ? "-scaled" : "");
+}
+
+const char* unitCostsName(UnitCosts costs) {
+    return costs == UnitCosts::Scaled ? "scaled" : "measured";
 }
 
 const std::vector<std::string>& defaultSearchCandidates() {
@@ -304,8 +309,28 @@ runSchemeSearch(const SchemeSearchRequest& request,
     const size_t quantizingCount = size_t(
         std::count_if(schemes.begin(), schemes.end(), [](const auto& s) { return bool(s); }));
     const bool reuse = !request.knownCosts.empty();
-    const double steps = double((reuse ? 0 : quantizingCount * (2 + result.units.size()) + 1) +
-                                (request.measure ? 1 : 0));
+    const bool scaled = request.unitCosts == UnitCosts::Scaled;
+    result.unitCosts = request.unitCosts;
+    // Scaled: each unit's KL alone measured under its smallest fitting candidate only.
+    size_t measuredUnits = 0;
+    for (SearchUnit& u : result.units) {
+        u.localError.assign(k, 0.0);
+        for (size_t c = 0; c < k; ++c)
+            if (schemes[c] && u.bytes[c]) {
+                ++measuredUnits;
+                if (scaled && (u.measuredCandidate < 0 ||
+                               *u.bytes[c] < *u.bytes[size_t(u.measuredCandidate)]))
+                    u.measuredCandidate = int(c);
+            }
+    }
+    if (scaled)
+        measuredUnits =
+            size_t(std::count_if(result.units.begin(), result.units.end(),
+                                 [](const SearchUnit& u) { return u.measuredCandidate >= 0; }));
+    // Per quantizing candidate: its calibration, its local errors (scaled), its anchor.
+    const double steps =
+        double((reuse ? 0 : quantizingCount * (scaled ? 3 : 2) + measuredUnits + 1) +
+               (request.measure ? 1 : 0));
     std::vector<KlAnchor> anchors;
     double done = 0;
     auto part = [&](const std::string& what) -> PipelineProgress {
@@ -325,8 +350,8 @@ runSchemeSearch(const SchemeSearchRequest& request,
     if (result.costsReused) {
         if (request.knownCostsKey != result.costsKey)
             throw Error("--costs", request.knownCostsKey,
-                        "these costs were measured on another model, recipe, device or dtype "
-                        "(this search's key is " +
+                        "these costs were measured on another model, recipe, device, dtype, "
+                        "number of cost windows or kind of unit costs (this search's key is " +
                             result.costsKey + ")");
         for (SearchUnit& u : result.units)
             for (size_t c = 0; c < k; ++c) {
@@ -387,23 +412,36 @@ runSchemeSearch(const SchemeSearchRequest& request,
                 rows->measureReference(pipeline, plans, part("full precision")).perplexity;
             ++done;
         }
-        for (SearchUnit& u : result.units) {
-            if (u.bytes[c])
-                u.kl[c] = rows->measure(pipeline, plans,
-                                        onlyLayersQuantized({u.layers.begin(), u.layers.end()}),
-                                        rows->referenceInput(u.block), u.block, nullptr,
-                                        part(candidates[c] + " " + u.name))
-                              .fidelity.klMean;
+        if (scaled) {
+            std::map<int, std::set<std::string>> perBlock;
+            for (const SearchUnit& u : result.units)
+                if (u.bytes[c])
+                    perBlock[u.block].insert(u.layers.begin(), u.layers.end());
+            std::map<std::string, double> energy;
+            for (const auto& [block, layers] : perBlock)
+                energy.merge(rows->localErrorEnergy(plans, block, layers));
+            for (SearchUnit& u : result.units)
+                for (const std::string& l : u.layers)
+                    u.localError[c] += u.bytes[c] && energy.count(l) ? energy.at(l) : 0.0;
             ++done;
         }
-        // The anchor: every unit that fits the candidate quantized by it, from block 0.
+        for (SearchUnit& u : result.units) {
+            if (!u.bytes[c] || (scaled && u.measuredCandidate != int(c)))
+                continue;
+            u.kl[c] = rows->measure(pipeline, plans,
+                                    onlyLayersQuantized({u.layers.begin(), u.layers.end()}),
+                                    rows->referenceInput(u.block), u.block, nullptr,
+                                    part(candidates[c] + " " + u.name))
+                          .fidelity.klMean;
+            ++done;
+        }
+        // The anchor: every unit that fits the candidate quantized by it, from block 0 (its
+        // sum of KL alone is added once every cost is known, below).
         KlAnchor anchor{candidates[c], 0.0, 0.0};
         std::set<std::string> fitting;
         for (const SearchUnit& u : result.units)
-            if (u.bytes[c]) {
-                anchor.klSum += u.kl[c];
+            if (u.bytes[c])
                 fitting.insert(u.layers.begin(), u.layers.end());
-            }
         anchor.klMeasured =
             rows->measure(pipeline, plans, onlyLayersQuantized(std::move(fitting)),
                           rows->referenceInput(0), 0, nullptr, part(candidates[c] + " everywhere"))
@@ -416,6 +454,24 @@ runSchemeSearch(const SchemeSearchRequest& request,
     }
     rows.reset();
     referencePrep.reset();
+    if (!result.costsReused) {
+        // Scaled: the other candidates' KL alone from the measured one by the local errors'
+        // ratio (a unit whose measured candidate changes nothing locally keeps its KL).
+        for (SearchUnit& u : result.units)
+            for (size_t c = 0; c < k && scaled && u.measuredCandidate >= 0; ++c) {
+                const size_t m = size_t(u.measuredCandidate);
+                if (c != m && schemes[c] && u.bytes[c])
+                    u.kl[c] = u.localError[m] > 0.0 ? u.kl[m] * u.localError[c] / u.localError[m]
+                                                    : u.kl[m];
+            }
+        for (KlAnchor& a : anchors) {
+            const size_t c = size_t(std::find(candidates.begin(), candidates.end(), a.candidate) -
+                                    candidates.begin());
+            for (const SearchUnit& u : result.units)
+                if (u.bytes[c])
+                    a.klSum += u.kl[c];
+        }
+    }
     result.costSeconds = secondsSince(started);
 
     // The frontier. A unit no listed candidate fits stays unquantized (said once).

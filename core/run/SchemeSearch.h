@@ -44,6 +44,17 @@ constexpr const char* kUnquantizedCandidate = "none";
 // MXFP4 weight-only.
 const std::vector<std::string>& defaultSearchCandidates();
 
+// How the per-unit costs are obtained. Measured: every unit's KL alone under every candidate
+// (one evaluation from the unit's block per unit and candidate). Scaled: measured under one
+// candidate per unit only (its smallest, the one that errs most), and carried to the others by
+// the ratio of the unit's local output error energies (its linears on full-precision inputs,
+// PlanRowEvaluator::localErrorEnergy: one pass of each block per candidate): KL alone over
+// local error is nearly the same for every candidate of a unit while it spans orders of
+// magnitude across units (docs/recipe-search.md, measured). About a third of the evaluations
+// with three quantizing candidates.
+enum class UnitCosts { Measured, Scaled };
+const char* unitCostsName(UnitCosts costs);
+
 struct SchemeSearchRequest {
     // Model, device, dtype, and the base recipe: calibration and evaluation data, algorithms,
     // exclusions (left unquantized, not searched). It must name no scheme and no KV cache.
@@ -59,6 +70,7 @@ struct SchemeSearchRequest {
     // of them); the chosen recipe is measured on all. Fewer windows cost proportionally less
     // and estimate the KL from fewer tokens.
     int64_t costWindows = 0;
+    UnitCosts unitCosts = UnitCosts::Measured;
     // Per-unit costs of an earlier search (unit name -> candidate -> KL alone), reused instead
     // of measured: a budget changed on the same model, data and base recipe needs no new
     // measurement. `knownCostsKey` must equal this request's costsKey(), or the search refuses
@@ -85,6 +97,10 @@ struct SearchUnit {
     std::vector<uint64_t> activationBytes; // its static quantizers' scales, per candidate
     std::vector<double> kl;
     std::vector<std::string> unfit;
+    // UnitCosts::Scaled: per candidate, the unit's local output error energy (0 where it does
+    // not fit), and the candidate whose KL alone was measured (the others' scaled from it).
+    std::vector<double> localError;
+    int measuredCandidate = -1;
 };
 
 struct SearchPoint {
@@ -117,10 +133,11 @@ struct SchemeSearchResult {
     std::optional<FidelityReport> measuredFidelity;
     std::optional<double> fpPerplexity; // on the windows measured last (all when measured)
     int64_t costWindows = 0;            // the windows the costs were measured on
-    std::string costsKey;               // costsKey(request)
-    bool costsReused = false;           // from SchemeSearchRequest::knownCosts
-    double costSeconds = 0.0;           // calibrations and per-unit measurements
-    double measureSeconds = 0.0;        // the chosen recipe's run
+    UnitCosts unitCosts = UnitCosts::Measured;
+    std::string costsKey;        // costsKey(request)
+    bool costsReused = false;    // from SchemeSearchRequest::knownCosts
+    double costSeconds = 0.0;    // calibrations and per-unit measurements
+    double measureSeconds = 0.0; // the chosen recipe's run
     std::vector<std::string> warnings;
 };
 

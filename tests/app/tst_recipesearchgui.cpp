@@ -12,6 +12,7 @@
 #include "TestSupport.h"
 #include "WorkbenchPage.h"
 
+#include <QComboBox>
 #include <QFile>
 #include <QLineEdit>
 #include <QLocale>
@@ -65,6 +66,7 @@ private Q_SLOTS:
             ->setText(QStringLiteral("none,uint4_wo_32,int8"));
         view->setBudget(false, 8.0);
         view->findChild<QSpinBox*>(QStringLiteral("searchCostWindows"))->setValue(1);
+        view->findChild<QComboBox*>(QStringLiteral("searchUnitCosts"))->setCurrentIndex(1);
         QSignalSpy resultShown(view, &qs::FrontierView::resultShown);
         QTest::mouseClick(view->findChild<QPushButton*>(QStringLiteral("searchButton")),
                           Qt::LeftButton);
@@ -80,6 +82,7 @@ private Q_SLOTS:
              QStringLiteral("--eval-seq-len"), QStringLiteral("128"),
              QStringLiteral("--max-windows"),  QStringLiteral("2"),
              QStringLiteral("--cost-windows"), QStringLiteral("1"),
+             QStringLiteral("--unit-costs"),   QStringLiteral("scaled"),
              QStringLiteral("--candidates"),   QStringLiteral("none,uint4_wo_32,int8"),
              QStringLiteral("--budget-bpw"),   QStringLiteral("8"),
              QStringLiteral("--json"),         QStringLiteral("--quiet")});
@@ -92,6 +95,8 @@ private Q_SLOTS:
                 result.measuredFidelity->klMean.value);
         QCOMPARE(j.at("frontier").size(), result.frontier.size());
         QCOMPARE(result.costWindows, int64_t(1)); // the dock's "Costs on" reached the search
+        QVERIFY(result.unitCosts == qs::UnitCosts::Scaled); // and its "Group costs"
+        QCOMPARE(j.at("unit_costs").get<std::string>(), std::string("scaled"));
 
         // The chosen point is previewed in the layer tree: every block linear changes from
         // "none" (the recipe names no scheme yet) to its unit's scheme, or stays "none".

@@ -118,6 +118,10 @@ private Q_SLOTS:
                                              << "0");
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("--cost-windows"), r.err.constData());
+        r = qs::test::runCli(searchArgs("6") << "--unit-costs"
+                                             << "guessed");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("--unit-costs") && r.err.contains("guessed"), r.err.constData());
         r = qs::test::runCli({"recipe", "--auto", "--model", m_model, "--budget-bpw", "4"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("--data"), r.err.constData());

@@ -300,6 +300,45 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runSchemeSearch(few));
     }
 
+    void scaledCostsMeasureTheSmallestCandidateAndScaleTheOthers() {
+        // Scaled unit costs: each unit's KL alone measured under its smallest fitting candidate
+        // (int4_wo_32 here), the very measurement the measured costs make (the same plans,
+        // blocks and head), and the other candidate's carried over by the unit's local output
+        // errors.
+        qs::SchemeSearchRequest q = search(6.0);
+        q.measure = false;
+        q.unitCosts = qs::UnitCosts::Scaled;
+        const qs::SchemeSearchResult r = qs::runSchemeSearch(q);
+        QVERIFY(r.unitCosts == qs::UnitCosts::Scaled);
+        QVERIFY(r.costsKey != m_result.costsKey); // not interchangeable with measured costs
+        QCOMPARE(r.units.size(), m_result.units.size());
+        const size_t int4 = size_t(candidate("int4_wo_32")), int8 = size_t(candidate("int8"));
+        int scaledCosts = 0;
+        for (size_t u = 0; u < r.units.size(); ++u) {
+            const qs::SearchUnit& unit = r.units[u];
+            QCOMPARE(unit.measuredCandidate, int(int4));
+            QVERIFY(*unit.bytes[int4] < *unit.bytes[int8]);
+            QVERIFY(unit.kl[int4] == m_result.units[u].kl[int4]);
+            QVERIFY(unit.localError[int4] > unit.localError[int8]);
+            QVERIFY(unit.localError[int8] > 0.0);
+            QVERIFY(unit.kl[int8] == unit.kl[int4] * unit.localError[int8] / unit.localError[int4]);
+            QVERIFY(unit.kl[int8] != m_result.units[u].kl[int8]); // estimated, not measured
+            ++scaledCosts;
+        }
+        QCOMPARE(scaledCosts, 2 * 4);
+        // The anchors are measured as before; their sums are of the scaled costs.
+        QCOMPARE(r.klModel.anchors().size(), m_result.klModel.anchors().size());
+        for (size_t i = 0; i < r.klModel.anchors().size(); ++i) {
+            const qs::KlAnchor& a = r.klModel.anchors()[i];
+            QVERIFY(a.klMeasured == m_result.klModel.anchors()[i].klMeasured);
+            const size_t c = size_t(candidate(a.candidate));
+            double sum = 0.0;
+            for (const qs::SearchUnit& unit : r.units)
+                sum += unit.kl[c];
+            QVERIFY(a.klSum == sum);
+        }
+    }
+
     void badRequestsNameTheFlag() {
         auto field = [](const qs::SchemeSearchRequest& q) -> std::string {
             try {
