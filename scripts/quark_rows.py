@@ -14,7 +14,7 @@ fake-quantized model. Prints one markdown row per recipe: label, perplexity, sec
 eval), or the exception's text when Quark refuses the row.
 
 usage: quark_rows.py SHARED_DIR [--rows uint4_wo_32_rtn,...] [--ours TSV] [--float64-stats
-                     [--qronos-divisor 128]]
+                     [--qronos-divisor 128] | --exact-qronos-products]
        (fp32 always runs)
 Run with the venv of scripts/make-quark-venv.sh.
 """
@@ -103,6 +103,36 @@ ROWS = [
 ]
 
 ROW_BY_KEY = {r[0]: r for r in ROWS}
+
+
+def exact_qronos_products():
+    """Quark's Qronos with each window's products X~X~^T and X X~^T computed in float64 and
+    rounded once to float32; its float32 running means (the scaling by (n-1)/n, the division by
+    n, the sums) stay Quark's own. What it isolates: with this, Quark's rows equal those of
+    --float64-stats, so the rounding that moves Quark's Qronos rows is that of the float32
+    matrix products (the sgemm kernel MKL picks: scripts/quark-cbwr-spread.sh), not the running
+    means'."""
+    from quark.torch.algorithm.qronos.qronos import Qronos
+
+    def rows_t(x):  # [.., T, in] -> [in, rows] in float32, as Quark transposes a linear's input
+        return x.float().reshape(-1, x.shape[-1]).t()
+
+    def product(a, b):
+        return a.double().matmul(b.double().t()).float()
+
+    def quantized(self, quant_inp, out, name):
+        x = rows_t(quant_inp)
+        self.nsamples += 1
+        self.H *= (self.nsamples - 1) / self.nsamples
+        self.H += product(x, x) / self.nsamples
+        self.q_input = x
+
+    def reference(self, inp, out, name):
+        self.G *= (self.nsamples - 1) / self.nsamples
+        self.G += product(rows_t(inp), self.q_input) / self.nsamples
+        self.q_input = None
+
+    Qronos.add_batch_quantized, Qronos.add_batch_nonquantized = quantized, reference
 
 
 def accumulate_in_float64(qronos_divisor=1):
@@ -194,6 +224,9 @@ def main():
     ap.add_argument("--rows", default="")
     ap.add_argument("--float64-stats", action="store_true",
                     help="GPTAQ's and Qronos' statistics summed in float64 (accumulate_in_float64)")
+    ap.add_argument("--exact-qronos-products", action="store_true",
+                    help="Qronos' per-window products in float64, rounded once "
+                    "(exact_qronos_products); its running means stay Quark's")
     ap.add_argument("--qronos-divisor", type=float, default=1,
                     help="with --float64-stats, Qronos' H and G divided by this before the solve "
                     "(128: Quantscope's scale)")
@@ -201,8 +234,12 @@ def main():
                     "Quantscope's columns (first row of each label: the stories260K tables)")
     args = ap.parse_args()
     torch.manual_seed(0)
+    if args.float64_stats and args.exact_qronos_products:
+        sys.exit("--float64-stats and --exact-qronos-products: give one")
     if args.float64_stats:
         accumulate_in_float64(args.qronos_divisor)
+    if args.exact_qronos_products:
+        exact_qronos_products()
     model_dir = f"{args.shared}/models/stories260K"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     calib = calibration_windows(tokenizer, f"{args.shared}/data/tinystories-calib.txt")
