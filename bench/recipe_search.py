@@ -9,7 +9,7 @@
 For every budget (effective bits per weight, Quark hf_format), measured on the same evaluation
 windows against the same full-precision model (mean KL, perplexity):
   ours     `quantscope-cli recipe --auto` (per-unit costs measured once, at the first budget;
-           the other budgets reuse them with --costs): "sum" is the chosen units' summed KL
+           the other budgets reuse them with --costs; with --unit-costs scaled each budget measures its own): "sum" is the chosen units' summed KL
            alone, "pred KL" the search's prediction from it (docs/recipe-search.md), "KL" the
            measurement, "pred err" the prediction's error against it;
   uniform  the best single candidate for every layer whose size fits the budget (measured KL);
@@ -97,7 +97,7 @@ def main():
         if args.cost_windows:
             cmd += ["--cost-windows", str(args.cost_windows)]
         cmd += ["--unit-costs", args.unit_costs]
-        if costs:
+        if costs and args.unit_costs == "measured":  # scaled costs belong to their budget
             cmd += ["--costs", costs]
         started = time.monotonic()
         p = subprocess.run(cmd, capture_output=True, text=True)

@@ -470,7 +470,7 @@ def main():
         if args.cost_windows:
             cmd += ["--cost-windows", str(args.cost_windows)]
         cmd += ["--unit-costs", args.unit_costs]
-        if costs:
+        if costs and args.unit_costs == "measured":  # scaled costs belong to their budget
             cmd += ["--costs", costs]
         started = time.monotonic()
         p = run(cmd, check=False)

@@ -67,9 +67,10 @@ FrontierView::FrontierView(QWidget* parent)
     m_unitCosts->addItem(tr("one measured, rest scaled"));
     m_unitCosts->setToolTip(
         tr("Every candidate measured: each layer group's KL alone under each candidate. One "
-           "measured, rest scaled: under its smallest candidate only, carried to the others by "
-           "the group's local output error (about a third of the evaluations with three "
-           "candidates; estimates)."));
+           "measured, rest scaled: under one candidate only (the largest whose uniform recipe "
+           "fits the budget, else the group's smallest), carried to the others by the group's "
+           "local output error (about a third of the evaluations with three candidates; "
+           "estimates)."));
     m_search->setObjectName(QStringLiteral("searchButton"));
     connect(m_search, &QPushButton::clicked, this, &FrontierView::searchRequested);
 

@@ -125,6 +125,8 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
         {"seconds", {{"costs", r.costSeconds}, {"measure", r.measureSeconds}}},
         {"cost_windows", r.costWindows},
         {"unit_costs", unitCostsName(r.unitCosts)},
+        {"unit_costs_measured_for",
+         r.scaledFrom.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.scaledFrom)},
         {"costs_key", r.costsKey},
         {"costs_reused", r.costsReused},
         {"recipe", r.recipe.toJson()},
@@ -154,8 +156,11 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
         std::printf("per-unit KL alone measured in %.1f s on %lld evaluation window(s)%s\n",
                     r.costSeconds, static_cast<long long>(r.costWindows),
                     r.unitCosts == UnitCosts::Scaled
-                        ? " (under each unit's smallest candidate; the others scaled by its "
-                          "local output error)"
+                        ? (" (under " +
+                           (r.scaledFrom.empty() ? std::string("each unit's smallest candidate")
+                                                 : r.scaledFrom + " where a unit takes it") +
+                           "; the others scaled by the unit's local output error)")
+                              .c_str()
                         : "");
     std::printf("predicted KL = S / (1 + lambda S), S the sum of the units' KL alone; lambda "
                 "%.4f%s, from each candidate everywhere:\n",
@@ -244,8 +249,10 @@ int runRecipeSearch(const QStringList& args) {
                       "N"});
     parser.addOption({"unit-costs",
                       "measured: each unit's KL alone under every candidate (default); scaled: "
-                      "under its smallest candidate only, the others scaled by the unit's local "
-                      "output error (about a third of the evaluations with three candidates).",
+                      "under one candidate only (the largest whose uniform recipe fits the size "
+                      "budget, else the unit's smallest), the others scaled by the unit's local "
+                      "output error (about a third of the evaluations with three candidates; the "
+                      "costs then belong to this budget).",
                       "measured|scaled"});
     parser.addOption({"out", "Write the chosen recipe here.", "FILE"});
     parser.addOption({"json", "Machine-readable report."});

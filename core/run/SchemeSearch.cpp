@@ -140,6 +140,13 @@ void checkRequest(const SchemeSearchRequest& r) {
 
 } // namespace
 
+// Scaled unit costs depend on the size budget (it picks the candidate measured): part of the key.
+static std::string scaledBudgetTag(const SchemeSearchRequest& r) {
+    if (r.budgetBytes)
+        return "-B" + std::to_string(*r.budgetBytes);
+    return r.budgetBits ? "-b" + fixed(*r.budgetBits, 6) : std::string();
+}
+
 std::string costsKey(const SchemeSearchRequest& request) {
     Recipe base = request.run.recipe;
     base.provenance = {};
@@ -147,7 +154,7 @@ std::string costsKey(const SchemeSearchRequest& request) {
            modelHeadersHash(request.run.modelDir).substr(0, 16) + "-" + request.run.device + "-" +
            request.run.dtype +
            (request.costWindows > 0 ? "-w" + std::to_string(request.costWindows) : "") +
-           (request.unitCosts == UnitCosts::Scaled ? "-scaled" : "");
+           (request.unitCosts == UnitCosts::Scaled ? "-scaled" + scaledBudgetTag(request) : "");
 }
 
 const char* unitCostsName(UnitCosts costs) {
@@ -308,10 +315,42 @@ runSchemeSearch(const SchemeSearchRequest& request,
     // per unit and candidate, and one of each candidate's uniform recipe (the anchors).
     const size_t quantizingCount = size_t(
         std::count_if(schemes.begin(), schemes.end(), [](const auto& s) { return bool(s); }));
+    auto floatBytes = [&floatLinear](const SearchUnit& unit) {
+        uint64_t bytes = 0;
+        for (const std::string& l : unit.layers)
+            bytes += floatLinear.at(l)->storedBytes.at("quark");
+        return bytes;
+    };
     const bool reuse = !request.knownCosts.empty();
     const bool scaled = request.unitCosts == UnitCosts::Scaled;
     result.unitCosts = request.unitCosts;
-    // Scaled: each unit's KL alone measured under its smallest fitting candidate only.
+    // Scaled: each unit's KL alone measured under one candidate only: the one whose uniform
+    // recipe is the largest within the size budget (the candidate most units take near it, so
+    // the costs that decide the pick are measured), or the unit's smallest fitting candidate
+    // where it cannot take that one or no uniform recipe fits (or the budget is a KL).
+    std::optional<size_t> reference;
+    long double referenceSize = 0;
+    for (size_t c = 0; c < k && scaled && (request.budgetBits || request.budgetBytes); ++c) {
+        if (!schemes[c])
+            continue;
+        uint64_t weightBytes = excludedLinearBytes, modelBytes = result.fixedBytes;
+        for (const SearchUnit& u : result.units) {
+            const uint64_t w = u.bytes[c] ? *u.bytes[c] : floatBytes(u);
+            weightBytes += w;
+            modelBytes += w + (u.bytes[c] ? u.activationBytes[c] : 0);
+        }
+        const long double size = request.budgetBytes
+                                     ? (long double)modelBytes
+                                     : 8.0L * weightBytes / (long double)result.linearWeights;
+        const long double limit = request.budgetBytes ? (long double)*request.budgetBytes
+                                                      : (long double)*request.budgetBits;
+        if (size <= limit && (!reference || size > referenceSize)) {
+            reference = c;
+            referenceSize = size;
+        }
+    }
+    if (reference)
+        result.scaledFrom = candidates[*reference];
     size_t measuredUnits = 0;
     for (SearchUnit& u : result.units) {
         u.localError.assign(k, 0.0);
@@ -322,6 +361,8 @@ runSchemeSearch(const SchemeSearchRequest& request,
                                *u.bytes[c] < *u.bytes[size_t(u.measuredCandidate)]))
                     u.measuredCandidate = int(c);
             }
+        if (reference && u.bytes[*reference])
+            u.measuredCandidate = int(*reference);
     }
     if (scaled)
         measuredUnits =
@@ -475,12 +516,6 @@ runSchemeSearch(const SchemeSearchRequest& request,
     result.costSeconds = secondsSince(started);
 
     // The frontier. A unit no listed candidate fits stays unquantized (said once).
-    auto floatBytes = [&floatLinear](const SearchUnit& unit) {
-        uint64_t bytes = 0;
-        for (const std::string& l : unit.layers)
-            bytes += floatLinear.at(l)->storedBytes.at("quark");
-        return bytes;
-    };
     // The size the solver adds: weight bytes (what effective_bits counts), or with a byte
     // budget the unit's whole model bytes (weights and activation scales).
     const bool modelBytesBudget = bool(request.budgetBytes);

@@ -46,7 +46,8 @@ const std::vector<std::string>& defaultSearchCandidates();
 
 // How the per-unit costs are obtained. Measured: every unit's KL alone under every candidate
 // (one evaluation from the unit's block per unit and candidate). Scaled: measured under one
-// candidate per unit only (its smallest, the one that errs most), and carried to the others by
+// candidate per unit only (the one whose uniform recipe is the largest within the size budget,
+// which most units take near it; else the unit's smallest), and carried to the others by
 // the ratio of the unit's local output error energies (its linears on full-precision inputs,
 // PlanRowEvaluator::localErrorEnergy: one pass of each block per candidate): KL alone over
 // local error is nearly the same for every candidate of a unit while it spans orders of
@@ -134,6 +135,9 @@ struct SchemeSearchResult {
     std::optional<double> fpPerplexity; // on the windows measured last (all when measured)
     int64_t costWindows = 0;            // the windows the costs were measured on
     UnitCosts unitCosts = UnitCosts::Measured;
+    // UnitCosts::Scaled: the candidate measured wherever a unit takes it (empty: each unit's
+    // smallest).
+    std::string scaledFrom;
     std::string costsKey;        // costsKey(request)
     bool costsReused = false;    // from SchemeSearchRequest::knownCosts
     double costSeconds = 0.0;    // calibrations and per-unit measurements

@@ -300,16 +300,17 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(qs::Error, qs::runSchemeSearch(few));
     }
 
-    void scaledCostsMeasureTheSmallestCandidateAndScaleTheOthers() {
-        // Scaled unit costs: each unit's KL alone measured under its smallest fitting candidate
-        // (int4_wo_32 here), the very measurement the measured costs make (the same plans,
-        // blocks and head), and the other candidate's carried over by the unit's local output
-        // errors.
+    void scaledCostsMeasureTheBudgetsCandidateAndScaleTheOthers() {
+        // Scaled unit costs: each unit's KL alone measured under one candidate, the largest
+        // whose uniform recipe fits the budget (at 6 bits int4_wo_32: int8 everywhere takes
+        // 8), the very measurement the measured costs make (the same plans, blocks and head),
+        // and the other candidate's carried over by the unit's local output errors.
         qs::SchemeSearchRequest q = search(6.0);
         q.measure = false;
         q.unitCosts = qs::UnitCosts::Scaled;
         const qs::SchemeSearchResult r = qs::runSchemeSearch(q);
         QVERIFY(r.unitCosts == qs::UnitCosts::Scaled);
+        QCOMPARE(r.scaledFrom, std::string("int4_wo_32"));
         QVERIFY(r.costsKey != m_result.costsKey); // not interchangeable with measured costs
         QCOMPARE(r.units.size(), m_result.units.size());
         const size_t int4 = size_t(candidate("int4_wo_32")), int8 = size_t(candidate("int8"));
@@ -337,6 +338,25 @@ private Q_SLOTS:
                 sum += unit.kl[c];
             QVERIFY(a.klSum == sum);
         }
+        // At 9 bits int8 everywhere fits: int8 is measured, int4_wo_32 scaled from it; the
+        // budget is part of the key (it chose what was measured).
+        q.budgetBits = 9.0;
+        const qs::SchemeSearchResult nine = qs::runSchemeSearch(q);
+        QCOMPARE(nine.scaledFrom, std::string("int8"));
+        QVERIFY(nine.costsKey != r.costsKey);
+        for (size_t u = 0; u < nine.units.size(); ++u) {
+            const qs::SearchUnit& unit = nine.units[u];
+            QCOMPARE(unit.measuredCandidate, int(int8));
+            QVERIFY(unit.kl[int8] == m_result.units[u].kl[int8]);
+            QVERIFY(unit.kl[int4] == unit.kl[int8] * unit.localError[int4] / unit.localError[int8]);
+        }
+        // A KL budget picks no size: each unit's smallest, as at 6 bits.
+        q.budgetBits.reset();
+        q.budgetKl = 1.0;
+        const qs::SchemeSearchResult kl = qs::runSchemeSearch(q);
+        QVERIFY(kl.scaledFrom.empty());
+        for (size_t u = 0; u < kl.units.size(); ++u)
+            QVERIFY(kl.units[u].kl[int4] == r.units[u].kl[int4]);
     }
 
     void badRequestsNameTheFlag() {
