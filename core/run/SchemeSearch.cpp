@@ -392,7 +392,8 @@ runSchemeSearch(const SchemeSearchRequest& request,
         if (request.knownCostsKey != result.costsKey)
             throw Error("--costs", request.knownCostsKey,
                         "these costs were measured on another model, recipe, device, dtype, "
-                        "number of cost windows or kind of unit costs (this search's key is " +
+                        "number of cost windows or kind of unit costs, or (scaled unit costs) "
+                        "another size budget (this search's key is " +
                             result.costsKey + ")");
         for (SearchUnit& u : result.units)
             for (size_t c = 0; c < k; ++c) {
