@@ -95,7 +95,7 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
         if (unit.measuredCandidate >= 0) {
             nlohmann::json local = nlohmann::json::object();
             for (size_t c = 0; c < r.candidates.size(); ++c)
-                if (unit.bytes[c] && c < unit.localError.size() && unit.localError[c] > 0.0)
+                if (unit.bytes[c] && unit.localError[c] > 0.0)
                     local[r.candidates[c]] = unit.localError[c];
             entry["local_error"] = local;
             entry["kl_alone_measured_for"] = r.candidates[size_t(unit.measuredCandidate)];
@@ -152,16 +152,16 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
                 r.units.size(), static_cast<long long>(r.linearWeights));
     if (r.costsReused)
         std::printf("per-unit KL alone reused from --costs\n");
-    else
+    else {
+        std::string how;
+        if (r.unitCosts == UnitCosts::Scaled)
+            how = " (under " +
+                  (r.scaledFrom.empty() ? "each unit's smallest candidate"
+                                        : r.scaledFrom + " where a unit takes it") +
+                  "; the others scaled by the unit's local output error)";
         std::printf("per-unit KL alone measured in %.1f s on %lld evaluation window(s)%s\n",
-                    r.costSeconds, static_cast<long long>(r.costWindows),
-                    r.unitCosts == UnitCosts::Scaled
-                        ? (" (under " +
-                           (r.scaledFrom.empty() ? std::string("each unit's smallest candidate")
-                                                 : r.scaledFrom + " where a unit takes it") +
-                           "; the others scaled by the unit's local output error)")
-                              .c_str()
-                        : "");
+                    r.costSeconds, static_cast<long long>(r.costWindows), how.c_str());
+    }
     std::printf("predicted KL = S / (1 + lambda S), S the sum of the units' KL alone; lambda "
                 "%.4f%s, from each candidate everywhere:\n",
                 r.klModel.lambda(), r.klModel.clamped() ? " (limited)" : "");

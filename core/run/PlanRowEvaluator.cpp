@@ -17,6 +17,13 @@ std::string expertRowName(const std::string& layer) {
     return e.experts.empty() ? layer : e.experts + ".*." + e.linear;
 }
 
+namespace {
+
+// Every plan off: the full-precision model.
+const PlanFilter kNothingQuantized = [](const LayerPlan&) { return PlanParts{false, false}; };
+
+} // namespace
+
 PlanFilter onlyLayersQuantized(std::set<std::string> layers) {
     return [layers = std::move(layers)](const LayerPlan& p) {
         return layers.count(p.name) ? PlanParts{true, !p.outputIsKvCache} : PlanParts{false, false};
@@ -41,10 +48,9 @@ PlanRowEvaluator::Measured
 PlanRowEvaluator::measureReference(CalibrationPipeline& pipeline,
                                    std::vector<std::vector<LayerPlan>>& plans,
                                    const PipelineProgress& progress) {
-    const PlanFilter nothing = [](const LayerPlan&) { return PlanParts{false, false}; };
     m_embedded = pipeline.embedWindows(m_evaluation);
     m_referenceInputs.clear();
-    m_referenceLast = pipeline.forwardWithPlans(plans, nothing, m_embedded, 0, m_seqLen,
+    m_referenceLast = pipeline.forwardWithPlans(plans, kNothingQuantized, m_embedded, 0, m_seqLen,
                                                 &m_referenceInputs, progress);
     Measured m;
     m.perplexity =
@@ -86,12 +92,11 @@ PlanRowEvaluator::measure(CalibrationPipeline& pipeline, std::vector<std::vector
 std::map<std::string, double>
 PlanRowEvaluator::localErrorEnergy(std::vector<std::vector<LayerPlan>>& plans, int block,
                                    const std::set<std::string>& layers) {
-    const PlanFilter nothing = [](const LayerPlan&) { return PlanParts{false, false}; };
     std::unique_ptr<DecoderBlock> loaded = m_model.loadBlock(block);
     std::vector<LayerPlan>& blockPlans = plans.at(size_t(block));
-    BlockQuantHook hook(blockPlans, nothing);
+    BlockQuantHook hook(blockPlans, kNothingQuantized);
     const BlockProgress progress({}, m_model.numBlocks());
-    BlockRun run(*loaded, blockPlans, hook, progress, m_maxBatchTokens, nothing);
+    BlockRun run(*loaded, blockPlans, hook, progress, m_maxBatchTokens, kNothingQuantized);
     pass::setWeights(run, /*quantized=*/false);
     hook.setMode(BlockQuantHook::Mode::Reference);
     ForwardContext ctx = m_model.makeContext(m_seqLen);
@@ -99,7 +104,8 @@ PlanRowEvaluator::localErrorEnergy(std::vector<std::vector<LayerPlan>>& plans, i
     const at::Tensor& stream = referenceInput(block);
     const int64_t rows = stream.size(0), size = windowsPerBatch(m_maxBatchTokens, m_seqLen);
     const SmallForwardGuard threads(size * m_seqLen, stream.size(-1), /*besideOwnBlasPool=*/false);
-    std::map<std::string, double> energy;
+    // Summed on the device, read once at the end (no host sync per layer and batch).
+    std::map<std::string, at::Tensor> sums;
     for (int64_t b = 0; b < rows; b += size) {
         hook.setCapture(true);
         loaded->forward(stream.narrow(0, b, std::min(size, rows - b)), ctx);
@@ -115,10 +121,15 @@ PlanRowEvaluator::localErrorEnergy(std::vector<std::vector<LayerPlan>>& plans, i
             const at::Tensor y = p.weight.beforeAlgorithm.defined()
                                      ? at::linear(in->second, p.weight.beforeAlgorithm, bias)
                                      : hook.outputs().at(p.name);
-            energy[p.name] += (yq - y).square().sum(at::kDouble).item<double>();
+            const at::Tensor part = (yq - y).square().sum(at::kDouble);
+            at::Tensor& sum = sums[p.name];
+            sum = sum.defined() ? sum + part : part;
         }
     }
     hook.setCapture(false);
+    std::map<std::string, double> energy;
+    for (const auto& [name, sum] : sums)
+        energy[name] = sum.item<double>();
     return energy;
 }
 

@@ -138,14 +138,14 @@ void checkRequest(const SchemeSearchRequest& r) {
                     "(--data FILE)");
 }
 
-} // namespace
-
 // Scaled unit costs depend on the size budget (it picks the candidate measured): part of the key.
-static std::string scaledBudgetTag(const SchemeSearchRequest& r) {
+std::string scaledBudgetTag(const SchemeSearchRequest& r) {
     if (r.budgetBytes)
         return "-B" + std::to_string(*r.budgetBytes);
     return r.budgetBits ? "-b" + fixed(*r.budgetBits, 6) : std::string();
 }
+
+} // namespace
 
 std::string costsKey(const SchemeSearchRequest& request) {
     Recipe base = request.run.recipe;
@@ -324,50 +324,58 @@ runSchemeSearch(const SchemeSearchRequest& request,
     const bool reuse = !request.knownCosts.empty();
     const bool scaled = request.unitCosts == UnitCosts::Scaled;
     result.unitCosts = request.unitCosts;
+    // A candidate's uniform recipe (every unit that fits it quantized by it, the others in
+    // float): its weight bytes (what effective_bits counts) and its model bytes.
+    auto uniformBytes = [&](size_t c) {
+        std::pair<uint64_t, uint64_t> bytes{excludedLinearBytes, result.fixedBytes};
+        for (const SearchUnit& u : result.units) {
+            const uint64_t w = u.bytes[c] ? *u.bytes[c] : floatBytes(u);
+            bytes.first += w;
+            bytes.second += w + (u.bytes[c] ? u.activationBytes[c] : 0);
+        }
+        return bytes;
+    };
     // Scaled: each unit's KL alone measured under one candidate only: the one whose uniform
     // recipe is the largest within the size budget (the candidate most units take near it, so
     // the costs that decide the pick are measured), or the unit's smallest fitting candidate
     // where it cannot take that one or no uniform recipe fits (or the budget is a KL).
     std::optional<size_t> reference;
-    long double referenceSize = 0;
+    uint64_t referenceBytes = 0;
     for (size_t c = 0; c < k && scaled && (request.budgetBits || request.budgetBytes); ++c) {
         if (!schemes[c])
             continue;
-        uint64_t weightBytes = excludedLinearBytes, modelBytes = result.fixedBytes;
-        for (const SearchUnit& u : result.units) {
-            const uint64_t w = u.bytes[c] ? *u.bytes[c] : floatBytes(u);
-            weightBytes += w;
-            modelBytes += w + (u.bytes[c] ? u.activationBytes[c] : 0);
-        }
-        const long double size = request.budgetBytes
-                                     ? (long double)modelBytes
-                                     : 8.0L * weightBytes / (long double)result.linearWeights;
-        const long double limit = request.budgetBytes ? (long double)*request.budgetBytes
-                                                      : (long double)*request.budgetBits;
-        if (size <= limit && (!reference || size > referenceSize)) {
+        const auto [weightBytes, modelBytes] = uniformBytes(c);
+        // Within the budget as the solver reads it: effective_bits <= B in whole bytes.
+        const bool fits =
+            request.budgetBytes
+                ? modelBytes <= *request.budgetBytes
+                : (long double)weightBytes <= std::floor((long double)*request.budgetBits *
+                                                         (long double)result.linearWeights / 8.0L);
+        const uint64_t size = request.budgetBytes ? modelBytes : weightBytes;
+        if (fits && (!reference || size > referenceBytes)) {
             reference = c;
-            referenceSize = size;
+            referenceBytes = size;
         }
     }
     if (reference)
         result.scaledFrom = candidates[*reference];
+    // The unit evaluations: every fitting (unit, quantizing candidate), or one per unit scaled.
     size_t measuredUnits = 0;
     for (SearchUnit& u : result.units) {
         u.localError.assign(k, 0.0);
-        for (size_t c = 0; c < k; ++c)
-            if (schemes[c] && u.bytes[c]) {
+        for (size_t c = 0; c < k; ++c) {
+            if (!schemes[c] || !u.bytes[c])
+                continue;
+            if (!scaled)
                 ++measuredUnits;
-                if (scaled && (u.measuredCandidate < 0 ||
-                               *u.bytes[c] < *u.bytes[size_t(u.measuredCandidate)]))
-                    u.measuredCandidate = int(c);
-            }
+            else if (u.measuredCandidate < 0 || *u.bytes[c] < *u.bytes[size_t(u.measuredCandidate)])
+                u.measuredCandidate = int(c);
+        }
         if (reference && u.bytes[*reference])
             u.measuredCandidate = int(*reference);
+        if (u.measuredCandidate >= 0)
+            ++measuredUnits;
     }
-    if (scaled)
-        measuredUnits =
-            size_t(std::count_if(result.units.begin(), result.units.end(),
-                                 [](const SearchUnit& u) { return u.measuredCandidate >= 0; }));
     // Per quantizing candidate: its calibration, its local errors (scaled), its anchor.
     const double steps =
         double((reuse ? 0 : quantizingCount * (scaled ? 3 : 2) + measuredUnits + 1) +
@@ -548,10 +556,7 @@ runSchemeSearch(const SchemeSearchRequest& request,
     for (KlAnchor& a : anchors) {
         const size_t c = size_t(std::find(candidates.begin(), candidates.end(), a.candidate) -
                                 candidates.begin());
-        uint64_t weightBytes = excludedLinearBytes;
-        for (const SearchUnit& u : result.units)
-            weightBytes += u.bytes[c] ? *u.bytes[c] : floatBytes(u);
-        a.bits = 8.0 * double(weightBytes) / double(result.linearWeights);
+        a.bits = 8.0 * double(uniformBytes(c).first) / double(result.linearWeights);
     }
     result.klModel = KlSumModel(anchors, frontier.points.front().cost);
     if (result.klModel.clamped())
