@@ -5,6 +5,7 @@
                                  [--candidates none,fp8,uint4_wo_128,mxfp4_weight_only]
                                  [--windows 8] [--calib-windows 16] [--seq-len 256]
                                  [--cost-windows N] [--unit-costs measured|scaled]
+                                 [--refine N]
 
 For every budget (effective bits per weight, Quark hf_format), measured on the same evaluation
 windows against the same full-precision model (mean KL, perplexity):
@@ -53,6 +54,8 @@ def main():
                     "scaled ones too)")
     ap.add_argument("--cost-windows", type=int, default=0,
                     help="the search's per-unit costs on the first N evaluation windows (0: all)")
+    ap.add_argument("--refine", type=int, default=0,
+                    help="the search's --refine N (rounds of refinement in context)")
     args = ap.parse_args()
     cli = os.path.join(args.build, "bin", "quantscope-cli")
     budgets = [float(b) for b in args.budgets.split(",")]
@@ -97,6 +100,8 @@ def main():
         if args.cost_windows:
             cmd += ["--cost-windows", str(args.cost_windows)]
         cmd += ["--unit-costs", args.unit_costs]
+        if args.refine:
+            cmd += ["--refine", str(args.refine)]
         if costs and args.unit_costs == "measured":  # scaled costs belong to their budget
             cmd += ["--costs", costs]
         started = time.monotonic()
@@ -114,7 +119,8 @@ def main():
             units = j["units"]
         ours[b] = {"bits": j["effective_bits"], "kl": j["measured"]["kl_mean"],
                    "ppl": j["measured"]["perplexity"], "predicted": j["predicted"]["kl_mean"],
-                   "sum": j["predicted"]["kl_alone_sum"]}
+                   "sum": j["predicted"]["kl_alone_sum"],
+                   "refined": bool(j["refinement"] and j["refinement"]["changed_pick"])}
     if not costs:
         sys.exit("no budget was feasible: " + "; ".join(v["error"] for v in ours.values()))
 
@@ -157,7 +163,8 @@ def main():
     model = os.path.basename(os.path.normpath(args.model))
     print(f"model {model}; candidates {args.candidates}; {args.windows} evaluation windows of "
           f"{args.seq_len}; calibration {args.calib_windows} x {args.seq_len}; costs on "
-          f"{args.cost_windows or args.windows} windows, unit costs {args.unit_costs}")
+          f"{args.cost_windows or args.windows} windows, unit costs {args.unit_costs}, refinement rounds "
+          f"{args.refine} (* the refinement changed the pick)")
     print(f"{'budget':>6} | {'ours bits':>9} {'sum':>9} {'pred KL':>9} {'KL':>9} {'pred err':>8} {'ppl':>10} | "
           f"{'uniform':>18} {'bits':>7} {'KL':>9} | {'top-k':>5} {'bits':>7} {'KL':>9} | best")
     for b, o, best, u, t in rows:
@@ -165,7 +172,8 @@ def main():
             print(f"{b:6.2f} | infeasible: {o['error']}")
             continue
         err = 100.0 * (o["predicted"] - o["kl"]) / o["kl"] if o["kl"] > 0 else 0.0
-        line = (f"{b:6.2f} | {o['bits']:9.4f} {o['sum']:9.5f} {o['predicted']:9.5f} {o['kl']:9.5f} "
+        line = (f"{b:6.2f} | {o['bits']:9.4f} {o['sum']:9.5f} {o['predicted']:9.5f} "
+                f"{o['kl']:8.5f}{'*' if o['refined'] else ' '}"
                 f"{err:+7.1f}% {o['ppl']:10.4f} | ")
         if u:
             line += f"{best:>18} {u['bits']:7.3f} {u['kl']:9.5f} | {t['k']:5d} {t['bits']:7.3f} {t['kl']:9.5f} | "

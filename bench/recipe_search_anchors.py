@@ -386,6 +386,7 @@ def main():
                     help="ours: --cost-windows N (the per-unit costs on the first N windows)")
     ap.add_argument("--unit-costs", default="measured", choices=["measured", "scaled"],
                     help="ours: --unit-costs")
+    ap.add_argument("--refine", type=int, default=0, help="ours: --refine N")
     ap.add_argument("--out-dir", help="where the recipes and the tools' logs go (default: a temp dir)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--work", help=argparse.SUPPRESS)
@@ -470,6 +471,8 @@ def main():
         if args.cost_windows:
             cmd += ["--cost-windows", str(args.cost_windows)]
         cmd += ["--unit-costs", args.unit_costs]
+        if args.refine:
+            cmd += ["--refine", str(args.refine)]
         if costs and args.unit_costs == "measured":  # scaled costs belong to their budget
             cmd += ["--costs", costs]
         started = time.monotonic()

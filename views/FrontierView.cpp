@@ -34,9 +34,9 @@ FrontierView::FrontierView(QWidget* parent)
     : QWidget(parent), m_candidates(new QLineEdit(joined(defaultSearchCandidates()), this)),
       m_budgetKind(new QComboBox(this)), m_budget(new QDoubleSpinBox(this)),
       m_costWindows(new QSpinBox(this)), m_unitCosts(new QComboBox(this)),
-      m_search(new QPushButton(tr("Search"), this)), m_plot(new PlotWidget(this)),
-      m_slider(new QSlider(Qt::Horizontal, this)), m_summary(new QLabel(this)),
-      m_apply(new QPushButton(tr("Apply to Recipe"), this)) {
+      m_refineRounds(new QSpinBox(this)), m_search(new QPushButton(tr("Search"), this)),
+      m_plot(new PlotWidget(this)), m_slider(new QSlider(Qt::Horizontal, this)),
+      m_summary(new QLabel(this)), m_apply(new QPushButton(tr("Apply to Recipe"), this)) {
     m_candidates->setObjectName(QStringLiteral("searchCandidates"));
     m_candidates->setToolTip(
         tr("Schemes a layer may take, comma-separated; 'none' leaves it unquantized. Each is "
@@ -53,6 +53,7 @@ FrontierView::FrontierView(QWidget* parent)
     connect(m_budgetKind, &QComboBox::currentIndexChanged, this, [this](int kind) {
         m_budget->setSingleStep(kind == 0 ? 0.25 : 0.001);
         m_budget->setValue(kind == 0 ? 4.5 : 0.01);
+        m_refineRounds->setEnabled(kind == 0); // a size budget only
     });
     m_costWindows->setObjectName(QStringLiteral("searchCostWindows"));
     m_costWindows->setRange(0, 100000);
@@ -71,6 +72,16 @@ FrontierView::FrontierView(QWidget* parent)
            "fits the budget, else the group's smallest), carried to the others by the group's "
            "local output error (about a third of the evaluations with three candidates; "
            "estimates)."));
+    m_refineRounds->setObjectName(QStringLiteral("searchRefineRounds"));
+    m_refineRounds->setRange(0, 10);
+    m_refineRounds->setSpecialValueText(tr("off"));
+    m_refineRounds->setSuffix(tr(" round(s)"));
+    m_refineRounds->setToolTip(
+        tr("After the frontier's pick, measure every layer group switched to each other "
+           "candidate with the rest as picked (the groups' errors interact where most are "
+           "quantized), re-solve with those costs and keep the new pick only if it measures "
+           "lower. Each round costs one evaluation per group and candidate. Size budgets "
+           "only."));
     m_search->setObjectName(QStringLiteral("searchButton"));
     connect(m_search, &QPushButton::clicked, this, &FrontierView::searchRequested);
 
@@ -87,6 +98,7 @@ FrontierView::FrontierView(QWidget* parent)
     costRow->addWidget(m_search);
     form->addRow(tr("Costs on"), costRow);
     form->addRow(tr("Group costs"), m_unitCosts);
+    form->addRow(tr("Refine in context"), m_refineRounds);
 
     m_plot->setObjectName(QStringLiteral("frontierPlot"));
     m_plot->setAxisLabels(tr("bits per weight (Quark hf_format)"), tr("mean KL"));
@@ -108,7 +120,7 @@ FrontierView::FrontierView(QWidget* parent)
     connect(m_apply, &QPushButton::clicked, this, [this] {
         if (m_selected < 0)
             return;
-        const SearchPoint& p = m_result.frontier[size_t(m_selected)];
+        const SearchPoint& p = pointAt(m_selected);
         Q_EMIT applyRequested(recipeAt(m_selected),
                               tr("designed recipe at %1 bits per weight").arg(p.bits, 0, 'f', 2));
     });
@@ -137,6 +149,7 @@ SchemeSearchRequest FrontierView::request() const {
     }
     q.costWindows = m_costWindows->value();
     q.unitCosts = m_unitCosts->currentIndex() == 1 ? UnitCosts::Scaled : UnitCosts::Measured;
+    q.refineRounds = q.budgetKl ? 0 : m_refineRounds->value();
     return q;
 }
 
@@ -193,15 +206,18 @@ void FrontierView::selectPoint(int index) {
     Q_EMIT pointSelected(recipeAt(index));
 }
 
+const SearchPoint& FrontierView::pointAt(int index) const {
+    return size_t(index) == m_result.chosen ? m_result.pick() : m_result.frontier.at(size_t(index));
+}
+
 Recipe FrontierView::recipeAt(int index) const {
-    return recipeForChoice(m_base, m_result.candidates, m_result.units,
-                           m_result.frontier.at(size_t(index)).choice);
+    return recipeForChoice(m_base, m_result.candidates, m_result.units, pointAt(index).choice);
 }
 
 QString FrontierView::summaryText() const {
     if (m_selected < 0)
         return {};
-    const SearchPoint& p = m_result.frontier[size_t(m_selected)];
+    const SearchPoint& p = pointAt(m_selected);
     std::map<std::string, int> count;
     for (int c : p.choice)
         ++count[searchCandidateName(m_result.candidates, c)];
@@ -217,6 +233,14 @@ QString FrontierView::summaryText() const {
                        .arg(locale.toString(qulonglong(p.bytes)))
                        .arg(p.predictedKl, 0, 'g', 4)
                        .arg(mix.join(QStringLiteral(", ")));
+    if (size_t(m_selected) == m_result.chosen && m_result.refined) {
+        int changed = 0;
+        for (size_t u = 0; u < p.choice.size(); ++u)
+            changed += p.choice[u] != m_result.frontier[m_result.chosen].choice[u] ? 1 : 0;
+        text += tr(" Refined in context: %n layer group(s) changed from the frontier's point "
+                   "(its prediction is the measured start plus the measured switches).",
+                   nullptr, changed);
+    }
     if (size_t(m_selected) == m_result.chosen && m_result.measuredFidelity) {
         const double measured = m_result.measuredFidelity->klMean.value;
         text +=
@@ -239,7 +263,7 @@ void FrontierView::redraw() {
     m_plot->addLineSeries(tr("predicted"), x, y, QColor(0x1f, 0x77, 0xb4), true);
     // The selected point under the measured one, larger, so both show where they meet.
     if (m_selected >= 0) {
-        const SearchPoint& p = m_result.frontier[size_t(m_selected)];
+        const SearchPoint& p = pointAt(m_selected);
         m_plot->addScatter(tr("selected"), {p.bits}, {p.predictedKl}, QColor(0xff, 0x7f, 0x0e),
                            14.0);
     }
@@ -252,7 +276,7 @@ void FrontierView::redraw() {
     if (!anchorBits.isEmpty())
         m_plot->addScatter(tr("uniform, measured"), anchorBits, anchorKl, QColor(0x2c, 0xa0, 0x2c),
                            8.0);
-    const SearchPoint& chosen = m_result.frontier[m_result.chosen];
+    const SearchPoint& chosen = m_result.pick();
     if (m_result.measuredFidelity)
         m_plot->addScatter(tr("measured"), {chosen.bits}, {m_result.measuredFidelity->klMean.value},
                            QColor(0xd6, 0x27, 0x28), 8.0);

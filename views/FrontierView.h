@@ -42,6 +42,8 @@ public:
 
     int selectedPoint() const { return m_selected; }
     void selectPoint(int index);
+    // A frontier point; the chosen one is the search's pick (refined in context when it was).
+    const SearchPoint& pointAt(int index) const;
     // The recipe of a frontier point over the base searched from.
     Recipe recipeAt(int index) const;
     QString summaryText() const;
@@ -63,6 +65,7 @@ private:
     QDoubleSpinBox* m_budget;
     QSpinBox* m_costWindows;
     QComboBox* m_unitCosts;
+    QSpinBox* m_refineRounds;
     QPushButton* m_search;
     PlotWidget* m_plot;
     QSlider* m_slider;

@@ -62,9 +62,29 @@ nlohmann::json predictionJson(const KlSumModel& model) {
             {"anchors", anchors}};
 }
 
+// What the refinement's rounds did (null without --refine).
+nlohmann::json refinementJson(const SchemeSearchResult& r) {
+    if (!r.refinement)
+        return nullptr;
+    nlohmann::json rounds = nlohmann::json::array();
+    for (const RefinementRound& round : r.refinement->rounds) {
+        rounds.push_back(
+            {{"kl_before", round.klBefore},
+             {"evaluations", round.evaluations},
+             {"units_changed", round.unitsChanged},
+             {"predicted_kl", round.predictedKl},
+             {"kl_after", round.klAfter ? nlohmann::json(*round.klAfter) : nlohmann::json(nullptr)},
+             {"accepted", round.accepted}});
+    }
+    return {{"rounds", rounds},
+            {"changed_pick", r.refined.has_value()},
+            {"kl_measured_on_cost_windows", r.refinement->klMeasured},
+            {"seconds", r.refineSeconds}};
+}
+
 nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest& q,
                           const std::string& recipeFile) {
-    const SearchPoint& chosen = r.frontier[r.chosen];
+    const SearchPoint& chosen = r.pick();
     nlohmann::json frontier = nlohmann::json::array();
     for (const SearchPoint& p : r.frontier)
         frontier.push_back({{"bits", p.bits},
@@ -92,6 +112,9 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
                                 {"weight_bytes", bytes},
                                 {"unfit", unfit},
                                 {"chosen", searchCandidateName(r.candidates, chosen.choice[u])}};
+        if (r.refined && r.frontier[r.chosen].choice[u] != chosen.choice[u])
+            entry["frontier_pick"] =
+                searchCandidateName(r.candidates, r.frontier[r.chosen].choice[u]);
         if (unit.measuredCandidate >= 0) {
             nlohmann::json local = nlohmann::json::object();
             for (size_t c = 0; c < r.candidates.size(); ++c)
@@ -122,7 +145,9 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
         {"units", units},
         {"fp_perplexity",
          r.fpPerplexity ? nlohmann::json(*r.fpPerplexity) : nlohmann::json(nullptr)},
-        {"seconds", {{"costs", r.costSeconds}, {"measure", r.measureSeconds}}},
+        {"seconds",
+         {{"costs", r.costSeconds}, {"refine", r.refineSeconds}, {"measure", r.measureSeconds}}},
+        {"refinement", refinementJson(r)},
         {"cost_windows", r.costWindows},
         {"unit_costs", unitCostsName(r.unitCosts)},
         {"unit_costs_measured_for",
@@ -144,7 +169,7 @@ nlohmann::json searchJson(const SchemeSearchResult& r, const SchemeSearchRequest
 
 void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
                  const std::string& recipeFile) {
-    const SearchPoint& chosen = r.frontier[r.chosen];
+    const SearchPoint& chosen = r.pick();
     std::printf("candidates: ");
     for (size_t c = 0; c < r.candidates.size(); ++c)
         std::printf("%s%s", c ? ", " : "", r.candidates[c].c_str());
@@ -181,10 +206,33 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
         std::printf("%s %10.4f %14llu %14.6f  %s\n", i == r.chosen ? "->" : "  ", p.bits,
                     static_cast<unsigned long long>(p.bytes), p.predictedKl, mix.c_str());
     }
-    std::printf("\nchosen recipe:\n");
-    for (size_t u = 0; u < r.units.size(); ++u)
-        std::printf("  %-56s %s\n", r.units[u].name.c_str(),
-                    searchCandidateName(r.candidates, chosen.choice[u]).c_str());
+    if (r.refinement) {
+        std::printf("\nrefinement in context (%.1f s, on the cost windows; each round measures "
+                    "every unit's other candidates with the rest as picked):\n",
+                    r.refineSeconds);
+        for (size_t i = 0; i < r.refinement->rounds.size(); ++i) {
+            const RefinementRound& round = r.refinement->rounds[i];
+            std::printf("  round %zu: from KL %.6f, %d evaluations, ", i + 1, round.klBefore,
+                        round.evaluations);
+            if (!round.klAfter)
+                std::printf("no better choice predicted (%.6f)\n", round.predictedKl);
+            else
+                std::printf("%d unit(s) changed: predicted %.6f, measured %.6f, %s\n",
+                            round.unitsChanged, round.predictedKl, *round.klAfter,
+                            round.accepted ? "kept" : "not lower: the earlier pick stays");
+        }
+    }
+    std::printf("\nchosen recipe%s:\n",
+                r.refined ? " (refined; the frontier's pick after ->)" : "");
+    for (size_t u = 0; u < r.units.size(); ++u) {
+        const int before = r.frontier[r.chosen].choice[u];
+        std::printf(
+            "  %-56s %s%s\n", r.units[u].name.c_str(),
+            searchCandidateName(r.candidates, chosen.choice[u]).c_str(),
+            before == chosen.choice[u]
+                ? ""
+                : ("   (frontier: " + searchCandidateName(r.candidates, before) + ")").c_str());
+    }
     if (q.budgetBits)
         std::printf("\nbudget: %.4f bits per weight asked, %.4f used (effective_bits)\n",
                     *q.budgetBits, r.effectiveBits);
@@ -254,6 +302,12 @@ int runRecipeSearch(const QStringList& args) {
                       "output error (about a third of the evaluations with three candidates; the "
                       "costs then belong to this budget).",
                       "measured|scaled"});
+    parser.addOption({"refine",
+                      "Rounds of refinement in context after the frontier's pick (size budgets): "
+                      "each measures every unit switched to each other candidate with the rest "
+                      "as picked, on the cost windows, re-solves with those costs and keeps the "
+                      "new pick only if it measures lower (0: none, the default).",
+                      "N"});
     parser.addOption({"out", "Write the chosen recipe here.", "FILE"});
     parser.addOption({"json", "Machine-readable report."});
     addEvalWindowOptions(parser);
@@ -327,6 +381,13 @@ int runRecipeSearch(const QStringList& args) {
             throw UsageError{"--unit-costs: '" + v.toStdString() +
                              "' is not 'measured' or 'scaled'"};
         q.unitCosts = v == "scaled" ? UnitCosts::Scaled : UnitCosts::Measured;
+    }
+    if (parser.isSet("refine")) {
+        bool ok = false;
+        q.refineRounds = parser.value("refine").toInt(&ok);
+        if (!ok || q.refineRounds < 0)
+            throw UsageError{"--refine: '" + parser.value("refine").toStdString() +
+                             "' is not a number of rounds (0 or more)"};
     }
     if (parser.isSet("costs")) {
         const std::string path = parser.value("costs").toStdString();

@@ -11,6 +11,7 @@
 #include "run/PlanRowEvaluator.h"
 #include "run/PreparedRun.h"
 #include "run/Run.h"
+#include "run/SchemeRefinement.h"
 #include "util/Error.h"
 
 #include <algorithm>
@@ -121,6 +122,13 @@ void checkRequest(const SchemeSearchRequest& r) {
     if (r.costWindows < 0)
         throw Error("--cost-windows", std::to_string(r.costWindows),
                     "must be a number of windows (0: all)");
+    if (r.refineRounds < 0)
+        throw Error("--refine", std::to_string(r.refineRounds),
+                    "must be a number of rounds (0: none)");
+    if (r.refineRounds > 0 && r.budgetKl)
+        throw Error("--refine", std::to_string(r.refineRounds),
+                    "refines the pick within a size budget (--budget-bpw or --budget-bytes), not "
+                    "a KL budget");
     if (r.budgetKl && !(*r.budgetKl >= 0.0 && std::isfinite(*r.budgetKl)))
         throw Error("--budget-kl", fixed(*r.budgetKl, 6), "must be a number >= 0");
     const Recipe& base = r.run.recipe;
@@ -377,8 +385,10 @@ runSchemeSearch(const SchemeSearchRequest& request,
             ++measuredUnits;
     }
     // Per quantizing candidate: its calibration, its local errors (scaled), its anchor.
+    const bool refine = request.refineRounds > 0;
     const double steps =
         double((reuse ? 0 : quantizingCount * (scaled ? 3 : 2) + measuredUnits + 1) +
+               (refine ? (reuse ? quantizingCount + 1 : 0) + quantizingCount : 0) +
                (request.measure ? 1 : 0));
     std::vector<KlAnchor> anchors;
     double done = 0;
@@ -432,7 +442,10 @@ runSchemeSearch(const SchemeSearchRequest& request,
     bool costsOnFewerWindows = false;
     std::optional<PreparedRun> referencePrep; // owns the model the reference logits come from
     std::optional<PlanRowEvaluator> rows;
-    for (size_t c = 0; c < k && !result.costsReused; ++c) {
+    // The refinement measures mixed recipes: every candidate's calibrated plans are kept (with
+    // costs reused, the candidates are calibrated for it alone).
+    std::vector<std::vector<std::vector<LayerPlan>>> plansOf(k);
+    for (size_t c = 0; c < k && (!result.costsReused || refine); ++c) {
         if (!schemes[c])
             continue;
         costRun.recipe = base;
@@ -461,6 +474,12 @@ runSchemeSearch(const SchemeSearchRequest& request,
             result.fpPerplexity =
                 rows->measureReference(pipeline, plans, part("full precision")).perplexity;
             ++done;
+        }
+        if (result.costsReused) { // calibrated for the refinement only
+            plansOf[c] = std::move(plans);
+            if (!referencePrep)
+                referencePrep.emplace(std::move(prep));
+            continue;
         }
         if (scaled) {
             std::map<int, std::set<std::string>> perBlock;
@@ -498,12 +517,16 @@ runSchemeSearch(const SchemeSearchRequest& request,
                 .fidelity.klMean;
         anchors.push_back(anchor);
         ++done;
+        if (refine)
+            plansOf[c] = std::move(plans);
         plans.clear();
         if (!referencePrep)
             referencePrep.emplace(std::move(prep));
     }
-    rows.reset();
-    referencePrep.reset();
+    if (!refine) {
+        rows.reset();
+        referencePrep.reset();
+    }
     if (!result.costsReused) {
         // Scaled: the other candidates' KL alone from the measured one by the local errors'
         // ratio (a unit whose measured candidate changes nothing locally keeps its KL).
@@ -564,25 +587,32 @@ runSchemeSearch(const SchemeSearchRequest& request,
             "the uniform recipes' KL grows much faster than the sum of the units' KL alone; the "
             "prediction's correction was limited to twice the sum (lambda " +
             fixed(result.klModel.lambda(), 4) + ")");
-    for (const FrontierPoint& p : frontier.points) {
+    // A choice's sizes and sum of KL alone.
+    auto pointFor = [&](const std::vector<int>& choice) {
         SearchPoint point;
         point.bytes = result.fixedBytes;
-        point.klSum = p.cost;
-        point.predictedKl = result.klModel.predict(p.cost);
-        point.choice = p.choice;
+        point.choice = choice;
         uint64_t weightBytes = excludedLinearBytes;
         for (size_t u = 0; u < result.units.size(); ++u) {
-            const size_t c = size_t(p.choice[u]);
+            const size_t c = size_t(choice[u]);
             const uint64_t w = c < k ? *result.units[u].bytes[c] : floatBytes(result.units[u]);
             weightBytes += w;
             point.bytes += w + (c < k ? result.units[u].activationBytes[c] : 0);
+            point.klSum += c < k ? result.units[u].kl[c] : 0.0;
         }
         point.bits = 8.0 * double(weightBytes) / double(result.linearWeights);
         point.weightBytes = weightBytes;
+        return point;
+    };
+    for (const FrontierPoint& p : frontier.points) {
+        SearchPoint point = pointFor(p.choice);
+        point.klSum = p.cost; // the solver's sum, in its order
+        point.predictedKl = result.klModel.predict(p.cost);
         result.frontier.push_back(std::move(point));
     }
 
     std::optional<size_t> chosen;
+    std::optional<uint64_t> optionBudget; // a size budget in the solver's bytes
     std::string smallest = fixed(result.frontier.front().bits, 4) + " bits per weight, " +
                            std::to_string(result.frontier.front().bytes) + " bytes";
     if (request.budgetKl) {
@@ -609,20 +639,50 @@ runSchemeSearch(const SchemeSearchRequest& request,
         const long double limit =
             (long double)(*request.budgetBits) * (long double)result.linearWeights / 8.0L;
         const long double unitBudget = std::floor(limit) - (long double)excludedLinearBytes;
-        if (unitBudget >= 0)
-            chosen = frontier.leastCostWithin(uint64_t(unitBudget));
+        if (unitBudget >= 0) {
+            optionBudget = uint64_t(unitBudget);
+            chosen = frontier.leastCostWithin(*optionBudget);
+        }
         if (!chosen)
             throw Error("--budget-bpw", fixed(*request.budgetBits, 4),
                         "infeasible: the smallest recipe these candidates give takes " + smallest);
     } else if (request.budgetBytes) {
-        if (*request.budgetBytes >= result.fixedBytes)
-            chosen = frontier.leastCostWithin(*request.budgetBytes - result.fixedBytes);
+        if (*request.budgetBytes >= result.fixedBytes) {
+            optionBudget = *request.budgetBytes - result.fixedBytes;
+            chosen = frontier.leastCostWithin(*optionBudget);
+        }
         if (!chosen)
             throw Error("--budget-bytes", std::to_string(*request.budgetBytes),
                         "infeasible: the smallest recipe these candidates give takes " + smallest);
     }
     result.chosen = *chosen;
-    const SearchPoint& point = result.frontier[result.chosen];
+    if (refine) {
+        const Clock::time_point refineStart = Clock::now();
+        CalibrationPipeline forward(*referencePrep->model, *referencePrep->planner,
+                                    planKeepingOptions(*referencePrep));
+        RefinementInputs in;
+        in.units = &result.units;
+        in.plansOf = &plansOf;
+        in.options = &options;
+        in.optionBudget = *optionBudget;
+        in.rounds = request.refineRounds;
+        const double refineSteps = double(quantizingCount); // its share of the progress bar
+        result.refinement = refineInContext(
+            *rows, forward, in, result.frontier[result.chosen].choice,
+            [&](double f, const std::string& m) {
+                return !progress || progress(std::min(1.0, (done + f * refineSteps) / steps), m);
+            });
+        done += refineSteps;
+        if (result.refinement->choice != result.frontier[result.chosen].choice) {
+            result.refined = pointFor(result.refinement->choice);
+            result.refined->predictedKl = result.refinement->predictedKl;
+        }
+        plansOf.clear();
+        rows.reset();
+        referencePrep.reset();
+        result.refineSeconds = secondsSince(refineStart);
+    }
+    const SearchPoint& point = result.pick();
     result.recipe = recipeForChoice(base, candidates, result.units, point.choice);
 
     // The recipe as written must be the point: sized by the one definition, each unit's

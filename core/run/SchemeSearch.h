@@ -79,6 +79,10 @@ struct SchemeSearchRequest {
     std::map<std::string, std::map<std::string, double>> knownCosts;
     std::vector<KlAnchor> knownAnchors; // the same search's uniform recipes (KlSumModel)
     std::string knownCostsKey;
+    // Rounds of refinement in context after the frontier's pick (run/SchemeRefinement.h): each
+    // measures the switches of every unit to its other candidates with the rest as picked, on
+    // the cost windows, and re-solves. 0: none. A size budget only.
+    int refineRounds = 0;
 };
 
 // What per-unit costs depend on: the model's headers, the base recipe (data, windows, algorithms,
@@ -104,6 +108,28 @@ struct SearchUnit {
     int measuredCandidate = -1;
 };
 
+// One round of SchemeSearchRequest::refineRounds (run/SchemeRefinement.h).
+struct RefinementRound {
+    double klBefore = 0.0; // the round's starting pick, measured on the cost windows
+    int evaluations = 0;   // switches measured in context
+    // Per unit and option (SearchPoint::choice's indices): KL(start with the unit switched to
+    // it) - klBefore, measured; 0 for the start's own option, nullopt where the unit cannot
+    // take it.
+    std::vector<std::vector<std::optional<double>>> delta;
+    std::vector<int> proposed;     // the in-context solver's choice
+    int unitsChanged = 0;          // units whose candidate the proposal changes
+    double predictedKl = 0.0;      // klBefore + the proposal's summed in-context costs
+    std::optional<double> klAfter; // the proposal measured (nullopt: it was the start)
+    bool accepted = false;         // measured below klBefore: the next round starts from it
+};
+
+struct InContextRefinement {
+    std::vector<RefinementRound> rounds;
+    std::vector<int> choice;  // the refined pick
+    double klMeasured = 0.0;  // of `choice`, on the cost windows
+    double predictedKl = 0.0; // its prediction (its own measurement when no proposal was kept)
+};
+
 struct SearchPoint {
     uint64_t bytes = 0;       // Quark hf_format tensor bytes of the whole model
     uint64_t weightBytes = 0; // of every block linear's weight (excluded ones included)
@@ -126,8 +152,14 @@ struct SchemeSearchResult {
     bool frontierExact = true;
     size_t chosen = 0;  // index into frontier
     KlSumModel klModel; // fitted on every quantizing candidate's uniform recipe
+    // SchemeSearchRequest::refineRounds > 0: what the rounds did, and the refined pick when it
+    // differs from frontier[chosen] (predictedKl: the in-context prediction).
+    std::optional<InContextRefinement> refinement;
+    std::optional<SearchPoint> refined;
+    // The recipe's point: the refined pick, else the frontier's.
+    const SearchPoint& pick() const { return refined ? *refined : frontier[chosen]; }
 
-    Recipe recipe;              // the chosen point's recipe
+    Recipe recipe;              // the pick's recipe
     double effectiveBits = 0.0; // of `recipe`, by exportSize
     uint64_t modelBytes = 0;    // of `recipe` in Quark hf_format, by exportSize
     std::optional<PerplexityResult> measuredPerplexity;
@@ -141,6 +173,7 @@ struct SchemeSearchResult {
     std::string costsKey;        // costsKey(request)
     bool costsReused = false;    // from SchemeSearchRequest::knownCosts
     double costSeconds = 0.0;    // calibrations and per-unit measurements
+    double refineSeconds = 0.0;  // the refinement's rounds
     double measureSeconds = 0.0; // the chosen recipe's run
     std::vector<std::string> warnings;
 };

@@ -67,6 +67,7 @@ private Q_SLOTS:
         view->setBudget(false, 8.0);
         view->findChild<QSpinBox*>(QStringLiteral("searchCostWindows"))->setValue(1);
         view->findChild<QComboBox*>(QStringLiteral("searchUnitCosts"))->setCurrentIndex(1);
+        view->findChild<QSpinBox*>(QStringLiteral("searchRefineRounds"))->setValue(1);
         QSignalSpy resultShown(view, &qs::FrontierView::resultShown);
         QTest::mouseClick(view->findChild<QPushButton*>(QStringLiteral("searchButton")),
                           Qt::LeftButton);
@@ -83,20 +84,23 @@ private Q_SLOTS:
              QStringLiteral("--max-windows"),  QStringLiteral("2"),
              QStringLiteral("--cost-windows"), QStringLiteral("1"),
              QStringLiteral("--unit-costs"),   QStringLiteral("scaled"),
+             QStringLiteral("--refine"),       QStringLiteral("1"),
              QStringLiteral("--candidates"),   QStringLiteral("none,uint4_wo_32,int8"),
              QStringLiteral("--budget-bpw"),   QStringLiteral("8"),
              QStringLiteral("--json"),         QStringLiteral("--quiet")});
         QVERIFY2(cli.exitCode == 0, cli.err.constData());
         const nlohmann::json j = nlohmann::json::parse(cli.out.toStdString());
         QVERIFY(j.at("effective_bits").get<double>() == result.effectiveBits);
-        QVERIFY(j.at("predicted").at("kl_mean").get<double>() ==
-                result.frontier[result.chosen].predictedKl);
+        QVERIFY(j.at("predicted").at("kl_mean").get<double>() == result.pick().predictedKl);
         QVERIFY(j.at("measured").at("kl_mean").get<double>() ==
                 result.measuredFidelity->klMean.value);
         QCOMPARE(j.at("frontier").size(), result.frontier.size());
         QCOMPARE(result.costWindows, int64_t(1)); // the dock's "Costs on" reached the search
         QVERIFY(result.unitCosts == qs::UnitCosts::Scaled); // and its "Group costs"
         QCOMPARE(j.at("unit_costs").get<std::string>(), std::string("scaled"));
+        // and its "Refine in context": one round ran (in the CLI too).
+        QVERIFY(result.refinement && result.refinement->rounds.size() == 1);
+        QCOMPARE(j.at("refinement").at("rounds").size(), size_t(1));
 
         // The chosen point is previewed in the layer tree: every block linear changes from
         // "none" (the recipe names no scheme yet) to its unit's scheme, or stays "none".
@@ -104,12 +108,12 @@ private Q_SLOTS:
         QVERIFY(tree->hasProposedRecipe());
         int quantized = 0;
         for (size_t u = 0; u < result.units.size(); ++u)
-            if (result.candidates[size_t(result.frontier[result.chosen].choice[u])] != "none")
+            if (result.candidates[size_t(result.pick().choice[u])] != "none")
                 quantized += int(result.units[u].layers.size());
         QVERIFY(quantized > 0);
         QCOMPARE(tree->proposedChangeCount(), quantized);
         const QString first = QString::fromStdString(result.units[0].layers[0]);
-        if (result.candidates[size_t(result.frontier[result.chosen].choice[0])] != "none")
+        if (result.candidates[size_t(result.pick().choice[0])] != "none")
             QVERIFY(window.workbenchPage()
                         ->layerValue(first, qs::LayerTreeModel::SchemeColumn)
                         .toString()

@@ -101,6 +101,44 @@ private Q_SLOTS:
         QVERIFY(r.out.contains("not measured"));
     }
 
+    void refinementReport() {
+        const Run r = qs::test::runCli(searchArgs("8") << "--json"
+                                                       << "--refine"
+                                                       << "2");
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        QVERIFY(j["effective_bits"].toDouble() <= 8.0);
+        const QJsonObject refinement = j["refinement"].toObject();
+        const QJsonArray rounds = refinement["rounds"].toArray();
+        QVERIFY(!rounds.isEmpty() && rounds.size() <= 2);
+        // Each round starts where the last kept proposal measured; a proposal is kept only when
+        // it measures lower; the report's KL is the last kept one's.
+        double kl = rounds[0]["kl_before"].toDouble();
+        for (const QJsonValue& round : rounds) {
+            QVERIFY(round["kl_before"].toDouble() == kl);
+            QVERIFY(round["evaluations"].toInt() > 0);
+            if (round["kl_after"].isNull())
+                continue;
+            const bool lower = round["kl_after"].toDouble() < kl;
+            QCOMPARE(round["accepted"].toBool(), lower);
+            if (lower)
+                kl = round["kl_after"].toDouble();
+        }
+        QVERIFY(refinement["kl_measured_on_cost_windows"].toDouble() == kl);
+        // A changed pick names, per unit, what the frontier had chosen.
+        int changed = 0;
+        for (const QJsonValue& u : j["units"].toArray())
+            changed += u.toObject().contains("frontier_pick") ? 1 : 0;
+        QCOMPARE(changed > 0, refinement["changed_pick"].toBool());
+
+        const Run text = qs::test::runCli(searchArgs("8") << "--no-measure"
+                                                          << "--refine"
+                                                          << "1");
+        QVERIFY2(text.exitCode == 0, text.err.constData());
+        QVERIFY(text.out.contains("refinement in context"));
+        QVERIFY(text.out.contains("round 1: from KL"));
+    }
+
     void refusals() {
         Run r = qs::test::runCli(searchArgs("1"));
         QCOMPARE(r.exitCode, 1);
@@ -122,6 +160,17 @@ private Q_SLOTS:
                                              << "guessed");
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("--unit-costs") && r.err.contains("guessed"), r.err.constData());
+        r = qs::test::runCli(searchArgs("6") << "--refine"
+                                             << "some");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("--refine") && r.err.contains("some"), r.err.constData());
+        args = searchArgs("6");
+        args[args.indexOf("--budget-bpw")] = "--budget-kl";
+        args[args.indexOf("6")] = "0.05";
+        r = qs::test::runCli(args << "--refine"
+                                  << "1");
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("--refine") && r.err.contains("size budget"), r.err.constData());
         r = qs::test::runCli({"recipe", "--auto", "--model", m_model, "--budget-bpw", "4"});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("--data"), r.err.constData());
