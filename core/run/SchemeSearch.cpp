@@ -46,70 +46,6 @@ std::string budgetFlag(const SchemeSearchRequest& r) {
     return "--budget-kl";
 }
 
-// Linears fed one norm's output (q, k, v; gate, up) that the family's scaling template names:
-// serving runtimes fuse them into one matmul with one scheme. Block-relative names per group.
-std::vector<std::vector<std::string>> sharedInputGroups(const ModelHandle& handle) {
-    std::vector<std::vector<std::string>> groups;
-    ScalingTemplate tmpl;
-    try {
-        tmpl = handle.family->scalingTemplate(handle.config);
-    } catch (const Error&) {
-        return groups; // no template: every linear is its own unit
-    }
-    for (const ScalingGroup& g : tmpl.groups)
-        if (g.layers.size() > 1)
-            groups.push_back(g.layers);
-    return groups;
-}
-
-bool endsWith(const std::string& s, const std::string& tail) {
-    return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0 &&
-           s[s.size() - tail.size() - 1] == '.';
-}
-
-// The units: linears the base recipe quantizes, grouped (see the header), in model order.
-std::vector<SearchUnit> buildUnits(const ModelHandle& handle, const Recipe& base) {
-    std::vector<const ModuleNode*> nodes;
-    const ModuleNode tree = handle.moduleTree();
-    tree.collect("linear", nodes);
-    const std::vector<std::vector<std::string>> groups = sharedInputGroups(handle);
-    std::vector<SearchUnit> units;
-    std::map<std::string, size_t> unitOf;
-    for (const ModuleNode* n : nodes) {
-        if (n->blockIndex < 0 || base.isExcluded(n->name))
-            continue;
-        std::string key = expertRowName(n->name);
-        std::string pattern = key;
-        if (key == n->name)
-            for (const auto& group : groups)
-                for (const std::string& rel : group)
-                    if (endsWith(n->name, rel)) {
-                        const std::string prefix = n->name.substr(0, n->name.size() - rel.size());
-                        key = prefix + "{";
-                        for (size_t i = 0; i < group.size(); ++i)
-                            key += (i ? "," : "") + group[i];
-                        key += "}";
-                    }
-        auto it = unitOf.find(key);
-        if (it == unitOf.end()) {
-            it = unitOf.emplace(key, units.size()).first;
-            SearchUnit u;
-            u.name = key;
-            u.block = n->blockIndex;
-            units.push_back(u);
-        }
-        SearchUnit& u = units[it->second];
-        u.layers.push_back(n->name);
-        if (pattern != n->name) {
-            if (u.patterns.empty())
-                u.patterns.push_back(pattern);
-        } else {
-            u.patterns.push_back(exactLayerPattern(n->name));
-        }
-    }
-    return units;
-}
-
 void checkRequest(const SchemeSearchRequest& r) {
     if (r.budgetBits && r.budgetBytes)
         throw Error("--budget-bpw", "", "give one size budget: --budget-bpw or --budget-bytes");
@@ -175,40 +111,6 @@ const std::vector<std::string>& defaultSearchCandidates() {
     return ladder;
 }
 
-std::string searchCandidateName(const std::vector<std::string>& candidates, int choice) {
-    return size_t(choice) < candidates.size() ? candidates[size_t(choice)] : kUnquantizedCandidate;
-}
-
-Recipe recipeForChoice(const Recipe& base, const std::vector<std::string>& candidates,
-                       const std::vector<SearchUnit>& units, const std::vector<int>& choice) {
-    Recipe recipe = base;
-    auto nameOf = [&candidates](int c) { return searchCandidateName(candidates, c); };
-    std::map<int, int64_t> weightsOf;
-    for (size_t u = 0; u < units.size(); ++u)
-        if (nameOf(choice[u]) != kUnquantizedCandidate)
-            weightsOf[choice[u]] += units[u].weights;
-    int global = -1;
-    for (const auto& [c, w] : weightsOf)
-        if (global < 0 || w > weightsOf[global])
-            global = c;
-    if (global >= 0)
-        recipe.global = quant::resolveScheme(candidates[size_t(global)]);
-    for (size_t u = 0; u < units.size(); ++u) {
-        if (choice[u] == global)
-            continue;
-        const std::string name = nameOf(choice[u]);
-        for (const std::string& p : units[u].patterns) {
-            if (name == kUnquantizedCandidate) {
-                if (global >= 0)
-                    recipe.exclude.push_back(p);
-            } else {
-                recipe.layerOverrides.push_back({p, quant::resolveScheme(name)});
-            }
-        }
-    }
-    return recipe;
-}
-
 SchemeSearchResult
 runSchemeSearch(const SchemeSearchRequest& request,
                 const std::function<bool(double, const std::string&)>& progress) {
@@ -245,7 +147,7 @@ runSchemeSearch(const SchemeSearchRequest& request,
     // Sizes, from the headers: every candidate as the global scheme (unfit layers skipped, so
     // the report says which), and nothing quantized (the float bytes of each linear).
     const ModelHandle handle = openModelHandle(request.run.modelDir);
-    result.units = buildUnits(handle, base);
+    result.units = buildSearchUnits(handle, base);
     if (result.units.empty())
         throw Error("recipe", "exclude", "every block linear is excluded: nothing to search");
     auto sizeOf = [&](const std::optional<quant::QuantScheme>& scheme, const std::string& name) {
@@ -687,26 +589,10 @@ runSchemeSearch(const SchemeSearchRequest& request,
 
     // The recipe as written must be the point: sized by the one definition, each unit's
     // layers planned with the chosen scheme, within the budget.
-    const ExportSizeReport written = exportSize(request.run.modelDir, result.recipe, {"quark"});
+    const ExportSizeReport written = writtenRecipeSize(request.run.modelDir, result.recipe,
+                                                       candidates, result.units, point.choice);
     result.effectiveBits = written.effectiveBits().value_or(0.0);
     result.modelBytes = written.format("quark")->modelBytes;
-    std::map<std::string, const LinearSize*> plannedLinear;
-    for (const LinearSize& l : written.linears)
-        plannedLinear[l.name] = &l;
-    for (size_t u = 0; u < result.units.size(); ++u) {
-        const std::string name = searchCandidateName(candidates, point.choice[u]);
-        for (const std::string& l : result.units[u].layers) {
-            const LinearSize& s = *plannedLinear.at(l);
-            const bool same = name == kUnquantizedCandidate
-                                  ? !s.scheme
-                                  : (s.scheme && *s.scheme == quant::resolveScheme(name));
-            if (!same)
-                throw Error("recipe search", l,
-                            "internal error: the written recipe plans this layer otherwise than "
-                            "the chosen point ('" +
-                                name + "')");
-        }
-    }
     if (written.format("quark")->linearWeightBytes != point.weightBytes ||
         written.format("quark")->modelBytes != point.bytes ||
         (request.budgetBits && result.effectiveBits > *request.budgetBits) ||

@@ -28,6 +28,7 @@
 #include "recipe/KlSumModel.h"
 #include "recipe/Recipe.h"
 #include "run/RunRequest.h"
+#include "run/SearchUnits.h"
 
 #include <cstdint>
 #include <functional>
@@ -38,8 +39,6 @@
 
 namespace qs {
 
-// The candidate that leaves a unit unquantized (stored as the checkpoint stores its weight).
-constexpr const char* kUnquantizedCandidate = "none";
 // The ladder searched when none is given: full precision, FP8 W8A8, uint4 per group of 128,
 // MXFP4 weight-only.
 const std::vector<std::string>& defaultSearchCandidates();
@@ -88,25 +87,6 @@ struct SchemeSearchRequest {
 // What per-unit costs depend on: the model's headers, the base recipe (data, windows, algorithms,
 // exclusions), device and dtype. A hash (hex).
 std::string costsKey(const SchemeSearchRequest& request);
-
-struct SearchUnit {
-    std::string name;                  // a linear, "…self_attn.{q,k,v}_proj", or an experts row
-    std::vector<std::string> layers;   // its linears (for an experts row, the pattern's matches)
-    std::vector<std::string> patterns; // what the recipe names it by (layer names or the pattern)
-    int block = 0;
-    int64_t weights = 0;
-    // Per candidate: the unit's weight bytes in Quark hf_format (what effective_bits counts) and
-    // its measured KL alone;
-    // nullopt where a layer does not fit the candidate (the reason in `unfit`).
-    std::vector<std::optional<uint64_t>> bytes;
-    std::vector<uint64_t> activationBytes; // its static quantizers' scales, per candidate
-    std::vector<double> kl;
-    std::vector<std::string> unfit;
-    // UnitCosts::Scaled: per candidate, the unit's local output error energy (0 where it does
-    // not fit), and the candidate whose KL alone was measured (the others' scaled from it).
-    std::vector<double> localError;
-    int measuredCandidate = -1;
-};
 
 // One round of SchemeSearchRequest::refineRounds (run/SchemeRefinement.h).
 struct RefinementRound {
@@ -177,17 +157,6 @@ struct SchemeSearchResult {
     double measureSeconds = 0.0; // the chosen recipe's run
     std::vector<std::string> warnings;
 };
-
-// The candidate a choice names: candidates[choice], or "none" for the index past them (a unit
-// no candidate fits, SearchPoint::choice).
-std::string searchCandidateName(const std::vector<std::string>& candidates, int choice);
-
-// The recipe of one choice (candidate index per unit) over `base`: the most common quantized
-// candidate (by weights) becomes the global scheme, the other units get layer overrides by their
-// patterns, "none" units are excluded. A choice past the candidates (a unit no candidate fits,
-// SearchPoint::choice) is "none".
-Recipe recipeForChoice(const Recipe& base, const std::vector<std::string>& candidates,
-                       const std::vector<SearchUnit>& units, const std::vector<int>& choice);
 
 // Throws qs::Error naming the flag for a bad request (no candidates that quantize, an unknown
 // scheme, a base recipe with schemes, an infeasible budget) before the costs are measured where
