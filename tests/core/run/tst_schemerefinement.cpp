@@ -7,15 +7,14 @@
 // separate run, minus the start), the prediction (the start plus the proposal's costs), the
 // proposal's measurement, that a proposal is kept only when it measures lower, that the pick
 // stays within the budget, and that the recipe written is the refined pick.
+#include "SearchTestModel.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
 #include "export/ExportSize.h"
 #include "quant/SchemeRegistry.h"
-#include "recipe/RecipeFlags.h"
 #include "run/QuantizationRun.h"
 #include "run/SchemeSearch.h"
-#include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
 #include <QtTest>
@@ -33,20 +32,7 @@ private:
     std::vector<qs::SchemeSearchResult> m_refined;
     std::vector<double> m_budgets; // of each
 
-    qs::RunRequest base() const {
-        qs::QuantFlags flags;
-        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-        flags.numCalibData = 4;
-        flags.seqLen = 32;
-        qs::RunRequest req;
-        req.modelDir = m_model.toStdString();
-        req.recipe = qs::recipeFromFlags(flags);
-        req.recipe.evaluation.dataPath =
-            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-        req.recipe.evaluation.seqLen = 48;
-        req.recipe.evaluation.maxWindows = 5;
-        return req;
-    }
+    qs::RunRequest base() const { return qs::test::searchTestRun(m_model); }
 
     qs::SchemeSearchRequest search(double bits, int rounds) const {
         qs::SchemeSearchRequest q;
@@ -68,12 +54,7 @@ private:
 private Q_SLOTS:
     void initTestCase() {
         qputenv("QS_CACHE_DIR", qs::test::tempDir("cache").toUtf8());
-        qs::SyntheticModelOptions o;
-        o.hiddenSize = 64, o.intermediateSize = 160, o.numLayers = 2, o.numHeads = 4,
-        o.numKvHeads = 2, o.seed = 9;
-        o.outDir = (qs::test::tempDir("refine") + "/model").toStdString();
-        qs::writeSyntheticModel(o);
-        m_model = QString::fromStdString(o.outDir);
+        m_model = qs::test::writeSearchTestModel("refine");
         // Budgets between the ladder's steps, where several units sit near each other's cost.
         for (double bits = 5.25; bits <= 8.0; bits += 0.25) {
             qs::SchemeSearchResult r = qs::runSchemeSearch(search(bits, 2));

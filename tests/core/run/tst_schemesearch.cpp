@@ -4,6 +4,7 @@
 // pick is the brute-force optimum of the predicted KL within the budget; the recipe it writes is
 // the chosen point (sized by exportSize, never above the budget) and replays to the same
 // figures; bad requests are refused naming the flag.
+#include "SearchTestModel.h"
 #include "TestMain.h"
 #include "TestSupport.h"
 
@@ -11,11 +12,9 @@
 #include "model/ModelLoader.h"
 #include "quant/SchemeRegistry.h"
 #include "recipe/LayerPattern.h"
-#include "recipe/RecipeFlags.h"
 #include "run/QuantizationRun.h"
 #include "run/SchemeSearch.h"
 #include "run/SensitivityRun.h"
-#include "synth/SyntheticModel.h"
 #include "util/Error.h"
 
 #include <QtTest>
@@ -33,20 +32,7 @@ private:
     std::vector<std::string> m_candidates{"none", "int4_wo_32", "int8"};
     qs::SchemeSearchResult m_result; // at 6 bits per weight
 
-    qs::RunRequest base() const {
-        qs::QuantFlags flags;
-        flags.calibData = qs::test::sharedPath("data/tinystories-calib.txt").toStdString();
-        flags.numCalibData = 4;
-        flags.seqLen = 32;
-        qs::RunRequest req;
-        req.modelDir = m_model.toStdString();
-        req.recipe = qs::recipeFromFlags(flags);
-        req.recipe.evaluation.dataPath =
-            qs::test::sharedPath("data/tinystories-eval.txt").toStdString();
-        req.recipe.evaluation.seqLen = 48;
-        req.recipe.evaluation.maxWindows = 5;
-        return req;
-    }
+    qs::RunRequest base() const { return qs::test::searchTestRun(m_model); }
 
     qs::SchemeSearchRequest search(double bits) const {
         qs::SchemeSearchRequest q;
@@ -71,14 +57,9 @@ private:
 private Q_SLOTS:
     void initTestCase() {
         qputenv("QS_CACHE_DIR", qs::test::tempDir("cache").toUtf8());
-        qs::SyntheticModelOptions o;
-        o.hiddenSize = 64, o.intermediateSize = 160, o.numLayers = 2, o.numHeads = 4,
-        o.numKvHeads = 2, o.seed = 9;
-        o.outDir = (qs::test::tempDir("search") + "/model").toStdString();
-        qs::writeSyntheticModel(o);
-        m_model = QString::fromStdString(o.outDir);
+        m_model = qs::test::writeSearchTestModel("search");
         std::vector<const qs::ModuleNode*> nodes;
-        const qs::ModuleNode tree = qs::openModelHandle(o.outDir).moduleTree();
+        const qs::ModuleNode tree = qs::openModelHandle(m_model.toStdString()).moduleTree();
         tree.collect("linear", nodes);
         for (const qs::ModuleNode* n : nodes)
             if (n->blockIndex >= 0)
