@@ -74,7 +74,8 @@ nlohmann::json refinementJson(const SchemeSearchResult& r) {
              {"units_changed", round.unitsChanged},
              {"predicted_kl", round.predictedKl},
              {"kl_after", round.klAfter ? nlohmann::json(*round.klAfter) : nlohmann::json(nullptr)},
-             {"accepted", round.accepted}});
+             {"accepted", round.accepted},
+             {"smaller_steps", round.smallerSteps}});
     }
     return {{"rounds", rounds},
             {"changed_pick", r.refined.has_value()},
@@ -217,8 +218,13 @@ void printSearch(const SchemeSearchResult& r, const SchemeSearchRequest& q,
             if (!round.klAfter)
                 std::printf("no better choice predicted (%.6f)\n", round.predictedKl);
             else
-                std::printf("%d unit(s) changed: predicted %.6f, measured %.6f, %s\n",
-                            round.unitsChanged, round.predictedKl, *round.klAfter,
+                std::printf("%d unit(s) changed%s: predicted %.6f, measured %.6f, %s\n",
+                            round.unitsChanged,
+                            round.smallerSteps ? (" (after " + std::to_string(round.smallerSteps) +
+                                                  " smaller step(s): larger ones measured higher)")
+                                                     .c_str()
+                                               : "",
+                            round.predictedKl, *round.klAfter,
                             round.accepted ? "kept" : "not lower: the earlier pick stays");
         }
     }

@@ -142,10 +142,9 @@ refineInContext(PlanRowEvaluator& rows, CalibrationPipeline& pipeline, const Ref
         const std::vector<int>& current = out.choice;
         mixed.setAll(current);
         const std::set<std::string> quantized = mixed.quantizedLayers(current);
-        // In-context costs, shifted per unit so that the least is 0 (the solver's costs add
-        // from 0; the shift is added back to the prediction).
+        // In-context costs, shifted per unit so that the least is 0 for the solver (its costs
+        // add from 0; the prediction adds the deltas themselves).
         FrontierUnits contextOptions = options;
-        double shift = 0.0;
         for (size_t u = 0; u < units.size(); ++u) {
             std::vector<double> delta(options[u].size(), 0.0);
             r.delta.emplace_back(options[u].size());
@@ -178,31 +177,77 @@ refineInContext(PlanRowEvaluator& rows, CalibrationPipeline& pipeline, const Ref
                     least = std::min(least, delta[c]);
                     r.delta.back()[c] = delta[c];
                 }
-            shift += least;
             for (size_t c = 0; c < options[u].size(); ++c)
                 if (contextOptions[u][c])
                     contextOptions[u][c]->cost = delta[c] - least;
         }
-        const Frontier frontier = paretoFrontier(contextOptions);
-        const std::optional<size_t> pick = frontier.leastCostWithin(in.optionBudget);
-        if (!pick) // the current choice fits: only a thinned frontier could lose it
+        // The proposal within the budget, each unit's change from the current choice charged
+        // `tau` more (tau 0: the in-context optimum; larger: fewer units change).
+        auto propose = [&](double tau) -> std::optional<std::vector<int>> {
+            FrontierUnits charged = contextOptions;
+            for (size_t u = 0; u < units.size(); ++u)
+                for (size_t c = 0; c < charged[u].size(); ++c)
+                    if (charged[u][c] && int(c) != current[u])
+                        charged[u][c]->cost += tau;
+            const Frontier frontier = paretoFrontier(charged);
+            const std::optional<size_t> pick = frontier.leastCostWithin(in.optionBudget);
+            if (!pick) // the current choice fits: only a thinned frontier could lose it
+                return std::nullopt;
+            return frontier.points[*pick].choice;
+        };
+        auto changes = [&](const std::vector<int>& choice) {
+            int n = 0;
+            for (size_t u = 0; u < units.size(); ++u)
+                n += choice[u] != current[u] ? 1 : 0;
+            return n;
+        };
+        std::optional<std::vector<int>> proposal = propose(0.0);
+        if (!proposal)
             break;
-        const FrontierPoint& p = frontier.points[*pick];
-        r.proposed = p.choice;
-        r.predictedKl = out.klMeasured + shift + p.cost;
-        for (size_t u = 0; u < units.size(); ++u)
-            r.unitsChanged += p.choice[u] != current[u] ? 1 : 0;
-        if (r.unitsChanged == 0) {
-            out.rounds.push_back(std::move(r));
-            break;
-        }
+        // Where the switches' costs do not add over many units at once (a saturating model),
+        // the proposal measures higher; then one with at most half as many changes is tried,
+        // from the same measured costs, down to one change.
+        double tauHigh = 0.0; // above it no change pays (each switch's cost + tau > 0)
+        for (const auto& unitDelta : r.delta)
+            for (const auto& d : unitDelta)
+                if (d)
+                    tauHigh = std::max(tauHigh, -*d);
         std::vector<at::Tensor> proposedStreams;
-        r.klAfter = measureChoice(p.choice, proposedStreams,
-                                  "refinement " + std::to_string(round + 1) + ": the proposal");
-        r.accepted = *r.klAfter < out.klMeasured;
+        while (true) {
+            r.proposed = *proposal;
+            r.unitsChanged = changes(r.proposed);
+            r.predictedKl = out.klMeasured;
+            for (size_t u = 0; u < units.size(); ++u)
+                r.predictedKl += *r.delta[u][size_t(r.proposed[u])];
+            if (r.unitsChanged == 0)
+                break;
+            r.klAfter = measureChoice(r.proposed, proposedStreams,
+                                      "refinement " + std::to_string(round + 1) + ": a proposal");
+            r.accepted = *r.klAfter < out.klMeasured;
+            if (r.accepted || r.unitsChanged == 1)
+                break;
+            // The least charge that halves the changes (bisection; changes fall as tau grows).
+            const int limit = r.unitsChanged / 2;
+            double low = 0.0, high = tauHigh * 2.0 + 1e-12;
+            std::optional<std::vector<int>> smaller;
+            for (int i = 0; i < 40; ++i) {
+                const double tau = 0.5 * (low + high);
+                std::optional<std::vector<int>> p = propose(tau);
+                if (p && changes(*p) <= limit) {
+                    high = tau;
+                    smaller = std::move(p);
+                } else {
+                    low = tau;
+                }
+            }
+            if (!smaller || changes(*smaller) == 0)
+                break;
+            proposal = std::move(smaller);
+            ++r.smallerSteps;
+        }
         const bool accepted = r.accepted;
         if (accepted) {
-            out.choice = p.choice;
+            out.choice = r.proposed;
             out.klMeasured = *r.klAfter;
             out.predictedKl = r.predictedKl;
             streams = std::move(proposedStreams);

@@ -101,6 +101,9 @@ struct RefinementRound {
     double predictedKl = 0.0;      // klBefore + the proposal's summed in-context costs
     std::optional<double> klAfter; // the proposal measured (nullopt: it was the start)
     bool accepted = false;         // measured below klBefore: the next round starts from it
+    // Proposals with at most half as many changes tried after one measured higher (the last
+    // one tried is `proposed`).
+    int smallerSteps = 0;
 };
 
 struct InContextRefinement {
