@@ -4,6 +4,7 @@
 
 #include "io/JsonFields.h"
 #include "model/Compute.h"
+#include "recipe/RecipeLimits.h"
 #include "run/SchemeSearch.h"
 #include "tokenize/TokenizerLoader.h"
 #include "util/Error.h"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 namespace qs::cli {
@@ -374,13 +376,8 @@ int runRecipeSearch(const QStringList& args) {
     if (parser.isSet("budget-kl"))
         q.budgetKl = doubleOption(parser, "budget-kl");
     q.measure = !parser.isSet("no-measure");
-    if (parser.isSet("cost-windows")) {
-        bool ok = false;
-        q.costWindows = parser.value("cost-windows").toLongLong(&ok);
-        if (!ok || q.costWindows < 1)
-            throw UsageError{"--cost-windows: '" + parser.value("cost-windows").toStdString() +
-                             "' is not a number of windows (1 or more)"};
-    }
+    if (parser.isSet("cost-windows"))
+        q.costWindows = intOption(parser, "cost-windows", 1, limits::evaluationMaxWindows.max);
     if (parser.isSet("unit-costs")) {
         const QString v = parser.value("unit-costs");
         if (v != "measured" && v != "scaled")
@@ -388,13 +385,8 @@ int runRecipeSearch(const QStringList& args) {
                              "' is not 'measured' or 'scaled'"};
         q.unitCosts = v == "scaled" ? UnitCosts::Scaled : UnitCosts::Measured;
     }
-    if (parser.isSet("refine")) {
-        bool ok = false;
-        q.refineRounds = parser.value("refine").toInt(&ok);
-        if (!ok || q.refineRounds < 0)
-            throw UsageError{"--refine: '" + parser.value("refine").toStdString() +
-                             "' is not a number of rounds (0 or more)"};
-    }
+    if (parser.isSet("refine"))
+        q.refineRounds = int(intOption(parser, "refine", 0, std::numeric_limits<int>::max()));
     if (parser.isSet("costs")) {
         const std::string path = parser.value("costs").toStdString();
         nlohmann::json earlier;

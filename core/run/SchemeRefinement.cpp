@@ -146,13 +146,16 @@ refineInContext(PlanRowEvaluator& rows, CalibrationPipeline& pipeline, const Ref
         // add from 0; the prediction adds the deltas themselves).
         FrontierUnits contextOptions = options;
         for (size_t u = 0; u < units.size(); ++u) {
-            std::vector<double> delta(options[u].size(), 0.0);
-            r.delta.emplace_back(options[u].size());
+            std::vector<std::optional<double>>& delta = r.delta.emplace_back(options[u].size());
             for (size_t c = 0; c < options[u].size(); ++c) {
                 if (options[u][c] && !canFit(u, c))
                     contextOptions[u][c].reset();
-                if (!contextOptions[u][c] || int(c) == current[u])
+                if (!contextOptions[u][c])
                     continue;
+                if (int(c) == current[u]) {
+                    delta[c] = 0.0;
+                    continue;
+                }
                 std::set<std::string> layers = quantized;
                 for (const std::string& l : units[u].layers)
                     layers.erase(l);
@@ -172,14 +175,11 @@ refineInContext(PlanRowEvaluator& rows, CalibrationPipeline& pipeline, const Ref
                 ++r.evaluations;
             }
             double least = 0.0;
-            for (size_t c = 0; c < options[u].size(); ++c)
-                if (contextOptions[u][c]) {
-                    least = std::min(least, delta[c]);
-                    r.delta.back()[c] = delta[c];
-                }
+            for (const std::optional<double>& d : delta)
+                least = std::min(least, d.value_or(0.0));
             for (size_t c = 0; c < options[u].size(); ++c)
                 if (contextOptions[u][c])
-                    contextOptions[u][c]->cost = delta[c] - least;
+                    contextOptions[u][c]->cost = *delta[c] - least;
         }
         // The proposal within the budget, each unit's change from the current choice charged
         // `tau` more (tau 0: the in-context optimum; larger: fewer units change).

@@ -344,45 +344,10 @@ runSchemeSearch(const SchemeSearchRequest& request,
     bool costsOnFewerWindows = false;
     std::optional<PreparedRun> referencePrep; // owns the model the reference logits come from
     std::optional<PlanRowEvaluator> rows;
-    // The refinement measures mixed recipes: every candidate's calibrated plans are kept (with
-    // costs reused, the candidates are calibrated for it alone).
-    std::vector<std::vector<std::vector<LayerPlan>>> plansOf(k);
-    for (size_t c = 0; c < k && (!result.costsReused || refine); ++c) {
-        if (!schemes[c])
-            continue;
-        costRun.recipe = base;
-        costRun.recipe.global = schemes[c];
-        costRun.recipe.unfitPolicy = "skip";
-        PreparedRun prep = prepareRun(costRun);
-        for (const auto& t : prep.transforms)
-            if (t->modelTransform(prep.handle.config))
-                throw Error("recipe", "algorithms",
-                            "'" + t->name() +
-                                "' transforms the whole model; the search measures every "
-                                "candidate against one full-precision pass and cannot include it");
-        result.warnings.insert(result.warnings.end(), prep.warnings.begin(), prep.warnings.end());
-        const PipelineOptions options = planKeepingOptions(prep);
-        CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
-        std::vector<std::vector<LayerPlan>> plans =
-            pipeline.run(prep.calibration, {}, part(candidates[c] + " calibration")).plans;
-        ++done;
-        if (!rows) {
-            const int64_t windows = prep.evaluation.size(0);
-            result.costWindows =
-                request.costWindows > 0 ? std::min(request.costWindows, windows) : windows;
-            costsOnFewerWindows = result.costWindows < windows;
-            rows.emplace(*prep.model, prep.evaluation.narrow(0, 0, result.costWindows),
-                         options.maxBatchTokens);
-            result.fpPerplexity =
-                rows->measureReference(pipeline, plans, part("full precision")).perplexity;
-            ++done;
-        }
-        if (result.costsReused) { // calibrated for the refinement only
-            plansOf[c] = std::move(plans);
-            if (!referencePrep)
-                referencePrep.emplace(std::move(prep));
-            continue;
-        }
+    // A candidate's costs on its calibrated plans: the units' local errors (scaled), their KL
+    // alone, and its anchor.
+    auto measureCosts = [&](size_t c, CalibrationPipeline& pipeline,
+                            std::vector<std::vector<LayerPlan>>& plans) {
         if (scaled) {
             std::map<int, std::set<std::string>> perBlock;
             for (const SearchUnit& u : result.units)
@@ -419,9 +384,44 @@ runSchemeSearch(const SchemeSearchRequest& request,
                 .fidelity.klMean;
         anchors.push_back(anchor);
         ++done;
+    };
+    // The refinement measures mixed recipes: every candidate's calibrated plans are kept (with
+    // costs reused, the candidates are calibrated for it alone).
+    std::vector<std::vector<std::vector<LayerPlan>>> plansOf(k);
+    for (size_t c = 0; c < k && (!result.costsReused || refine); ++c) {
+        if (!schemes[c])
+            continue;
+        costRun.recipe = base;
+        costRun.recipe.global = schemes[c];
+        costRun.recipe.unfitPolicy = "skip";
+        PreparedRun prep = prepareRun(costRun);
+        for (const auto& t : prep.transforms)
+            if (t->modelTransform(prep.handle.config))
+                throw Error("recipe", "algorithms",
+                            "'" + t->name() +
+                                "' transforms the whole model; the search measures every "
+                                "candidate against one full-precision pass and cannot include it");
+        result.warnings.insert(result.warnings.end(), prep.warnings.begin(), prep.warnings.end());
+        const PipelineOptions options = planKeepingOptions(prep);
+        CalibrationPipeline pipeline(*prep.model, *prep.planner, options);
+        std::vector<std::vector<LayerPlan>> plans =
+            pipeline.run(prep.calibration, {}, part(candidates[c] + " calibration")).plans;
+        ++done;
+        if (!rows) {
+            const int64_t windows = prep.evaluation.size(0);
+            result.costWindows =
+                request.costWindows > 0 ? std::min(request.costWindows, windows) : windows;
+            costsOnFewerWindows = result.costWindows < windows;
+            rows.emplace(*prep.model, prep.evaluation.narrow(0, 0, result.costWindows),
+                         options.maxBatchTokens);
+            result.fpPerplexity =
+                rows->measureReference(pipeline, plans, part("full precision")).perplexity;
+            ++done;
+        }
+        if (!result.costsReused)
+            measureCosts(c, pipeline, plans);
         if (refine)
             plansOf[c] = std::move(plans);
-        plans.clear();
         if (!referencePrep)
             referencePrep.emplace(std::move(prep));
     }
