@@ -230,6 +230,8 @@ def main():
     ap.add_argument("--qronos-divisor", type=float, default=1,
                     help="with --float64-stats, Qronos' H and G divided by this before the solve "
                     "(128: Quantscope's scale)")
+    ap.add_argument("--model", help="a copy of stories260K elsewhere (scripts/rounding_spread.py's "
+                    "copies); default SHARED/models/stories260K")
     ap.add_argument("--ours", help="TSV of scripts/results.sh: label, perplexity, seconds; adds "
                     "Quantscope's columns (first row of each label: the stories260K tables)")
     args = ap.parse_args()
@@ -240,7 +242,7 @@ def main():
         accumulate_in_float64(args.qronos_divisor)
     if args.exact_qronos_products:
         exact_qronos_products()
-    model_dir = f"{args.shared}/models/stories260K"
+    model_dir = args.model or f"{args.shared}/models/stories260K"
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     calib = calibration_windows(tokenizer, f"{args.shared}/data/tinystories-calib.txt")
     eval_windows = windows(token_ids(tokenizer, f"{args.shared}/data/tinystories-eval.txt"), SEQ)

@@ -16,6 +16,10 @@ trap 'rm -rf "$tmp"' EXIT
 # The paired comparison with Quark (scripts/quark-paired.sh, about 40 minutes) is not rerun here:
 # its section, the last of docs/results.md, is kept as that script printed it.
 paired=$(sed -n '/^## Paired comparison with AMD Quark/,$p' docs/results.md 2> /dev/null || true)
+# Sections other scripts measured (quark-cbwr-spread.sh, rounding_spread.py): the "### "
+# subsections of the Quark section, kept as they are.
+kept=$(awk '/^## AMD Quark/ { q = 1 } /^## Paired comparison/ { q = 0 } q && /^### / { k = 1 } q && k' \
+  docs/results.md 2> /dev/null || true)
 
 # Every figure below comes from a run of this script: a run that fails or prints no perplexity
 # gives "not measured" in its row, never a number.
@@ -205,13 +209,15 @@ fp_row() {
   echo "  Quark gives Quantscope's rows. Qronos moves most with that rounding: its first column and"
   echo "  refit solve with H^-1 damped by only 1e-3 of H's largest eigenvalue."
   echo "- AWQ: v_proj -> o_proj under GQA is searched unconstrained and applied constrained, as"
-  echo "  Quark does. Two differences remain, both Quark's and both kept out on purpose: its scale"
-  echo "  search for the q/k/v group runs the decoder layer on the block's outputs, not its inputs"
-  echo "  (\`awq.py\`: \`_get_input_feat\` advances \`self.inps\` before the search reads it for"
-  echo "  attention modules), and its clip search divides o_proj's inputs by the unconstrained"
-  echo "  scales. Replaying both here did not give Quark's rows either, so the rest is not"
-  echo "  explained. Quark's chosen ratios (\`QUARK_ALGO_DEBUG=1\`) differ from ours in the q/k/v"
-  echo "  groups where its search reads the block's outputs, and in a few o_proj and gate/up groups."
+  echo "  Quark does. Quark's lower uint4 row is its own departure: its scale search for the q/k/v"
+  echo "  group runs the decoder layer on the block's outputs, not its inputs (\`awq.py\`:"
+  echo "  \`_get_input_feat\` advances \`self.inps\` before the search reads it for attention modules)."
+  echo "  Undone, with two smaller differences (docs/algorithms.md), Quark's AWQ equals ours within"
+  echo "  float32 rounding (the figures: \"Last-bit copies of the model\" below). What is left is"
+  echo "  rounding: both programs' clip search is the same to the bit, but their activations differ"
+  echo "  in the last bit (Quantscope's forward is not transformers'), and a clip that cuts both ends"
+  echo "  of an asymmetric group puts the clipped values half-way between two codes (7.5 steps from"
+  echo "  zero in exact arithmetic), where the last bit decides which."
   echo "- int8 W8A8 static: not the scales (Quark's int8 scales of stories260K, weights and inputs,"
   echo "  equal ours to float32 rounding, most of them bit for bit). Static int8 activations make"
   echo "  this model's perplexity move in the fourth significant digit between runtimes that apply"
@@ -220,6 +226,10 @@ fp_row() {
   echo "  AutoSmoothQuant and rotation rows sit on the same quantizers; their relative differences"
   echo "  are in the table, AutoSmoothQuant's not explained."
   echo "- mxfp4 rows: not explained (a candidate: MX activation rounding)."
+  if [ -n "$kept" ]; then
+    echo
+    printf '%s\n' "$kept"
+  fi
   if [ -n "$paired" ]; then
     echo
     echo "$paired"
