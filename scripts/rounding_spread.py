@@ -8,8 +8,8 @@ a clip from a grid of 10 per weight group) and GPTAQ/Qronos solve with nearly si
 matrices; both can turn last-bit differences into visible ones. This script measures how far
 such differences move each program's row, on the same model for both: copy 0 is stories260K
 as shipped; copy k > 0 has every float32 weight moved by exactly one unit in the last place, up
-or down at random (seed k), which leaves the full-precision perplexity unchanged to the six
-printed decimals. On every copy it runs, with the calibration and evaluation windows of
+or down at random (seed k): the same model to float32 precision (stories260K's full-precision
+perplexity moves by at most 1e-6). On every copy it runs, with the calibration and evaluation windows of
 scripts/results.sh (`*down_proj` and lm_head excluded):
 
   ours       quantscope-cli eval with the recipe results.sh uses;
@@ -40,9 +40,9 @@ from safetensors.numpy import load_file, save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEQ, NUM_CALIB = 256, 15  # scripts/results.sh's windows
+LABELS = {"awq": "AWQ", "gptaq": "GPTAQ", "qronos": "Qronos"}
 # Per algorithm, Quark's two columns: (label, how to run it). "awq-variant V": quark_awq_variants.py
 # with variant V; "rows [FLAGS]": quark_rows.py's row SCHEME_ALGORITHM with those flags.
-LABELS = {"awq": "AWQ", "gptaq": "GPTAQ", "qronos": "Qronos"}
 QUARK_COLUMNS = {
     "awq": (("Quark", "awq-variant stock"), ("Quark aligned", "awq-variant inputs+clip+stream")),
     "gptaq": (("Quark", "rows"), ("Quark float64 stats", "rows --float64-stats")),
@@ -96,7 +96,7 @@ def quark(shared, model, how, algorithm, schemes):
             if len(parts) == 3 and parts[0] == flags[0]:
                 rows[parts[1]] = float(parts[2])
     else:
-        keys = {f"{s}_{algorithm}": s for s in schemes}
+        keys = [f"{s}_{algorithm}" for s in schemes]
         out = subprocess.run([sys.executable, os.path.join(HERE, "quark_rows.py"), shared,
                               "--model", model, "--rows", ",".join(keys)] + flags, check=True,
                              capture_output=True, text=True).stdout
