@@ -115,6 +115,16 @@ def quark(shared, model, how, algorithm, schemes):
     return rows
 
 
+def equal(a, b):
+    """Equal as the tables print them (six decimals): two evaluations of the same weights differ
+    by a few 1e-8, so a closer comparison would call equal rows different."""
+    return f"{a:.6f}" == f"{b:.6f}"
+
+
+def difference(a, b):
+    return "0 (equal)" if equal(a, b) else f"{a - b:+.6f}"
+
+
 def mean_se(values):
     n = len(values)
     mean = sum(values) / n
@@ -167,7 +177,7 @@ def main():
             name = "0 (as shipped)" if r["copy"] == 0 else str(r["copy"])
             print(f"| {name} | {r['fp32']:.6f} | {r['ours']:.6f} | "
                   + " | ".join(f"{r[label]:.6f}" for label in labels) + " | "
-                  + " | ".join(f"{r['ours'] - r[label]:+.6f}" for label in labels) + " |")
+                  + " | ".join(difference(r["ours"], r[label]) for label in labels) + " |")
         cells = []
         for label in labels:
             m, se = mean_se([r["ours"] - r[label] for r in rows])
@@ -179,7 +189,8 @@ def main():
                   for key in ["fp32", "ours"] + labels]
         print("| max - min | " + " | ".join(f"{v:.6f}" for v in spread) + " |"
               + " |" * len(labels))
-        below = [sum(r["ours"] <= r[label] for r in rows) for label in labels]
+        below = [sum(r["ours"] < r[label] or equal(r["ours"], r[label]) for r in rows)
+                 for label in labels]
         print("| ours ≤ |" + " |" * (2 + len(labels)) + " "
               + " | ".join(f"{b} of {len(rows)}" for b in below) + " |")
 
