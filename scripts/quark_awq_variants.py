@@ -16,9 +16,10 @@ Variants (cumulative, each also does the ones before it):
 
 usage: quark_awq_variants.py SHARED_DIR VARIANT [SCHEME,...] [--model DIR]
        (default schemes uint4_wo_32,int4_wo_32; *down_proj and lm_head excluded as in results.sh;
-       --model: a copy of stories260K elsewhere, as scripts/awq_rounding_spread.py writes them)
+       --model: a copy of stories260K elsewhere, as scripts/rounding_spread.py writes them)
 Run with the venv of scripts/make-quark-venv.sh; prints one tab-separated line per row.
 """
+import argparse
 import os
 import sys
 
@@ -91,18 +92,13 @@ def stream_through_clipped_weights():
 
 
 def main():
-    args = sys.argv[1:]
-    model_dir = None
-    if "--model" in args:
-        at = args.index("--model")
-        if at + 1 >= len(args):
-            sys.exit("--model: expected a model directory")
-        model_dir = args[at + 1]
-        del args[at:at + 2]
-    if len(args) < 2:
-        sys.exit(__doc__)
-    shared, variant = args[0], args[1]
-    schemes = (args[2] if len(args) > 2 else "uint4_wo_32,int4_wo_32").split(",")
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("shared")
+    ap.add_argument("variant")
+    ap.add_argument("schemes", nargs="?", default="uint4_wo_32,int4_wo_32")
+    ap.add_argument("--model")
+    args = ap.parse_args()
+    shared, variant, schemes = args.shared, args.variant, args.schemes.split(",")
     steps = variant.split("+")
     if (steps[0] not in ("stock", "inputs") or any(s not in ("clip", "stream") for s in steps[1:])
             or ("stream" in steps and steps[0] != "inputs")):
@@ -114,7 +110,7 @@ def main():
     if "stream" in steps:
         stream_through_clipped_weights()
     torch.manual_seed(0)
-    model_dir = model_dir or f"{shared}/models/stories260K"
+    model_dir = args.model or f"{shared}/models/stories260K"
     tokenizer = qr.AutoTokenizer.from_pretrained(model_dir)
     calib = qr.windows(qr.token_ids(tokenizer, f"{shared}/data/tinystories-calib.txt"), qr.SEQ,
                        qr.NUM_CALIB)

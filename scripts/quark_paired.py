@@ -149,11 +149,12 @@ def our_recipe(key):
             "exclude": ["*down_proj", "*lm_head"], "algorithms": [{"name": algo}]}
 
 
-def ours_row(cli, shared, key, calib_path, workdir):
+def ours_row(cli, shared, key, calib_path, workdir, model_dir=None):
+    """quantscope-cli's perplexity of row `key` (stories260K unless `model_dir`)."""
     recipe = os.path.join(workdir, "recipe.json")
     with open(recipe, "w", encoding="utf-8") as f:
         json.dump(our_recipe(key), f)
-    cmd = [cli, "eval", f"{shared}/models/stories260K", "--recipe", recipe,
+    cmd = [cli, "eval", model_dir or f"{shared}/models/stories260K", "--recipe", recipe,
            "--data", f"{shared}/data/tinystories-eval.txt", "--eval-seq-len", "256",
            "--calib-data", calib_path, "--calib-seq-len", "256", "--num-calib-data",
            str(qr.NUM_CALIB), "--json", "--quiet"]

@@ -28,7 +28,6 @@ Run with the venv of scripts/make-quark-venv.sh (torch, numpy, safetensors, amd-
 """
 import argparse
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -39,7 +38,11 @@ import numpy as np
 from safetensors.numpy import load_file, save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SEQ, NUM_CALIB = 256, 15  # scripts/results.sh's windows
+sys.path.insert(0, HERE)
+
+# The paired comparison's run of ours, its "equal" (within 1e-7 relative) and its mean ± s.e.
+from quark_paired import diff, mean_se, ours_row, same  # noqa: E402
+from quark_rows import SEQ  # noqa: E402  (scripts/results.sh's windows)
 LABELS = {"awq": "AWQ", "gptaq": "GPTAQ", "qronos": "Qronos"}
 # Per algorithm, Quark's two columns: (label, how to run it). "awq-variant V": quark_awq_variants.py
 # with variant V; "rows [FLAGS]": quark_rows.py's row SCHEME_ALGORITHM with those flags.
@@ -67,19 +70,10 @@ def write_copy(source, target, seed):
     save_file(tensors, os.path.join(target, "model.safetensors"), metadata={"format": "pt"})
 
 
-def ours(cli, shared, model, scheme, algorithm):
-    common = ["--data", f"{shared}/data/tinystories-eval.txt", "--eval-seq-len", str(SEQ),
-              "--json", "--quiet"]
-    if scheme:
-        recipe = os.path.join(model, f"{algorithm}-{scheme}.json")
-        with open(recipe, "w", encoding="utf-8") as f:
-            json.dump({"format": "quantscope-recipe", "version": 1, "global": scheme,
-                       "exclude": ["*down_proj", "*lm_head"], "algorithms": [{"name": algorithm}]},
-                      f)
-        common += ["--recipe", recipe, "--calib-data", f"{shared}/data/tinystories-calib.txt",
-                   "--calib-seq-len", str(SEQ), "--num-calib-data", str(NUM_CALIB)]
-    out = subprocess.run([cli, "eval", model] + common, check=True, capture_output=True,
-                         text=True).stdout
+def fp32(cli, shared, model):
+    out = subprocess.run([cli, "eval", model, "--data", f"{shared}/data/tinystories-eval.txt",
+                          "--eval-seq-len", str(SEQ), "--json", "--quiet"], check=True,
+                         capture_output=True, text=True).stdout
     return json.loads(out)["perplexity"]
 
 
@@ -115,25 +109,6 @@ def quark(shared, model, how, algorithm, schemes):
     return rows
 
 
-def equal(a, b):
-    """Equal as the tables print them (six decimals): two evaluations of the same weights differ
-    by a few 1e-8, so a closer comparison would call equal rows different."""
-    return f"{a:.6f}" == f"{b:.6f}"
-
-
-def difference(a, b):
-    return "0 (equal)" if equal(a, b) else f"{a - b:+.6f}"
-
-
-def mean_se(values):
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, float("nan")
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, math.sqrt(var / n)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("shared")
@@ -151,15 +126,17 @@ def main():
     work = args.work or tempfile.mkdtemp(prefix="rounding-spread-")
     table = {s: [] for s in schemes}
     columns = QUARK_COLUMNS[args.algorithm]
+    calib = f"{args.shared}/data/tinystories-calib.txt"
     for k in range(args.copies):
         model = os.path.join(work, f"copy{k}")
         write_copy(source, model, k)
-        fp32 = ours(args.cli, args.shared, model, None, args.algorithm)
+        full = fp32(args.cli, args.shared, model)
         theirs = {label: quark(args.shared, model, how, args.algorithm, schemes)
                   for label, how in columns}
         for s in schemes:
-            row = {"copy": k, "fp32": fp32,
-                   "ours": ours(args.cli, args.shared, model, s, args.algorithm)}
+            row = {"copy": k, "fp32": full,
+                   "ours": ours_row(args.cli, args.shared, f"{s}_{args.algorithm}", calib, model,
+                                    model_dir=model)}
             row.update({label: theirs[label][s] for label, _ in columns})
             table[s].append(row)
             print(f"# copy {k} {s}: " + ", ".join(f"{key} {v:.6f}" for key, v in row.items()
@@ -177,7 +154,7 @@ def main():
             name = "0 (as shipped)" if r["copy"] == 0 else str(r["copy"])
             print(f"| {name} | {r['fp32']:.6f} | {r['ours']:.6f} | "
                   + " | ".join(f"{r[label]:.6f}" for label in labels) + " | "
-                  + " | ".join(difference(r["ours"], r[label]) for label in labels) + " |")
+                  + " | ".join(diff(r["ours"], r[label]) for label in labels) + " |")
         cells = []
         for label in labels:
             m, se = mean_se([r["ours"] - r[label] for r in rows])
@@ -189,7 +166,7 @@ def main():
                   for key in ["fp32", "ours"] + labels]
         print("| max - min | " + " | ".join(f"{v:.6f}" for v in spread) + " |"
               + " |" * len(labels))
-        below = [sum(r["ours"] < r[label] or equal(r["ours"], r[label]) for r in rows)
+        below = [sum(r["ours"] < r[label] or same(r["ours"], r[label]) for r in rows)
                  for label in labels]
         print("| ours ≤ |" + " |" * (2 + len(labels)) + " "
               + " | ".join(f"{b} of {len(rows)}" for b in below) + " |")

@@ -28,6 +28,16 @@ QString joined(const std::vector<std::string>& names) {
     return list.join(QLatin1Char(','));
 }
 
+// A count box whose 0 means "no limit" or "off" (the cost windows, the refinement rounds).
+void setUpCountBox(QSpinBox* box, const QString& objectName, int max, const QString& zero,
+                   const QString& suffix, const QString& toolTip) {
+    box->setObjectName(objectName);
+    box->setRange(0, max);
+    box->setSpecialValueText(zero);
+    box->setSuffix(suffix);
+    box->setToolTip(toolTip);
+}
+
 } // namespace
 
 FrontierView::FrontierView(QWidget* parent)
@@ -55,11 +65,8 @@ FrontierView::FrontierView(QWidget* parent)
         m_budget->setValue(kind == 0 ? 4.5 : 0.01);
         m_refineRounds->setEnabled(kind == 0); // a size budget only
     });
-    m_costWindows->setObjectName(QStringLiteral("searchCostWindows"));
-    m_costWindows->setRange(0, 100000);
-    m_costWindows->setSpecialValueText(tr("all"));
-    m_costWindows->setSuffix(tr(" window(s)"));
-    m_costWindows->setToolTip(
+    setUpCountBox(
+        m_costWindows, QStringLiteral("searchCostWindows"), 100000, tr("all"), tr(" window(s)"),
         tr("Measure each layer group's KL on the first N evaluation windows only (the chosen "
            "recipe is measured on all): about N / (all) of the search's cost, from fewer "
            "tokens."));
@@ -72,11 +79,8 @@ FrontierView::FrontierView(QWidget* parent)
            "fits the budget, else the group's smallest), carried to the others by the group's "
            "local output error (about a third of the evaluations with three candidates; "
            "estimates)."));
-    m_refineRounds->setObjectName(QStringLiteral("searchRefineRounds"));
-    m_refineRounds->setRange(0, 10);
-    m_refineRounds->setSpecialValueText(tr("off"));
-    m_refineRounds->setSuffix(tr(" round(s)"));
-    m_refineRounds->setToolTip(
+    setUpCountBox(
+        m_refineRounds, QStringLiteral("searchRefineRounds"), 10, tr("off"), tr(" round(s)"),
         tr("After the frontier's pick, measure every layer group switched to each other "
            "candidate with the rest as picked (the groups' errors interact where most are "
            "quantized), re-solve with those costs and keep the new pick only if it measures "
