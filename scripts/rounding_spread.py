@@ -123,6 +123,9 @@ def main():
         sys.exit(f"--copies: expected at least 1, got {args.copies}")
     schemes = args.schemes.split(",")
     source = f"{args.shared}/models/stories260K"
+    if not os.path.isfile(os.path.join(source, "model.safetensors")):
+        sys.exit(f"{source}: no model.safetensors there (SHARED_DIR is the shared data folder, "
+                 "e.g. ../shared)")
     work = args.work or tempfile.mkdtemp(prefix="rounding-spread-")
     table = {s: [] for s in schemes}
     columns = QUARK_COLUMNS[args.algorithm]
