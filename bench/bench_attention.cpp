@@ -5,6 +5,7 @@
 // FLOPs each); asserts nothing.
 //
 // usage: quantscope-bench-attention [--threads N] [--repeat N]
+#include "MedianTime.h"
 #include "model/CausalAttention.h"
 #include "model/LlamaStyleModel.h"
 
@@ -22,20 +23,6 @@
 #include <vector>
 
 namespace {
-
-double medianMs(int repeat, const std::function<void()>& run) {
-    run(); // warm-up: first-touch pages, thread start
-    std::vector<double> ms;
-    for (int i = 0; i < repeat; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        ms.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count());
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-}
 
 struct Shape {
     const char* name;

@@ -4,7 +4,11 @@
 #    divided by a plain fp32 `eval` of the same windows (one forward);
 #  - a sensitivity row (KL, top-1 agreement and perplexity with the layer alone quantized and
 #    with all but the layer) against what measuring it costs without the study: one `eval`
-#    process per evaluation (load, calibrate, evaluate), two per row.
+#    process per evaluation (load, calibrate, evaluate), two per row;
+#  - each at its matmul floor: the time its linear layers' matmuls alone take on this machine
+#    (quantscope-bench-matmul times each of the model's shapes, in this run), so what the
+#    measured figures spend outside the matmuls, and what a goal leaves for that, can be read
+#    off.
 # Medians of REPEAT runs, all in this one run (machines here are noisy).
 #
 #   bench/sensitivity_cost.sh [BUILD_DIR] [MODEL_DIR] [REPEAT]
@@ -42,17 +46,57 @@ timed() { for _ in $(seq "$repeat"); do seconds "$@"; done | median; }
 
 # The linears of block 0 and of the last block: the rows whose evaluations are longest and
 # shortest.
-layers=$("$cli" inspect "$model" --json | python3 -c '
+tree=$tmp/inspect.json
+"$cli" inspect "$model" --json > "$tree"
+layers=$(python3 - "$tree" <<'EOF'
 import json, sys
 def walk(node):
     if node.get("kind") == "linear" and node.get("block", -1) >= 0:
         yield node["name"]
     for child in node.get("children", []):
         yield from walk(child)
-print("\n".join(walk(json.load(sys.stdin)["tree"])))')
+print("\n".join(walk(json.load(open(sys.argv[1]))["tree"])))
+EOF
+)
 first=$(echo "$layers" | head -1)
 last=$(echo "$layers" | tail -1)
 rows=$(echo "$layers" | wc -l)
+
+# The matmul floor, from the model's shapes: the block linears' (all blocks) and the head's, over
+# one forward step of the calibration (2048 tokens: 8 windows of 256, the CPU batch) and of a
+# row's evaluation (its 2 windows, 512 tokens). Prints: seconds of the blocks' linears over the
+# 16 windows, of the head over them, of one block's linears over a row's 2 windows, of the head
+# over them, and the mean number of blocks a row's evaluation runs (its layer's block to the
+# last). Measured before the runs and after them; the lesser of each counts (a floor is the
+# fastest these matmuls run here, and the machine's load only ever adds time).
+floor_figures() {
+  python3 - "$tree" "$build/bin/quantscope-bench-matmul" <<'EOF'
+import collections, json, subprocess, sys
+tree = json.load(open(sys.argv[1]))["tree"]
+linears, heads, blocks, rowBlocks = collections.Counter(), collections.Counter(), set(), []
+def walk(node):
+    if node.get("kind") == "linear" and node.get("block", -1) >= 0:
+        linears[tuple(node["shape"])] += 1
+        rowBlocks.append(node["block"])
+        blocks.add(node["block"])
+    if node.get("kind") == "head":
+        heads[tuple(node["shape"])] += 1
+    for child in node.get("children", []):
+        walk(child)
+walk(tree)
+def seconds(tokens, shapes):
+    specs = [f"{tokens}:{o}x{i}*{n}" for (o, i), n in shapes.items()]
+    out = subprocess.run([sys.argv[2], *specs], check=True, capture_output=True, text=True).stdout
+    last = out.strip().splitlines()[-1].split()
+    assert last[0] == "floor_ms", out
+    return float(last[1]) / 1e3
+n = len(blocks)
+steps = 2  # 16 windows of 256 in steps of 2048 tokens
+print(steps * seconds(2048, linears), steps * seconds(2048, heads), seconds(512, linears) / n,
+      seconds(512, heads), sum(n - b for b in rowBlocks) / len(rowBlocks))
+EOF
+}
+floorBefore=$(floor_figures)
 
 fp=$(timed "$cli" eval "$model" --data "$shared/data/tinystories-calib.txt" --eval-seq-len 256 \
   --max-windows 16 --quiet)
@@ -67,9 +111,14 @@ alone() { # LAYER: one process measuring the layer alone (everything else exclud
 processFirst=$(timed alone "$first")
 processLast=$(timed alone "$last")
 
-python3 - "$fp" "$analyze" "$study" "$rows" "$processFirst" "$processLast" <<'EOF'
+floorAfter=$(floor_figures)
+
+python3 - "$fp" "$analyze" "$study" "$rows" "$processFirst" "$processLast" \
+  "$floorBefore" "$floorAfter" <<'EOF'
 import sys
-fp, analyze, study, rows, first, last = map(float, sys.argv[1:])
+fp, analyze, study, rows, first, last = map(float, sys.argv[1:7])
+before, after = ([float(x) for x in a.split()] for a in sys.argv[7:9])
+blocks, head, rowBlock, rowHead, meanBlocks = (min(b, a) for b, a in zip(before, after))
 per_row = (study - analyze) / rows
 process = (first + last) / 2  # a row's evaluations run from its block on: the mean of both ends
 print(f"fp32 eval of the 16 calibration windows   {fp:8.2f} s")
@@ -78,4 +127,14 @@ print(f"analyze --sensitivity ({int(rows)} rows)          {study:8.2f} s  -> {pe
 print(f"one eval process, first layer alone       {first:8.2f} s")
 print(f"one eval process, last layer alone        {last:8.2f} s")
 print(f"row in the study against two processes    {2 * process / per_row:8.1f}x cheaper")
+# The floors: the matmuls alone, nothing else (no attention, norms, statistics, KL).
+print(f"matmuls alone over the 16 windows: blocks {blocks:.2f} s, head {head:.2f} s "
+      f"({(blocks + head) / fp:.0%} of the forward)")
+floor = 3 * blocks  # the full-precision pass, the quantized pass, each linear on its own
+print(f"analyze at its matmul floor (3 x blocks)  {floor:8.2f} s  = {floor / fp:5.2f} forwards' worth;"
+      f" outside the matmuls {analyze - floor:.2f} s, at 2.5 forwards' worth {2.5 * fp - floor:.2f} s")
+row_floor = 2 * (meanBlocks * rowBlock + rowHead)  # two evaluations from the layer's block on
+print(f"row at its matmul floor ({meanBlocks:.1f} blocks + head, x2) {row_floor:6.3f} s  -> "
+      f"{2 * process / row_floor:5.1f}x; outside the matmuls {per_row - row_floor:.3f} s,"
+      f" at 20x {2 * process / 20 - row_floor:.3f} s")
 EOF
