@@ -22,6 +22,9 @@ build=${1:-build/release}
 model=${2:-}
 repeat=${3:-3}
 cli=$build/bin/quantscope-cli
+for tool in "$cli" "$build/bin/quantscope-bench-matmul"; do
+  [ -x "$tool" ] || { echo "sensitivity_cost.sh: $tool not found (build $build first)" >&2; exit 1; }
+done
 shared=${QS_SHARED_DIR:-../shared}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 export QS_CACHE_DIR=off # every evaluation computes its own full-precision side, as a process would
@@ -58,6 +61,12 @@ def walk(node):
 print("\n".join(walk(json.load(open(sys.argv[1]))["tree"])))
 EOF
 )
+if grep -q '\.experts\.' <<< "$layers"; then
+  # A study groups a mixture of experts' linears into one row per kind, and each expert sees only
+  # the tokens routed to it: neither the per-row division below nor the matmul floor holds.
+  echo "sensitivity_cost.sh: $model has experts; this benchmark measures dense models" >&2
+  exit 1
+fi
 first=$(echo "$layers" | head -1)
 last=$(echo "$layers" | tail -1)
 rows=$(echo "$layers" | wc -l)
