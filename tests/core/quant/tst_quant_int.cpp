@@ -177,6 +177,59 @@ private Q_SLOTS:
         QCOMPARE(values(fakeQuantize(x, spec))[0], 127.0f * s);
     }
 
+    // A per-tensor range (the static activation observers' case) is the first minimum and the
+    // first maximum in the tensor's order, NaN poisoning both (a plain scan with strict
+    // comparisons, as ATen's row loop and Quark's torch.aminmax give them). The fast path takes
+    // a threaded all-reduce, which may return +0 for a first extreme of -0: checked with a -0
+    // minimum before a +0 one, and the reverse, at both ends of a tensor long enough to be split
+    // over threads.
+    void perTensorRangeIsTheFirstExtreme() {
+        const QuantSpec spec = intSpec(DataType::Int8, Granularity::PerTensor, false);
+        const int64_t n = int64_t(1) << 20;
+        auto scan = [](const std::vector<float>& v) {
+            float mn = v[0], mx = v[0];
+            for (const float x : v) {
+                if (std::isnan(x))
+                    return std::pair<float, float>(x, x);
+                if (x < mn)
+                    mn = x;
+                if (x > mx)
+                    mx = x;
+            }
+            return std::pair<float, float>(mn, mx);
+        };
+        for (int pattern = 0; pattern < 6; ++pattern) {
+            std::vector<float> v = values(at::rand({n}) + 1.0f); // all in [1, 2)
+            if (pattern == 1) { // -0 first, +0 later: the minimum is -0
+                v[3] = -0.0f;
+                v[n - 5] = 0.0f;
+            } else if (pattern == 2) { // +0 first: +0
+                v[3] = 0.0f;
+                v[n - 5] = -0.0f;
+            } else if (pattern == 3) { // all negative: the maximum is a zero, -0 first
+                for (float& x : v)
+                    x = -x;
+                v[n / 2] = -0.0f;
+                v[n - 1] = 0.0f;
+            } else if (pattern == 4) {
+                v[n / 3] = std::numeric_limits<float>::quiet_NaN();
+            } else if (pattern == 5) {
+                v[7] = -3.5f; // an ordinary extreme on each side, away from zero
+                v[n - 9] = 9.25f;
+            }
+            const Range r = observeRange(tensorOf(v, {4, n / 4}), spec);
+            const auto [mn, mx] = scan(v);
+            const float gotMin = values(r.min)[0], gotMax = values(r.max)[0];
+            QVERIFY2(sameFloat(gotMin, mn) && sameFloat(gotMax, mx),
+                     qPrintable(QString("pattern %1: range bits %2 %3, expected %4 %5")
+                                    .arg(pattern)
+                                    .arg(bitsOf(gotMin), 8, 16, QChar('0'))
+                                    .arg(bitsOf(gotMax), 8, 16, QChar('0'))
+                                    .arg(bitsOf(mn), 8, 16, QChar('0'))
+                                    .arg(bitsOf(mx), 8, 16, QChar('0'))));
+        }
+    }
+
     void nanAndInfPoisonOnlyTheirGroup() {
         std::vector<float> v(32, 0.25f);
         for (int i = 0; i < 32; ++i)
