@@ -120,13 +120,13 @@ void checkSpec(const QuantSpec& spec) {
 }
 
 // The range of one row holding a whole tensor (a per-tensor observer: a static activation
-// quantizer sees every token of every batch), on the CPU. ATen reduces a row along its dimension
-// in one serial scalar loop (LibTorch 1.13: about 2 ns an element on this machine; 0.8 s of int8
-// Analyze's 16.2 s on the 100M, 1.0 s of an int8 eval's 7.5 s); its all-reduce is vectorised
-// and threaded. The two agree
-// on every value except a zero, where the all-reduce may return +0 for a first extreme of -0,
-// and a NaN's payload: those results are left undefined and the caller takes the row's loop, so
-// the range is the one aminmax(rows, 1) gives, to the bit.
+// quantizer sees every token of every batch), on the CPU. ATen reduces a row along its
+// dimension in one serial scalar loop (LibTorch 1.13: about 2 ns an element on this machine;
+// 0.8 s of int8 Analyze's 16.2 s on the 100M, 1.0 s of an int8 eval's 7.5 s); its all-reduce is
+// vectorised and threaded. The two agree on every value except a zero, where the all-reduce may
+// return +0 for a first extreme of -0, and a NaN's payload: those results are left undefined
+// and the caller takes the row's loop, so the range is the one aminmax(rows, 1) gives, to the
+// bit.
 std::pair<at::Tensor, at::Tensor> tensorRangeOnCpu(const at::Tensor& rows) {
     auto [mn, mx] = at::aminmax(rows);
     const float lo = mn.item<float>(), hi = mx.item<float>();
