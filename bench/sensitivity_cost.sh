@@ -47,18 +47,27 @@ seconds() { # COMMAND...: wall seconds of one run
 }
 timed() { for _ in $(seq "$repeat"); do seconds "$@"; done | median; }
 
-# The linears of block 0 and of the last block: the rows whose evaluations are longest and
-# shortest.
-tree=$tmp/inspect.json
-"$cli" inspect "$model" --json > "$tree"
-layers=$(python3 - "$tree" <<'EOF'
-import json, sys
+# One walk of the model's tree: the block linears in order (printed: the first is block 0's and
+# the last the last block's, the rows whose evaluations are longest and shortest), and in
+# $shapes what the matmul floor below needs: each linear's block and every weight shape of the
+# blocks' linears and of the head, with its count.
+shapes=$tmp/shapes.json
+"$cli" inspect "$model" --json > "$tmp/inspect.json"
+layers=$(python3 - "$tmp/inspect.json" "$shapes" <<'EOF'
+import collections, json, sys
+names, blocks, linears, heads = [], [], collections.Counter(), collections.Counter()
 def walk(node):
     if node.get("kind") == "linear" and node.get("block", -1) >= 0:
-        yield node["name"]
+        names.append(node["name"])
+        blocks.append(node["block"])
+        linears["x".join(map(str, node["shape"]))] += 1
+    if node.get("kind") == "head":
+        heads["x".join(map(str, node["shape"]))] += 1
     for child in node.get("children", []):
-        yield from walk(child)
-print("\n".join(walk(json.load(open(sys.argv[1]))["tree"])))
+        walk(child)
+walk(json.load(open(sys.argv[1]))["tree"])
+json.dump({"blocks": blocks, "linears": linears, "heads": heads}, open(sys.argv[2], "w"))
+print("\n".join(names))
 EOF
 )
 if grep -q '\.experts\.' <<< "$layers"; then
@@ -71,38 +80,29 @@ first=$(echo "$layers" | head -1)
 last=$(echo "$layers" | tail -1)
 rows=$(echo "$layers" | wc -l)
 
-# The matmul floor, from the model's shapes: the block linears' (all blocks) and the head's, over
-# one forward step of the calibration (2048 tokens: 8 windows of 256, the CPU batch) and of a
-# row's evaluation (its 2 windows, 512 tokens). Prints: seconds of the blocks' linears over the
-# 16 windows, of the head over them, of one block's linears over a row's 2 windows, of the head
-# over them, and the mean number of blocks a row's evaluation runs (its layer's block to the
-# last). Measured before the runs and after them; the lesser of each counts (a floor is the
-# fastest these matmuls run here, and the machine's load only ever adds time).
+# The matmul floor: the blocks' linears (all blocks) and the head, over one forward step of the
+# calibration (2048 tokens: 8 windows of 256, the CPU batch) and of a row's evaluation (its 2
+# windows, 512 tokens). Prints: seconds of the blocks' linears over the 16 windows, of the head
+# over them, of one block's linears over a row's 2 windows, of the head over them, and the mean
+# number of blocks a row's evaluation runs (its layer's block to the last). Measured before the
+# runs and after them; the lesser of each counts (a floor is the fastest these matmuls run here,
+# and the machine's load only ever adds time).
 floor_figures() {
-  python3 - "$tree" "$build/bin/quantscope-bench-matmul" <<'EOF'
-import collections, json, subprocess, sys
-tree = json.load(open(sys.argv[1]))["tree"]
-linears, heads, blocks, rowBlocks = collections.Counter(), collections.Counter(), set(), []
-def walk(node):
-    if node.get("kind") == "linear" and node.get("block", -1) >= 0:
-        linears[tuple(node["shape"])] += 1
-        rowBlocks.append(node["block"])
-        blocks.add(node["block"])
-    if node.get("kind") == "head":
-        heads[tuple(node["shape"])] += 1
-    for child in node.get("children", []):
-        walk(child)
-walk(tree)
-def seconds(tokens, shapes):
-    specs = [f"{tokens}:{o}x{i}*{n}" for (o, i), n in shapes.items()]
+  python3 - "$shapes" "$build/bin/quantscope-bench-matmul" <<'EOF'
+import json, subprocess, sys
+shapes = json.load(open(sys.argv[1]))
+def seconds(tokens, counts):
+    specs = [f"{tokens}:{shape}*{n}" for shape, n in counts.items()]
     out = subprocess.run([sys.argv[2], *specs], check=True, capture_output=True, text=True).stdout
     last = out.strip().splitlines()[-1].split()
     assert last[0] == "floor_ms", out
     return float(last[1]) / 1e3
-n = len(blocks)
+blocks = shapes["blocks"]
+n = len(set(blocks))
 steps = 2  # 16 windows of 256 in steps of 2048 tokens
-print(steps * seconds(2048, linears), steps * seconds(2048, heads), seconds(512, linears) / n,
-      seconds(512, heads), sum(n - b for b in rowBlocks) / len(rowBlocks))
+print(steps * seconds(2048, shapes["linears"]), steps * seconds(2048, shapes["heads"]),
+      seconds(512, shapes["linears"]) / n, seconds(512, shapes["heads"]),
+      sum(n - b for b in blocks) / len(blocks))
 EOF
 }
 floorBefore=$(floor_figures)
